@@ -1,0 +1,1 @@
+"""chat-bff: a backend-for-frontend for AI chat UIs."""

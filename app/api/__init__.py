@@ -1,0 +1,1 @@
+"""HTTP surfaces: thin routers, DTOs, SSE encoders. The only package that imports fastapi."""

@@ -1,0 +1,123 @@
+"""One error body for every failure: `{"error": {"code", "message", ...}}`.
+
+The OpenAI-compatible surface (`/v1/...`) answers in OpenAI's own shape instead
+(`{"error": {"message", "type", "param", "code"}}`), so the official SDK raises the
+right exception class.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.domain.errors import ChatBffError, ProviderError, RateLimited
+
+log = logging.getLogger("chat_bff.errors")
+
+_OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_exceeded",
+}
+
+
+def _is_openai_surface(request: Request) -> bool:
+    return request.url.path.startswith("/v1/")
+
+
+def error_response(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: dict[str, str] | None = None,
+    param: str | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    if _is_openai_surface(request):
+        body: dict[str, Any] = {
+            "error": {
+                "message": message,
+                "type": _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "error"),
+                "param": param,
+                "code": code,
+            }
+        }
+    else:
+        body = {"error": {"code": code, "message": message, **extra}}
+        if param is not None:
+            body["error"]["param"] = param
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def retry_after_header(exc: ChatBffError) -> dict[str, str] | None:
+    retry_after = getattr(exc, "retry_after", None)
+    if isinstance(exc, RateLimited | ProviderError) and retry_after is not None:
+        return {"Retry-After": str(max(1, round(retry_after)))}
+    return None
+
+
+def _validation_detail(errors: list[Any]) -> list[dict[str, Any]]:
+    # The offending input is left out: it may be a secret the caller pasted by mistake.
+    return [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+        for e in errors
+    ]
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ChatBffError)
+        return error_response(
+            request,
+            exc.status,
+            exc.code,
+            exc.message,
+            headers=retry_after_header(exc),
+            **exc.extra,
+        )
+
+    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        detail = _validation_detail(list(exc.errors()))
+        first = detail[0] if detail else {"loc": [], "msg": "invalid request"}
+        loc = ".".join(str(x) for x in first["loc"] if x != "body")
+        message = f"{loc}: {first['msg']}" if loc else str(first["msg"])
+        return error_response(
+            request, 422, "validation_error", message, param=loc or None, details=detail
+        )
+
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = {
+            404: "not_found",
+            405: "method_not_allowed",
+            401: "unauthorized",
+            403: "forbidden",
+            413: "payload_too_large",
+        }.get(exc.status_code, "http_error")
+        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        return error_response(
+            request, exc.status_code, code, message, headers=dict(exc.headers or {})
+        )
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Log the type only: SDK exception messages and tracebacks can carry headers.
+        log.error("unhandled error", extra={"error_type": type(exc).__name__})
+        return error_response(request, 500, "internal_error", "Internal server error.")
+
+    app.add_exception_handler(ChatBffError, on_domain_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,127 @@
+"""The service's exception hierarchy, drawn once here.
+
+    ChatBffError                  code, message, status, retryable, extra
+     +-- NotFound                 404  (a missing id and a foreign id look the same)
+     +-- ModelNotFound            404  model_not_found
+     +-- Conflict                 409  (e.g. a run already active)
+     +-- InvalidRequest           400/422
+     +-- RateLimited              429  with retry_after
+     +-- ProviderError            upstream failure, already made safe to show
+          +-- ProviderAuthError       502 (upstream 401/403: our key, not the caller's fault)
+          +-- ProviderRateLimited     429 with retry_after
+          +-- ProviderTimeout         504
+          +-- ProviderUnavailable     502 (5xx, connection refused, stream cut)
+          +-- ProviderBadRequest      400 (upstream refused the request itself)
+
+Vendor SDK exceptions are mapped to `ProviderError`s in one place per provider and raised
+`from` the original; their messages are written by us, so no key, upstream URL with
+credentials or header can reach a client, a log line or an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ChatBffError(Exception):
+    status: int = 500
+    code: str = "internal_error"
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        retryable: bool | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        if retryable is not None:
+            self.retryable = retryable
+        self.extra = extra
+
+    def to_body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, **self.extra}}
+
+
+class NotFound(ChatBffError):
+    status = 404
+    code = "not_found"
+
+
+class ModelNotFound(NotFound):
+    code = "model_not_found"
+
+
+class Conflict(ChatBffError):
+    status = 409
+    code = "conflict"
+
+
+class InvalidRequest(ChatBffError):
+    status = 400
+    code = "invalid_request"
+
+
+class RateLimited(ChatBffError):
+    status = 429
+    code = "rate_limited"
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self.retry_after = retry_after
+
+
+class ProviderError(ChatBffError):
+    status = 502
+    code = "provider_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        upstream_status: int | None = None,
+        retry_after: float | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(message, **extra)
+        self.provider = provider
+        self.upstream_status = upstream_status
+        self.retry_after = retry_after
+
+
+class ProviderAuthError(ProviderError):
+    status = 502
+    code = "provider_auth_error"
+
+
+class ProviderRateLimited(ProviderError):
+    status = 429
+    code = "provider_rate_limited"
+    retryable = True
+
+
+class ProviderTimeout(ProviderError):
+    status = 504
+    code = "provider_timeout"
+    retryable = True
+
+
+class ProviderUnavailable(ProviderError):
+    status = 502
+    code = "provider_unavailable"
+    retryable = True
+
+
+class ProviderBadRequest(ProviderError):
+    status = 400
+    code = "provider_bad_request"

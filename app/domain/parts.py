@@ -1,0 +1,119 @@
+"""Message parts in Gravity UI AIKit's shapes, field for field.
+
+One discriminated union (`Part`) and one TypeAdapter (`PARTS_ADAPTER`) serve the API, the
+SSE events and the database alike. AIKit's own fields are camelCase (`toolName`,
+`toolCallId`, `bodyContent`), so these models keep them as they are on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+ToolStatus = Literal[
+    "loading", "waitingConfirmation", "waitingSubmission", "success", "error", "cancelled"
+]
+FINAL_TOOL_STATUSES: frozenset[str] = frozenset({"success", "error", "cancelled"})
+
+
+class _PartModel(BaseModel):
+    # Parts come back from browsers that may add presentation fields of their own; those
+    # are ignored rather than refused so that a client can send its history back as-is.
+    model_config = ConfigDict(extra="ignore")
+
+
+class TextData(_PartModel):
+    text: str = Field(description="The text, usually Markdown.")
+
+
+class TextPart(_PartModel):
+    """A run of assistant or user text."""
+
+    type: Literal["text"] = "text"
+    id: str | None = Field(default=None, description="Optional client-side id of the part.")
+    data: TextData
+
+
+class ThinkingData(_PartModel):
+    content: str = Field(description="The model's visible reasoning text.")
+    status: Literal["thinking", "thought"] = Field(
+        default="thought", description="`thinking` while it streams, `thought` when done."
+    )
+
+
+class ThinkingPart(_PartModel):
+    """Reasoning the provider chose to show (Anthropic thinking, reasoning_content)."""
+
+    type: Literal["thinking"] = "thinking"
+    id: str | None = Field(default=None, description="Optional client-side id of the part.")
+    data: ThinkingData
+
+
+class ToolData(_PartModel):
+    toolName: str = Field(description="Name of the tool the model called.")
+    toolCallId: str = Field(description="The provider's id of this call.")
+    args: dict[str, Any] | None = Field(
+        default=None, description="Parsed JSON arguments; absent while they stream or if invalid."
+    )
+    status: ToolStatus = Field(description="Where the call stands; see the README.")
+    result: Any | None = Field(default=None, description="The tool's result once it has one.")
+    bodyContent: str | None = Field(
+        default=None, description="Human-readable text for the card (errors, summaries)."
+    )
+    mutates: bool | None = Field(
+        default=None, description="True when the tool changed data a UI may be showing."
+    )
+
+
+class ToolPart(_PartModel):
+    """A tool call with its arguments, status and (once known) result."""
+
+    type: Literal["tool"] = "tool"
+    id: str = Field(description="Equals data.toolCallId, so a UI can upsert the part by id.")
+    data: ToolData
+
+
+class FileData(_PartModel):
+    id: str = Field(description="Attachment id.")
+    name: str = Field(description="File name as uploaded.")
+    mimeType: str | None = Field(default=None, description="MIME type, when known.")
+    url: str | None = Field(default=None, description="Where the file can be fetched.")
+
+
+class FilePart(_PartModel):
+    """A user attachment (AIKit `fileAttachments` item)."""
+
+    type: Literal["file"] = "file"
+    id: str | None = Field(default=None, description="Optional client-side id of the part.")
+    data: FileData
+
+
+Part = Annotated[TextPart | ThinkingPart | ToolPart | FilePart, Field(discriminator="type")]
+PARTS_ADAPTER: TypeAdapter[list[Part]] = TypeAdapter(list[Part])
+
+
+def text_part(text: str) -> TextPart:
+    return TextPart(data=TextData(text=text))
+
+
+def tool_part(
+    *,
+    tool_call_id: str,
+    tool_name: str,
+    status: ToolStatus,
+    args: dict[str, Any] | None = None,
+    result: Any | None = None,
+    body_content: str | None = None,
+) -> ToolPart:
+    return ToolPart(
+        id=tool_call_id,
+        data=ToolData(
+            toolName=tool_name,
+            toolCallId=tool_call_id,
+            args=args,
+            status=status,
+            result=result,
+            bodyContent=body_content,
+        ),
+    )

@@ -1,0 +1,95 @@
+"""One settings class, read from the environment and `.env`, built by `get_settings()`.
+
+Nothing here runs at import time: `create_app(settings)` receives an instance, and tests
+build their own. Provider settings use the names the official SDKs read
+(`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Environment = Literal["development", "test", "production"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+    )
+
+    # --- service ---------------------------------------------------------------------
+    environment: Environment = Field(default="development", description="Deployment mode.")
+    log_level: str = Field(default="INFO", description="Root log level.")
+    log_json: bool = Field(default=True, description="Structured JSON log lines.")
+    database_url: str = Field(
+        default="sqlite+aiosqlite:///./chat-bff.db",
+        description="SQLAlchemy async URL; SQLite file by default, Postgres in production.",
+    )
+    migrate_on_start: bool = Field(
+        default=True, description="Run Alembic upgrade head at start-up."
+    )
+    redis_url: str | None = Field(default=None, description="Redis for cross-instance tails.")
+    cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
+    max_body_bytes: int = Field(default=1_000_000, description="Request body size cap.")
+    heartbeat_seconds: float = Field(default=15.0, description="SSE heartbeat interval.")
+    shutdown_timeout_seconds: float = Field(default=10.0, description="Graceful stop budget.")
+
+    # --- providers (names as the official SDKs read them) ----------------------------
+    openai_api_key: SecretStr | None = Field(default=None, description="OpenAI key.")
+    openai_base_url: str | None = Field(
+        default=None, description="Any OpenAI-compatible server (Ollama, vLLM, LM Studio)."
+    )
+    anthropic_api_key: SecretStr | None = Field(default=None, description="Anthropic key.")
+    anthropic_base_url: str | None = Field(default=None, description="Anthropic API base URL.")
+    provider_timeout_seconds: float = Field(default=60.0, description="Upstream read timeout.")
+    provider_connect_timeout_seconds: float = Field(default=10.0, description="Connect timeout.")
+    provider_max_retries: int = Field(
+        default=2, description="Retries before the first byte (429, 5xx, connection errors)."
+    )
+
+    # --- models ----------------------------------------------------------------------
+    models_file: Path | None = Field(
+        default=None, description="JSON file with the model catalogue (the allowlist)."
+    )
+    models_json: str | None = Field(
+        default=None, description="The model catalogue as inline JSON (overrides models_file)."
+    )
+    default_model: str | None = Field(default=None, description="Catalogue id used by default.")
+    scripted_script: Path | None = Field(
+        default=None, description="Script for the offline scripted provider."
+    )
+    scripted_delay_ms: float = Field(
+        default=20.0, description="Pause between scripted chunks (realistic pacing)."
+    )
+
+    # --- agent -----------------------------------------------------------------------
+    max_iterations: int = Field(default=8, description="Model calls allowed in one run.")
+    tool_timeout_seconds: float = Field(default=30.0, description="Default per-tool timeout.")
+    run_timeout_seconds: float = Field(default=600.0, description="Wall-clock cap of a run.")
+
+    # --- identity --------------------------------------------------------------------
+    local_user_id: str = Field(
+        default="local", description="The caller in development mode (no auth configured)."
+    )
+    jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
+
+    @model_validator(mode="after")
+    def _refuse_insecure_production(self) -> Settings:
+        if self.environment == "production" and self.jwt_secret is not None:
+            secret = self.jwt_secret.get_secret_value()
+            if len(secret) < 32 or secret in {"changeme", "secret", "change-me"}:
+                raise ValueError("JWT_SECRET is too weak for production (32+ random chars)")
+        return self
+
+    @property
+    def has_provider_key(self) -> bool:
+        return self.openai_api_key is not None or self.anthropic_api_key is not None
+
+
+def get_settings() -> Settings:
+    """Build settings from the environment; call it at start-up, never at import time."""
+    return Settings()

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy 2 async tables and repositories (rows <-> domain types)."""

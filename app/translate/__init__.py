@@ -1,0 +1,1 @@
+"""Pure translation functions between vendor formats, AIKit messages and our parts."""

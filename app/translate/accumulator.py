@@ -1,0 +1,180 @@
+"""Fold a stream of `ProviderEvent`s into an assistant message's parts.
+
+Tool calls are keyed by the vendor's index (OpenAI's `tool_calls[].index` may start at 1
+after text; Anthropic's content block index), so parallel calls whose pieces interleave
+still land in the right part. The streaming and non-streaming paths both go through
+this builder, which is what makes their parts identical.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from app.domain.parts import (
+    Part,
+    TextData,
+    TextPart,
+    ThinkingData,
+    ThinkingPart,
+    ToolData,
+    ToolPart,
+)
+from app.domain.stream import (
+    Finish,
+    FinishReason,
+    ProviderEvent,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
+)
+
+
+@dataclass
+class _ToolCall:
+    id: str
+    name: str
+    args_text: str = ""
+
+
+@dataclass
+class ModelResponse:
+    """What one model call produced, folded."""
+
+    parts: list[Part]
+    finish_reason: FinishReason | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    response_id: str | None = None
+    model: str | None = None
+
+    def tool_parts(self) -> list[ToolPart]:
+        return [p for p in self.parts if isinstance(p, ToolPart)]
+
+
+def parse_tool_args(name: str, text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Arguments as a JSON object, or None and a readable reason for the tool card."""
+    if not text.strip():
+        return {}, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, (
+            f"The model sent arguments for `{name}` that are not valid JSON "
+            f"({exc.msg} at position {exc.pos}); the tool was not run."
+        )
+    if not isinstance(value, dict):
+        return None, (
+            f"The model sent arguments for `{name}` that are not a JSON object; "
+            "the tool was not run."
+        )
+    return value, None
+
+
+@dataclass
+class PartsBuilder:
+    """Accumulates deltas; `feed` returns what changed so the agent can emit events."""
+
+    _order: list[tuple[str, int]] = field(default_factory=list)  # (kind, key)
+    _texts: list[str] = field(default_factory=list)
+    _thinking: list[str] = field(default_factory=list)
+    _calls: dict[int, _ToolCall] = field(default_factory=dict)
+    finish_reason: FinishReason | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    response_id: str | None = None
+    model: str | None = None
+
+    def feed(self, event: ProviderEvent) -> _ToolCall | None:
+        """Fold one event. Returns the tool call when this event started a new one."""
+        if isinstance(event, TextDelta):
+            if not event.text:
+                return None
+            if self._order and self._order[-1][0] == "text":
+                self._texts[-1] += event.text
+            else:
+                self._order.append(("text", len(self._texts)))
+                self._texts.append(event.text)
+        elif isinstance(event, ThinkingDelta):
+            if self._order and self._order[-1][0] == "thinking":
+                self._thinking[-1] += event.text
+            else:
+                self._order.append(("thinking", len(self._thinking)))
+                self._thinking.append(event.text)
+        elif isinstance(event, ToolCallDelta):
+            call = self._calls.get(event.index)
+            if call is None:
+                call = _ToolCall(
+                    id=event.id or f"call_{uuid.uuid4().hex[:24]}", name=event.name or ""
+                )
+                self._calls[event.index] = call
+                self._order.append(("tool", event.index))
+                call.args_text += event.args_delta
+                return call
+            if event.name and not call.name:
+                call.name = event.name
+            call.args_text += event.args_delta
+        elif isinstance(event, Usage):
+            # Providers report cumulative usage per call; the last report wins per field.
+            self.input_tokens = max(self.input_tokens, event.input_tokens)
+            self.output_tokens = max(self.output_tokens, event.output_tokens)
+        elif isinstance(event, Finish):
+            self.finish_reason = event.reason
+        elif isinstance(event, ResponseMeta):
+            self.response_id = event.response_id or self.response_id
+            self.model = event.model or self.model
+        else:
+            assert_never(event)
+        return None
+
+    def call_for(self, index: int) -> _ToolCall | None:
+        return self._calls.get(index)
+
+    def build(self) -> ModelResponse:
+        parts: list[Part] = []
+        for kind, key in self._order:
+            if kind == "text":
+                parts.append(TextPart(data=TextData(text=self._texts[key])))
+            elif kind == "thinking":
+                parts.append(
+                    ThinkingPart(data=ThinkingData(content=self._thinking[key], status="thought"))
+                )
+            else:
+                call = self._calls[key]
+                args, problem = parse_tool_args(call.name, call.args_text)
+                parts.append(
+                    ToolPart(
+                        id=call.id,
+                        data=ToolData(
+                            toolName=call.name,
+                            toolCallId=call.id,
+                            args=args,
+                            status="error" if problem else "loading",
+                            bodyContent=problem,
+                            result={"error": problem} if problem else None,
+                        ),
+                    )
+                )
+        finish = self.finish_reason
+        if finish is None:
+            finish = "tool_calls" if self._calls else "stop"
+        return ModelResponse(
+            parts=parts,
+            finish_reason=finish,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            response_id=self.response_id,
+            model=self.model,
+        )
+
+
+async def fold(events: Any) -> ModelResponse:
+    """Fold a whole async stream of events: the non-streaming path."""
+    builder = PartsBuilder()
+    async for event in events:
+        builder.feed(event)
+    return builder.build()

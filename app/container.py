@@ -11,11 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
 from app.domain.identity import Caller
 from app.providers.base import Provider
 from app.providers.catalog import Catalog, ModelInfo, build_catalog
 from app.providers.factory import build_providers
 from app.settings import Settings
+from app.store.db import create_engine, session_factory
+from app.store.migrate import upgrade_database
 
 if TYPE_CHECKING:
     from starlette.requests import HTTPConnection
@@ -28,6 +32,8 @@ class Services:
     settings: Settings
     catalog: Catalog
     providers: dict[str, Provider]
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
     extras: dict[str, object] = field(default_factory=dict)
 
     def provider_for(self, model: ModelInfo) -> Provider:
@@ -39,6 +45,7 @@ class Services:
     async def aclose(self) -> None:
         for provider in self.providers.values():
             await provider.aclose()
+        await self.engine.dispose()
 
 
 async def build_services(
@@ -51,4 +58,13 @@ async def build_services(
             "no provider key configured: serving the offline scripted model",
             extra={"model": catalog.default_id},
         )
-    return Services(settings=settings, catalog=catalog, providers=built)
+    engine = create_engine(settings.database_url)
+    if settings.migrate_on_start:
+        await upgrade_database(engine)
+    return Services(
+        settings=settings,
+        catalog=catalog,
+        providers=built,
+        engine=engine,
+        sessions=session_factory(engine),
+    )

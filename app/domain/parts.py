@@ -40,6 +40,9 @@ class ThinkingData(_PartModel):
     status: Literal["thinking", "thought"] = Field(
         default="thought", description="`thinking` while it streams, `thought` when done."
     )
+    signature: str | None = Field(
+        default=None, description="Provider signature that must travel back with the block."
+    )
 
 
 class ThinkingPart(_PartModel):

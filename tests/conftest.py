@@ -1,0 +1,32 @@
+"""Shared fixtures. Layer-specific fixtures live in `tests/fakes/` plugins listed below."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+# Tests never reach the internet: refuse any connection that is not loopback.
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> object:
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and self.family in (socket.AF_INET, socket.AF_INET6):
+        if not (host.startswith("127.") or host in {"::1", "localhost"}):
+            raise RuntimeError(f"test tried to reach {host!r}: only loopback is allowed")
+    return _real_connect(self, address)  # type: ignore[arg-type]
+
+
+socket.socket.connect = _loopback_only  # type: ignore[method-assign,assignment]
+
+pytest_plugins: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests build their settings explicitly; a developer's keys must never leak in."""
+    for name in list(os.environ):
+        if name.startswith(("OPENAI_", "ANTHROPIC_")) or name in {"DATABASE_URL", "JWT_SECRET"}:
+            monkeypatch.delenv(name, raising=False)

@@ -80,9 +80,16 @@ class ToolArgsDelta(_Event):
 
 
 class ConfirmRequired(_Event):
+    """A human must act: approve a dangerous server tool, or answer a client tool card.
+
+    `kind="approval"` carries the `approval_id` to decide through `/api/approvals`;
+    `kind="client_tool"` waits for the browser's result through `tool-results`.
+    """
+
     type: Literal["confirm_required"] = "confirm_required"
+    kind: Literal["approval", "client_tool"] = "approval"
     message_id: str
-    approval_id: str
+    approval_id: str | None = Field(default=None, description="Set when kind is approval.")
     part: ToolPart
     summary: str = Field(description="Human-readable summary of what will happen.")
     expires_at: float | None = Field(default=None, description="Unix time the approval lapses.")

@@ -7,7 +7,7 @@ inside the provider (one context manager per vendor) and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol, runtime_checkable
 
 from app.domain.stream import ModelRequest, ProviderEvent
@@ -17,7 +17,7 @@ from app.domain.stream import ModelRequest, ProviderEvent
 class Provider(Protocol):
     name: str
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Start the model call and yield its events until the model finishes.
 
         Closing the iterator (`aclose()`) must close the upstream HTTP response promptly:

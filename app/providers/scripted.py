@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -137,7 +137,7 @@ class ScriptedProvider:
         left = len(self._script.turns) - self._cursor
         assert left == 0, f"scripted provider: {left} scripted turn(s) never played"
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         self.requests.append(request)
         turn = self._choose(request)
         delay = self._delay if turn.delay_ms is None else turn.delay_ms / 1000.0

@@ -82,6 +82,7 @@ class PartsBuilder:
     _order: list[tuple[str, int]] = field(default_factory=list)  # (kind, key)
     _texts: list[str] = field(default_factory=list)
     _thinking: list[str] = field(default_factory=list)
+    _signatures: dict[int, str] = field(default_factory=dict)  # thinking key -> signature
     _calls: dict[int, _ToolCall] = field(default_factory=dict)
     finish_reason: FinishReason | None = None
     input_tokens: int = 0
@@ -105,6 +106,9 @@ class PartsBuilder:
             else:
                 self._order.append(("thinking", len(self._thinking)))
                 self._thinking.append(event.text)
+            if event.signature:
+                # Anthropic verifies thinking by this signature when it travels back.
+                self._signatures[len(self._thinking) - 1] = event.signature
         elif isinstance(event, ToolCallDelta):
             call = self._calls.get(event.index)
             if call is None:
@@ -141,7 +145,13 @@ class PartsBuilder:
                 parts.append(TextPart(data=TextData(text=self._texts[key])))
             elif kind == "thinking":
                 parts.append(
-                    ThinkingPart(data=ThinkingData(content=self._thinking[key], status="thought"))
+                    ThinkingPart(
+                        data=ThinkingData(
+                            content=self._thinking[key],
+                            status="thought",
+                            signature=self._signatures.get(key),
+                        )
+                    )
                 )
             else:
                 call = self._calls[key]

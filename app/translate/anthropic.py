@@ -1,0 +1,409 @@
+"""Anthropic Messages <-> our messages, parts and provider events. Pure functions, no I/O.
+
+Outbound, the work is in the shape of the history. Our assistant message keeps a tool
+call and its result together in one tool part; Anthropic wants the call as a `tool_use`
+block in an assistant turn and the result as a `tool_result` block at the start of the
+*next* user turn, and it wants user and assistant turns to alternate, starting with the
+user. `messages_to_anthropic` expands and merges accordingly.
+
+Inbound, streamed events and a whole non-streamed message both become the same
+`ProviderEvent`s, which the accumulator folds into parts: that is what keeps the two
+paths' parts identical. Anything the vendor sends that we do not understand is a clear
+`ProviderError`, never silently dropped; what we deliberately skip says why in a comment.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, assert_never
+
+from app.domain.errors import InvalidRequest, ProviderError, ProviderUnavailable
+from app.domain.messages import Message
+from app.domain.parts import (
+    FINAL_TOOL_STATUSES,
+    FilePart,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolPart,
+)
+from app.domain.stream import (
+    Finish,
+    FinishReason,
+    NamedToolChoice,
+    ProviderEvent,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
+
+PROVIDER = "anthropic"
+
+Block = dict[str, Any]
+AnthropicRole = Literal["user", "assistant"]
+
+CANCELLED_RESULT = "The tool call was cancelled by the user; the tool did not run."
+PENDING_RESULT = (
+    "No result yet: the tool call was still pending (status `{status}`) when this request "
+    "was made, so the tool has not returned anything."
+)
+ERROR_RESULT = "The tool failed without saying why."
+EMPTY_RESULT = "(the tool returned nothing)"
+# A conversation that opens with the assistant (a greeting the UI showed) gets this user
+# turn in front of it: Anthropic wants the user first, and the greeting is context the
+# user saw, so it is kept rather than dropped.
+OPENING_USER_TEXT = "(The conversation begins with the assistant's message that follows.)"
+
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    # Only with server tools, which we never declare; the turn is over for us.
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+
+
+def protocol_error(what: str) -> ProviderError:
+    """Anthropic sent something this translation does not know; say so, don't guess."""
+    return ProviderError(
+        f"Anthropic sent {what}, which this service does not understand.",
+        provider=PROVIDER,
+        code="provider_protocol_error",
+    )
+
+
+# --------------------------------------------------------------------------- outbound
+
+
+def messages_to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Our history as Anthropic's `(system, messages)`.
+
+    - System messages are lifted out and joined (blank line between) into the system prompt.
+    - Consecutive turns of one role are merged into one turn with several blocks.
+    - A history that opens with the assistant gets `OPENING_USER_TEXT` as a first user turn.
+    - Tool results go as `tool_result` blocks first in the following user turn, one per
+      `tool_use`; a tool part that is not final yet gets an `is_error` "no result yet"
+      result, so the history sent is always valid (a dangling `tool_use` is refused).
+    - Empty or blank text is never sent (Anthropic refuses empty text blocks).
+    """
+    system: list[str] = []
+    turns: list[tuple[AnthropicRole, list[Block]]] = []
+    for message in messages:
+        if message.role == "system":
+            text = message.text()
+            if text.strip():
+                system.append(text)
+        elif message.role == "user":
+            turns.append(("user", _user_blocks(message.parts())))
+        else:
+            turns.extend(_assistant_turns(message.parts()))
+    merged = _merge(turns)
+    if merged and merged[0]["role"] == "assistant":
+        merged.insert(0, {"role": "user", "content": [_text_block(OPENING_USER_TEXT)]})
+    return ("\n\n".join(system) if system else None), merged
+
+
+def _text_block(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def _user_blocks(parts: list[Part]) -> list[Block]:
+    blocks: list[Block] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.data.text.strip():
+                blocks.append(_text_block(part.data.text))
+        elif isinstance(part, FilePart):
+            blocks.append(_file_block(part))
+        elif isinstance(part, ThinkingPart):
+            # Reasoning is the model's own; a user message carrying some (a UI echoing
+            # parts back) has nothing Anthropic could take from it.
+            continue
+        elif isinstance(part, ToolPart):
+            raise InvalidRequest(
+                "A user message contains a tool part; tool calls and their results belong "
+                "to the assistant message that made the call."
+            )
+        else:
+            assert_never(part)
+    return blocks
+
+
+def _file_block(part: FilePart) -> Block:
+    """Images and PDFs by URL; anything else as a note, since Anthropic cannot fetch it."""
+    data = part.data
+    mime = data.mimeType or ""
+    if data.url and mime.startswith("image/"):
+        return {"type": "image", "source": {"type": "url", "url": data.url}}
+    if data.url and mime == "application/pdf":
+        return {"type": "document", "source": {"type": "url", "url": data.url}}
+    return _text_block(f"[attached file: {data.name}{f' ({mime})' if mime else ''}]")
+
+
+def _assistant_turns(parts: list[Part]) -> list[tuple[AnthropicRole, list[Block]]]:
+    """One assistant message -> assistant turn(s), each followed by its tool results.
+
+    Text or thinking after tool parts was produced by a later model call, after the
+    results came back, so it opens a new assistant turn after the results' user turn.
+    """
+    turns: list[tuple[AnthropicRole, list[Block]]] = []
+    blocks: list[Block] = []
+    results: list[Block] = []
+
+    def flush() -> None:
+        nonlocal blocks, results
+        turns.append(("assistant", blocks))
+        if results:
+            turns.append(("user", results))
+        blocks, results = [], []
+
+    for part in parts:
+        if isinstance(part, ToolPart):
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": part.data.toolCallId,
+                    "name": part.data.toolName,
+                    # Arguments that never parsed are sent as {}; the error result says why.
+                    "input": part.data.args or {},
+                }
+            )
+            results.append(tool_result_block(part))
+            continue
+        if results:
+            flush()
+        if isinstance(part, TextPart):
+            if part.data.text.strip():
+                blocks.append(_text_block(part.data.text))
+        elif isinstance(part, ThinkingPart):
+            # Anthropic verifies thinking by its signature and refuses unsigned thinking;
+            # without one the content was only for display and stays behind.
+            if part.data.signature:
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": part.data.content,
+                        "signature": part.data.signature,
+                    }
+                )
+        elif isinstance(part, FilePart):
+            blocks.append(_file_block(part))
+        else:
+            assert_never(part)
+    flush()
+    return turns
+
+
+def tool_result_block(part: ToolPart) -> Block:
+    """The `tool_result` for a tool part, whatever its status (see module docstring)."""
+    data = part.data
+    block: Block = {"type": "tool_result", "tool_use_id": data.toolCallId}
+    if data.status == "success":
+        block["content"] = _result_text(data.result) or EMPTY_RESULT
+    elif data.status == "error":
+        block["content"] = _result_text(data.result) or data.bodyContent or ERROR_RESULT
+        block["is_error"] = True
+    elif data.status == "cancelled":
+        block["content"] = CANCELLED_RESULT
+        block["is_error"] = True
+    else:
+        assert data.status not in FINAL_TOOL_STATUSES
+        block["content"] = PENDING_RESULT.format(status=data.status)
+        block["is_error"] = True
+    return block
+
+
+def _result_text(result: Any) -> str:
+    if result is None:
+        return ""
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _merge(turns: list[tuple[AnthropicRole, list[Block]]]) -> list[dict[str, Any]]:
+    merged: list[dict[str, Any]] = []
+    for role, blocks in turns:
+        if not blocks:
+            continue
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"].extend(blocks)
+        else:
+            merged.append({"role": role, "content": list(blocks)})
+    return merged
+
+
+def tools_to_anthropic(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as Anthropic tool definitions (`input_schema` is the JSON schema)."""
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        definition: dict[str, Any] = {"name": tool.name, "input_schema": tool.parameters}
+        if tool.description:
+            definition["description"] = tool.description
+        out.append(definition)
+    return out
+
+
+def tool_choice_to_anthropic(
+    choice: ToolChoice | None, *, parallel_tool_calls: bool | None = None
+) -> dict[str, Any] | None:
+    """OpenAI-style tool choice as Anthropic's; `required` is Anthropic's `any`.
+
+    `parallel_tool_calls=False` becomes `disable_parallel_tool_use` (with `auto` when no
+    choice was given); None means Anthropic's own default.
+    """
+    result: dict[str, Any]
+    if choice is None:
+        if parallel_tool_calls is not False:
+            return None
+        result = {"type": "auto"}
+    elif isinstance(choice, NamedToolChoice):
+        result = {"type": "tool", "name": choice.name}
+    elif choice == "none":
+        return {"type": "none"}
+    elif choice == "required":
+        result = {"type": "any"}
+    else:
+        result = {"type": "auto"}
+    if parallel_tool_calls is False:
+        result["disable_parallel_tool_use"] = True
+    return result
+
+
+# --------------------------------------------------------------------------- inbound
+
+
+def _as_dict(event: Any) -> dict[str, Any]:
+    if isinstance(event, dict):
+        return event
+    dump = getattr(event, "model_dump", None)
+    if dump is None:
+        raise TypeError(f"expected an Anthropic event object or dict, got {type(event).__name__}")
+    value = dump()
+    assert isinstance(value, dict)
+    return value
+
+
+def finish_reason(stop_reason: str) -> FinishReason:
+    try:
+        return _FINISH[stop_reason]
+    except KeyError:
+        raise protocol_error(f"the stop reason {stop_reason!r}") from None
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage:
+    usage = usage or {}
+    return Usage(
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
+    )
+
+
+def stream_error(event: dict[str, Any]) -> ProviderUnavailable:
+    """The `error` event: the upstream gave up mid-stream (overload, internal error)."""
+    error = event.get("error") or {}
+    kind = error.get("type") if isinstance(error, dict) else None
+    return ProviderUnavailable(
+        f"Anthropic stopped the response mid-stream ({kind or 'unknown error'}).",
+        provider=PROVIDER,
+    )
+
+
+def stream_event_to_events(event: Any) -> list[ProviderEvent]:
+    """One streamed Messages event (an SDK object or its dict) -> our events."""
+    data = _as_dict(event)
+    kind = data.get("type")
+    if kind == "message_start":
+        message = data.get("message") or {}
+        return [
+            ResponseMeta(response_id=message.get("id"), model=message.get("model")),
+            Usage(input_tokens=(message.get("usage") or {}).get("input_tokens") or 0),
+        ]
+    if kind == "content_block_start":
+        return _block_start(data["index"], data["content_block"])
+    if kind == "content_block_delta":
+        return _block_delta(data["index"], data["delta"])
+    if kind == "message_delta":
+        events: list[ProviderEvent] = [_usage(data.get("usage"))]
+        stop_reason = (data.get("delta") or {}).get("stop_reason")
+        if stop_reason is not None:
+            events.append(Finish(reason=finish_reason(stop_reason)))
+        return events
+    if kind in {"ping", "message_stop", "content_block_stop"}:
+        # Keep-alives and end markers: the blocks and the message end when the
+        # next start or the end of the stream says so, and the finish comes with
+        # `message_delta`. The provider watches `message_stop` to spot a cut stream.
+        return []
+    if kind == "error":
+        raise stream_error(data)
+    raise protocol_error(f"a stream event of type {kind!r}")
+
+
+def _block_start(index: int, block: dict[str, Any]) -> list[ProviderEvent]:
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text") or ""
+        return [TextDelta(text=text)] if text else []
+    if kind == "tool_use":
+        # The start carries `input: {}` as a placeholder; the arguments arrive as
+        # `input_json_delta` pieces, so the placeholder is not taken as arguments.
+        return [ToolCallDelta(index=index, id=block["id"], name=block["name"])]
+    if kind == "thinking":
+        text = block.get("thinking") or ""
+        signature = block.get("signature") or None
+        return [ThinkingDelta(text=text, signature=signature)] if text or signature else []
+    if kind == "redacted_thinking":
+        # Encrypted reasoning: nothing a UI could show, and we never turn thinking on
+        # ourselves, so there is no later turn it would have to travel back in.
+        return []
+    raise protocol_error(f"a content block of type {kind!r}")
+
+
+def _block_delta(index: int, delta: dict[str, Any]) -> list[ProviderEvent]:
+    kind = delta.get("type")
+    if kind == "text_delta":
+        return [TextDelta(text=delta["text"])]
+    if kind == "input_json_delta":
+        return [ToolCallDelta(index=index, args_delta=delta.get("partial_json") or "")]
+    if kind == "thinking_delta":
+        return [ThinkingDelta(text=delta["thinking"])]
+    if kind == "signature_delta":
+        return [ThinkingDelta(text="", signature=delta["signature"])]
+    if kind == "citations_delta":
+        # Source metadata for text that arrives as `text_delta`; parts have no place for
+        # citations yet, and the words themselves are not lost.
+        return []
+    raise protocol_error(f"a content delta of type {kind!r}")
+
+
+def message_to_events(message: Any) -> list[ProviderEvent]:
+    """A whole non-streamed Messages response -> the events its stream would have given."""
+    data = _as_dict(message)
+    if data.get("type") == "error":
+        raise stream_error(data)
+    usage = data.get("usage") or {}
+    events: list[ProviderEvent] = [
+        ResponseMeta(response_id=data.get("id"), model=data.get("model")),
+        Usage(input_tokens=usage.get("input_tokens") or 0),
+    ]
+    for index, block in enumerate(data.get("content") or []):
+        kind = block.get("type")
+        if kind == "tool_use":
+            events.append(ToolCallDelta(index=index, id=block["id"], name=block["name"]))
+            if block.get("input"):
+                events.append(ToolCallDelta(index=index, args_delta=json.dumps(block["input"])))
+        elif kind in {"text", "thinking", "redacted_thinking"}:
+            events.extend(_block_start(index, block))
+        else:
+            raise protocol_error(f"a content block of type {kind!r}")
+    events.append(_usage(usage))
+    if data.get("stop_reason") is not None:
+        events.append(Finish(reason=finish_reason(data["stop_reason"])))
+    return events

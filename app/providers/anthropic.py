@@ -1,0 +1,211 @@
+"""The Anthropic provider: the official SDK on an injected HTTP client, our events out.
+
+Retries are the SDK's own and happen only before the first byte of an answer (429 with
+its Retry-After, 5xx and 529 overloaded, connection errors; at most `max_retries`). Once
+an event has been yielded nothing is retried: a stream cut mid-way is an error for the
+caller, who has already shown part of the answer.
+
+Every SDK and transport exception is mapped to `app.domain.errors` in `_mapped_errors`
+and nowhere else; the messages are ours, and the only upstream text that can reach
+them (a 4xx explanation) is redacted of keys and credentials first.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anthropic
+import httpx2
+
+from app.domain.errors import (
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+from app.domain.stream import ModelRequest, ProviderEvent
+from app.translate.anthropic import (
+    messages_to_anthropic,
+    stream_event_to_events,
+    tool_choice_to_anthropic,
+    tools_to_anthropic,
+)
+
+DEFAULT_MAX_TOKENS = 4096
+_MAX_UPSTREAM_MESSAGE = 300
+
+_SECRET_PATTERNS = (
+    re.compile(r"sk-ant-[A-Za-z0-9_\-]*"),
+    re.compile(r"Bearer\s+\S+", re.IGNORECASE),
+    re.compile(r"x-api-key\s*[:=]?\s*\S*", re.IGNORECASE),
+    re.compile(r"(?<=://)[^/\s@]+@"),  # credentials in a URL's userinfo
+)
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """Upstream text with our key and anything key-shaped taken out, kept short."""
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub("[redacted]", text)
+    if len(text) > _MAX_UPSTREAM_MESSAGE:
+        text = text[:_MAX_UPSTREAM_MESSAGE] + "..."
+    return text
+
+
+def retry_after_seconds(headers: httpx2.Headers) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(raw)
+    if parsed is None:
+        return None
+    return max(float(email.utils.mktime_tz(parsed)) - time.time(), 0.0)
+
+
+class AnthropicProvider:
+    """`Provider` for Anthropic's Messages API (or anything speaking it at `base_url`)."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        connect_timeout: float,
+        max_retries: int,
+        http_client: httpx2.AsyncClient | None = None,
+        name: str = "anthropic",
+    ) -> None:
+        self.name = name
+        self._api_key = api_key
+        limits = httpx2.Timeout(timeout, connect=connect_timeout)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=limits,
+            max_retries=max_retries,
+            http_client=http_client or httpx2.AsyncClient(timeout=limits),
+        )
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        system, messages = messages_to_anthropic(request.messages)
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
+        }
+        if system is not None:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = tools_to_anthropic(request.tools)
+            choice = tool_choice_to_anthropic(
+                request.tool_choice, parallel_tool_calls=request.parallel_tool_calls
+            )
+            if choice is not None:
+                params["tool_choice"] = choice
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
+        params = self._params(request)
+        async with self._mapped_errors():
+            upstream = await self._client.messages.create(**params, stream=True)
+            try:
+                complete = False
+                async for event in upstream:
+                    for item in stream_event_to_events(event):
+                        yield item
+                    complete = event.type == "message_stop"
+                if not complete:
+                    raise ProviderUnavailable(
+                        "Anthropic ended the response before it was complete.",
+                        provider=self.name,
+                    )
+            finally:
+                # Also on `aclose()` from a disconnect or a cancel: stop the upstream spend now.
+                await upstream.close()
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    @asynccontextmanager
+    async def _mapped_errors(self) -> AsyncIterator[None]:
+        """SDK and transport exceptions -> our `ProviderError`s, raised from the original."""
+        try:
+            yield
+        except ProviderError:
+            raise
+        except anthropic.APIStatusError as exc:
+            raise self._status_error(exc) from exc
+        except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
+            raise ProviderTimeout("Anthropic did not answer in time.", provider=self.name) from exc
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            raise ProviderUnavailable(
+                "The connection to Anthropic failed or was cut off.", provider=self.name
+            ) from exc
+        except anthropic.APIResponseValidationError as exc:
+            raise ProviderUnavailable(
+                "Anthropic sent a response this service could not read.",
+                provider=self.name,
+                upstream_status=exc.status_code,
+            ) from exc
+        except anthropic.AnthropicError as exc:
+            raise ProviderError("The call to Anthropic failed.", provider=self.name) from exc
+
+    def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
+        status = exc.status_code
+        kind = redact(str(exc.type or "error"), self._api_key)
+        if status < 400:
+            # An `error` event inside a 200 stream: the upstream gave up mid-answer.
+            return ProviderUnavailable(
+                f"Anthropic stopped the response mid-stream ({kind}).", provider=self.name
+            )
+        if status in (401, 403):
+            return ProviderAuthError(
+                f"Anthropic refused the service's credentials (HTTP {status}).",
+                provider=self.name,
+                upstream_status=status,
+            )
+        if status == 429:
+            return ProviderRateLimited(
+                "Anthropic is rate limiting this service; try again later.",
+                provider=self.name,
+                upstream_status=status,
+                retry_after=retry_after_seconds(exc.response.headers),
+            )
+        if status in (408, 504):
+            return ProviderTimeout(
+                f"Anthropic timed out (HTTP {status}).", provider=self.name, upstream_status=status
+            )
+        if status >= 500:
+            return ProviderUnavailable(
+                f"Anthropic is unavailable (HTTP {status}, {kind}).",
+                provider=self.name,
+                upstream_status=status,
+            )
+        detail = redact(exc.api_message or kind, self._api_key)
+        return ProviderBadRequest(
+            f"Anthropic refused the request (HTTP {status}): {detail}",
+            provider=self.name,
+            upstream_status=status,
+        )

@@ -1,0 +1,199 @@
+"""OpenAI Chat Completions, and any OpenAI-compatible server (Ollama, vLLM, LM Studio).
+
+Only translation and error mapping live here: messages go out through
+`app.translate.openai_chat`, chunks come back as provider events.
+
+Retries. The SDK retries before the first byte of the answer (429 honouring Retry-After,
+408/409, 5xx, connection errors), bounded by `max_retries`. Once the stream has started we
+never retry: events already yielded have reached the user, and a second call would repeat
+them. A stream that breaks is `ProviderUnavailable` and the caller decides.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx2
+import openai
+
+from app.domain.errors import (
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+from app.domain.stream import Finish, ModelRequest, ProviderEvent
+from app.translate.openai_chat import (
+    chunk_to_events,
+    messages_to_openai,
+    tool_choice_to_openai,
+    tools_to_openai,
+)
+
+_KEYLIKE = re.compile(
+    r"(sk-[A-Za-z0-9_\-*.]+|Bearer\s+\S+|[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]*@\S*)", re.IGNORECASE
+)
+_MAX_UPSTREAM_MESSAGE = 300
+
+
+class OpenAIProvider:
+    """`stream(request)` over `chat.completions.create(stream=True)`."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        connect_timeout: float,
+        max_retries: int,
+        http_client: httpx2.AsyncClient | None = None,
+        name: str = "openai",
+    ) -> None:
+        self.name = name
+        self._secret = api_key
+        limits = httpx2.Timeout(timeout, connect=connect_timeout)
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=limits,
+            max_retries=max_retries,
+            http_client=http_client or httpx2.AsyncClient(timeout=limits),
+        )
+        # OpenAI itself wants `max_completion_tokens` (reasoning models refuse `max_tokens`);
+        # compatible servers have long known only `max_tokens`.
+        self._completion_tokens_param = (
+            "max_completion_tokens"
+            if base_url is None or "api.openai.com" in base_url
+            else "max_tokens"
+        )
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages_to_openai(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            params["tools"] = tools_to_openai(request.tools)
+            choice = tool_choice_to_openai(request.tool_choice)
+            if choice is not None:
+                params["tool_choice"] = choice
+            if request.parallel_tool_calls is not None:
+                params["parallel_tool_calls"] = request.parallel_tool_calls
+        if request.max_output_tokens is not None:
+            params[self._completion_tokens_param] = request.max_output_tokens
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        params = self._params(request)
+        with self._mapped_errors():
+            upstream = await self._client.chat.completions.create(**params)
+        finished = False
+        try:
+            with self._mapped_errors():
+                first = True
+                async for chunk in upstream:
+                    for event in chunk_to_events(chunk, first=first):
+                        finished = finished or isinstance(event, Finish)
+                        yield event
+                    first = False
+            if not finished:
+                raise ProviderUnavailable(
+                    "The model's answer stopped before it was finished.", provider=self.name
+                )
+        finally:
+            # On aclose() (client gone, run cancelled) this ends the upstream request now,
+            # which is what stops the spend.
+            await upstream.close()
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    @contextmanager
+    def _mapped_errors(self) -> Iterator[None]:
+        """The one place SDK and transport errors become ours, with messages we wrote."""
+        try:
+            yield
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from exc
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+            raise ProviderTimeout(
+                "The model provider did not answer in time.", provider=self.name
+            ) from exc
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+            raise ProviderUnavailable(
+                "The connection to the model provider failed.", provider=self.name
+            ) from exc
+        except (openai.APIError, json.JSONDecodeError) as exc:
+            # An error event inside a 200 stream, or a stream we cannot read.
+            raise ProviderUnavailable(
+                "The model provider reported an error while answering.", provider=self.name
+            ) from exc
+
+    def _status_error(self, exc: openai.APIStatusError) -> ProviderError:
+        status = exc.status_code
+        if status in (401, 403):
+            return ProviderAuthError(
+                "The model provider refused the service's credentials.",
+                provider=self.name,
+                upstream_status=status,
+            )
+        if status == 429:
+            return ProviderRateLimited(
+                "The model provider is rate limiting requests; try again later.",
+                provider=self.name,
+                upstream_status=status,
+                retry_after=_retry_after(exc.response.headers),
+            )
+        if status == 408:
+            return ProviderTimeout(
+                "The model provider timed out.", provider=self.name, upstream_status=status
+            )
+        if status >= 500:
+            return ProviderUnavailable(
+                "The model provider is unavailable.", provider=self.name, upstream_status=status
+            )
+        detail = self._safe_detail(exc.body)
+        return ProviderBadRequest(
+            f"The model provider refused the request{': ' + detail if detail else '.'}",
+            provider=self.name,
+            upstream_status=status,
+        )
+
+    def _safe_detail(self, body: object) -> str:
+        """The upstream's own explanation (useful: "context too long"), minus anything secret."""
+        error = body.get("error", body) if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        if not isinstance(message, str):
+            return ""
+        return redact(message, self._secret)[:_MAX_UPSTREAM_MESSAGE]
+
+
+def redact(text: str, secret: str) -> str:
+    """Remove the configured key, key-like tokens and URLs that carry credentials."""
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "[redacted]")
+    return _KEYLIKE.sub("[redacted]", text)
+
+
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    """Seconds to wait, from `retry-after-ms` or `retry-after` (seconds; dates ignored)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            continue
+    return None

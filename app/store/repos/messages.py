@@ -1,0 +1,244 @@
+"""Messages of a conversation: append, upsert, history, and superseding for edits.
+
+A conversation's messages are ordered by `position`. Edit and regenerate never destroy a
+message: `supersede` stamps it (and everything after it) as superseded, and the history a
+model or a UI sees is the non-superseded rows in order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import and_, case, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.domain.errors import NotFound
+from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
+from app.store.message_codec import decode_message, encode_content
+from app.store.records import MessageRecord
+from app.store.repos.conversations import conversation_not_found
+from app.store.tables import ConversationRow, MessageRow, utcnow
+
+TITLE_MAX_CHARS = 60
+PREVIEW_MAX_CHARS = 200
+_SPACES = re.compile(r"\s+")
+
+
+def auto_title(text: str) -> str | None:
+    """The first words of `text`, at most 60 characters, never cutting a word in half
+    (a single word longer than that is cut hard)."""
+    flat = _SPACES.sub(" ", text).strip()
+    if len(flat) <= TITLE_MAX_CHARS:
+        return flat or None
+    head = flat[: TITLE_MAX_CHARS + 1]
+    cut = head.rfind(" ")
+    title = head[:cut] if cut > 0 else flat[:TITLE_MAX_CHARS]
+    return title.rstrip(" ,;:-") or None
+
+
+def preview(message: Message) -> str | None:
+    flat = _SPACES.sub(" ", message.text()).strip()
+    if not flat:
+        return None
+    if len(flat) <= PREVIEW_MAX_CHARS:
+        return flat
+    return flat[: PREVIEW_MAX_CHARS - 1].rstrip() + "…"
+
+
+def to_record(row: MessageRow) -> MessageRecord:
+    payload = {"id": row.id, "role": row.role, "content": row.content, "metadata": row.metadata_}
+    return MessageRecord(
+        conversation_id=row.conversation_id,
+        position=row.position,
+        message=decode_message(payload, row.schema_version),
+        run_id=row.run_id,
+        created_at=row.created_at,
+        superseded_at=row.superseded_at,
+        superseded_by=row.superseded_by,
+    )
+
+
+class MessageRepo:
+    """Messages of one owner's conversations. Wraps a session; never commits."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def append(
+        self,
+        owner_id: str,
+        conversation_id: str,
+        message: Message,
+        *,
+        run_id: str | None = None,
+    ) -> MessageRecord:
+        """Add `message` after the last one; keeps count, preview, title and updated_at.
+
+        The conversation row is updated first: that takes its write lock, so two appends
+        to one conversation queue up instead of racing for the same position.
+        """
+        values: dict[str, Any] = {
+            "message_count": ConversationRow.message_count + 1,
+            "updated_at": utcnow(),
+        }
+        text_preview = preview(message)
+        if text_preview is not None:
+            values["last_message_preview"] = text_preview
+        title = auto_title(message.text()) if message.role == "user" else None
+        if title is not None:
+            keep_title = ConversationRow.title.is_not(None) | ConversationRow.title_set_by_user
+            values["title"] = case((keep_title, ConversationRow.title), else_=title)
+        touched = await self._session.execute(
+            update(ConversationRow)
+            .where(ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id)
+            .values(**values)
+            .returning(ConversationRow.id)
+            .execution_options(synchronize_session=False)
+        )
+        if touched.one_or_none() is None:
+            raise conversation_not_found()
+        last = await self._session.scalar(
+            select(func.max(MessageRow.position)).where(
+                MessageRow.conversation_id == conversation_id
+            )
+        )
+        row = MessageRow(
+            conversation_id=conversation_id,
+            id=message.id,
+            owner_id=owner_id,
+            position=(last + 1) if last is not None else 0,
+            role=message.role,
+            content=encode_content(message),
+            schema_version=MESSAGE_SCHEMA_VERSION,
+            metadata_=message.metadata,
+            run_id=run_id,
+            created_at=utcnow(),
+            superseded_at=None,
+            superseded_by=None,
+        )
+        self._session.add(row)
+        await self._session.flush()
+        return to_record(row)
+
+    async def upsert(
+        self,
+        owner_id: str,
+        conversation_id: str,
+        message: Message,
+        *,
+        run_id: str | None = None,
+    ) -> MessageRecord:
+        """Insert `message`, or replace the content and metadata of the one with its id
+        (the run manager writes the assistant message this way, at run end and on cancel).
+        """
+        row = await self._session.scalar(
+            select(MessageRow).where(
+                MessageRow.conversation_id == conversation_id,
+                MessageRow.id == message.id,
+                MessageRow.owner_id == owner_id,
+            )
+        )
+        if row is None:
+            return await self.append(owner_id, conversation_id, message, run_id=run_id)
+        row.role = message.role
+        row.content = encode_content(message)
+        row.metadata_ = message.metadata
+        row.schema_version = MESSAGE_SCHEMA_VERSION
+        if run_id is not None:
+            row.run_id = run_id
+        await self._session.flush()
+        if row.superseded_at is None:
+            await self._refresh_preview(conversation_id)
+        return to_record(row)
+
+    async def records(
+        self, owner_id: str, conversation_id: str, *, include_superseded: bool = False
+    ) -> list[MessageRecord]:
+        """Stored versions in order; superseded ones only when asked for."""
+        await self._check_conversation(owner_id, conversation_id)
+        query = select(MessageRow).where(
+            MessageRow.conversation_id == conversation_id, MessageRow.owner_id == owner_id
+        )
+        if not include_superseded:
+            query = query.where(MessageRow.superseded_at.is_(None))
+        rows = (await self._session.execute(query.order_by(MessageRow.position))).scalars()
+        return [to_record(r) for r in rows]
+
+    async def history(self, owner_id: str, conversation_id: str) -> list[Message]:
+        """The conversation as a model or a UI should see it: current versions, in order."""
+        return [r.message for r in await self.records(owner_id, conversation_id)]
+
+    async def supersede(
+        self,
+        owner_id: str,
+        conversation_id: str,
+        from_message_id: str,
+        *,
+        superseded_by: str | None = None,
+    ) -> list[Message]:
+        """Mark `from_message_id` and every later current message superseded; returns them
+        in order. `superseded_by` names the replacement when it is already known."""
+        await self._check_conversation(owner_id, conversation_id)
+        start = await self._session.scalar(
+            select(MessageRow.position).where(
+                MessageRow.conversation_id == conversation_id,
+                MessageRow.owner_id == owner_id,
+                MessageRow.id == from_message_id,
+                MessageRow.superseded_at.is_(None),
+            )
+        )
+        if start is None:
+            raise NotFound("Message not found.")
+        now = utcnow()
+        later = and_(
+            MessageRow.conversation_id == conversation_id,
+            MessageRow.position >= start,
+            MessageRow.superseded_at.is_(None),
+        )
+        query = select(MessageRow).where(later).order_by(MessageRow.position)
+        rows = (await self._session.execute(query)).scalars().all()
+        for row in rows:
+            row.superseded_at = now
+            row.superseded_by = superseded_by
+        await self._session.flush()
+        await self._session.execute(
+            update(ConversationRow)
+            .where(ConversationRow.id == conversation_id)
+            .values(message_count=ConversationRow.message_count - len(rows), updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        await self._refresh_preview(conversation_id)
+        return [to_record(r).message for r in rows]
+
+    async def _check_conversation(self, owner_id: str, conversation_id: str) -> None:
+        found = await self._session.scalar(
+            select(ConversationRow.id).where(
+                ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id
+            )
+        )
+        if found is None:
+            raise conversation_not_found()
+
+    async def _refresh_preview(self, conversation_id: str) -> None:
+        """The preview is the text of the latest current message that has text."""
+        rows = await self._session.execute(
+            select(MessageRow)
+            .where(
+                MessageRow.conversation_id == conversation_id,
+                MessageRow.superseded_at.is_(None),
+            )
+            .order_by(MessageRow.position.desc())
+            .limit(20)
+        )
+        text_preview = None
+        for row in rows.scalars():
+            text_preview = preview(to_record(row).message)
+            if text_preview is not None:
+                break
+        await self._session.execute(
+            update(ConversationRow)
+            .where(ConversationRow.id == conversation_id)
+            .values(last_message_preview=text_preview, updated_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )

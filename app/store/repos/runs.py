@@ -1,0 +1,117 @@
+"""Runs: one model turn (with its tool loop) and its final state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.domain.errors import NotFound
+from app.domain.events import RunStatus
+from app.store.records import RunRecord
+from app.store.tables import RunRow, utcnow
+
+RUN_NOT_FOUND_MESSAGE = "Run not found."
+
+
+def to_record(row: RunRow) -> RunRecord:
+    return RunRecord(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        owner_id=row.owner_id,
+        status=row.status,
+        model=row.model,
+        assistant_message_id=row.assistant_message_id,
+        created_at=row.created_at,
+        ended_at=row.ended_at,
+        usage=row.usage,
+        error=row.error,
+        last_seq=row.last_seq,
+    )
+
+
+class RunRepo:
+    """Runs. Wraps a session; never commits."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def create(
+        self,
+        owner_id: str,
+        conversation_id: str | None,
+        run_id: str,
+        model: str,
+        assistant_message_id: str | None,
+    ) -> RunRecord:
+        """A new run in status `running` (`conversation_id` None for stateless runs)."""
+        row = RunRow(
+            id=run_id,
+            conversation_id=conversation_id,
+            owner_id=owner_id,
+            status="running",
+            model=model,
+            assistant_message_id=assistant_message_id,
+            created_at=utcnow(),
+            ended_at=None,
+            usage=None,
+            error=None,
+            last_seq=0,
+        )
+        self._session.add(row)
+        await self._session.flush()
+        return to_record(row)
+
+    async def get(
+        self, owner_id: str, run_id: str, conversation_id: str | None = None
+    ) -> RunRecord:
+        """The caller's run (in that conversation, when given); anything else is NotFound."""
+        query = select(RunRow).where(RunRow.id == run_id, RunRow.owner_id == owner_id)
+        if conversation_id is not None:
+            query = query.where(RunRow.conversation_id == conversation_id)
+        row = await self._session.scalar(query)
+        if row is None:
+            raise NotFound(RUN_NOT_FOUND_MESSAGE)
+        return to_record(row)
+
+    async def set_status(self, run_id: str, status: RunStatus) -> None:
+        """Change the status without ending the run (e.g. back to `running` after
+        `requires_action` was answered)."""
+        await self._session.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id)
+            .values(status=status, ended_at=None)
+            .execution_options(synchronize_session=False)
+        )
+
+    async def finish(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        usage: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        last_seq: int | None = None,
+    ) -> None:
+        """Record the run's final state (`usage`/`error` as JSON, e.g. `model_dump()`)."""
+        values: dict[str, Any] = {"status": status, "ended_at": utcnow(), "error": error}
+        if usage is not None:
+            values["usage"] = usage
+        if last_seq is not None:
+            values["last_seq"] = last_seq
+        result = await self._session.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id)
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+        if getattr(result, "rowcount", 1) == 0:
+            raise NotFound(RUN_NOT_FOUND_MESSAGE)
+
+    async def list_unfinished(self) -> list[RunRecord]:
+        """Runs still marked `running`: at start-up these belong to a dead process."""
+        rows = await self._session.execute(
+            select(RunRow).where(RunRow.status == "running").order_by(RunRow.created_at)
+        )
+        return [to_record(r) for r in rows.scalars()]

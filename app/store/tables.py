@@ -1,0 +1,171 @@
+"""The core tables: conversations, messages, runs, run events, audit log.
+
+Rows never leave `app.store`: repositories turn them into `app.store.records` and domain
+types. Migrations in `migrations/versions/0001_core.py` create exactly these tables; a test
+compares the two (`alembic compare_metadata`), so a change here needs a migration.
+
+Portability notes (SQLite and Postgres from one model):
+- JSON columns are `JSON` with a `JSONB` variant on Postgres.
+- Timestamps are `UTCDateTime`: timezone-aware in Python on both databases (SQLite keeps
+  no offset, so values are normalised to UTC on the way in and tagged UTC on the way out).
+- Ids are strings with a prefix (`conv_<hex>`), made by `new_id`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from app.store.db import Base
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware timestamp on every backend; naive values are refused."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: pass a timezone-aware value")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class ConversationRow(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (
+        # Serves the owner's list, newest first, and its keyset cursor.
+        Index("ix_conversations_owner_updated", "owner_id", "updated_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(255))
+    title: Mapped[str | None] = mapped_column(String(255))
+    title_set_by_user: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    model: Mapped[str | None] = mapped_column(String(255))
+    system_prompt: Mapped[str | None] = mapped_column(Text)
+    mode: Mapped[str] = mapped_column(String(16), server_default=text("'auto'"))
+    scope: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType)
+    archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    message_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    last_message_preview: Mapped[str | None] = mapped_column(String(255))
+    active_run_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class MessageRow(Base):
+    """One version of a message. Edits and regenerations supersede rows, never delete them.
+
+    The key is (conversation_id, id): message ids come from clients too, so one user's id
+    can never collide with another user's row.
+    """
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "position", name="uq_messages_conversation_position"),
+    )
+
+    conversation_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(255))
+    position: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[Any] = mapped_column(JSONType)
+    schema_version: Mapped[int] = mapped_column(Integer)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONType)
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    superseded_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    superseded_by: Mapped[str | None] = mapped_column(String(128))
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_conversation_id", "conversation_id"),
+        Index("ix_runs_status", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    conversation_id: Mapped[str | None] = mapped_column(
+        String(64), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    owner_id: Mapped[str] = mapped_column(String(255), index=True)
+    status: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(String(255))
+    assistant_message_id: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    last_seq: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+
+
+class RunEventRow(Base):
+    __tablename__ = "run_events"
+    __table_args__ = (ForeignKeyConstraint(["run_id"], ["runs.id"], ondelete="CASCADE"),)
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    type: Mapped[str] = mapped_column(String(32))
+    data: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class AuditRow(Base):
+    __tablename__ = "audit_log"
+    __table_args__ = (
+        Index("ix_audit_log_target", "target_type", "target_id"),
+        Index("ix_audit_log_actor_at", "actor_id", "at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    actor_id: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(64))
+    target_type: Mapped[str] = mapped_column(String(64))
+    target_id: Mapped[str] = mapped_column(String(128))
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSONType)

@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.agent.ports import NoTools, ToolRuntime
 from app.domain.identity import Caller
 from app.providers.base import Provider
 from app.providers.catalog import Catalog, ModelInfo, build_catalog
 from app.providers.factory import build_providers
+from app.runs.manager import RunManager
+from app.runs.store import RunStore
 from app.settings import Settings
 from app.store.db import create_engine, session_factory
 from app.store.migrate import upgrade_database
@@ -34,6 +37,8 @@ class Services:
     providers: dict[str, Provider]
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
+    tools: ToolRuntime
+    runs: RunManager
     extras: dict[str, object] = field(default_factory=dict)
 
     def provider_for(self, model: ModelInfo) -> Provider:
@@ -43,6 +48,7 @@ class Services:
         return Caller(user_id=self.settings.local_user_id, roles=frozenset({"user", "admin"}))
 
     async def aclose(self) -> None:
+        await self.runs.shutdown(self.settings.shutdown_timeout_seconds)
         for provider in self.providers.values():
             await provider.aclose()
         await self.engine.dispose()
@@ -61,10 +67,23 @@ async def build_services(
     engine = create_engine(settings.database_url)
     if settings.migrate_on_start:
         await upgrade_database(engine)
+    sessions = session_factory(engine)
+    tools: ToolRuntime = NoTools()
+    runs = RunManager(
+        store=RunStore(sessions),
+        tools=tools,
+        max_iterations=settings.max_iterations,
+        run_timeout=settings.run_timeout_seconds,
+    )
+    interrupted = await runs.recover()
+    if interrupted:
+        log.warning("closed runs left running by a stopped process", extra={"runs": interrupted})
     return Services(
         settings=settings,
         catalog=catalog,
         providers=built,
         engine=engine,
-        sessions=session_factory(engine),
+        sessions=sessions,
+        tools=tools,
+        runs=runs,
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app.api import health, models_route
+from app.api import chat, health, models_route
 from app.api.errors import install_error_handlers
 from app.container import build_services
 from app.providers.base import Provider
@@ -47,6 +47,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(models_route.router)
+    app.include_router(chat.router)
     return app
 
 

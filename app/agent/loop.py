@@ -1,0 +1,318 @@
+"""One run of the tool-calling loop.
+
+    model call -> tool calls -> results -> model call -> ... -> answer
+
+Each model call is one iteration; the cap counts model calls. Server tools run
+concurrently through the `ToolRuntime` (which pins scope arguments, validates and applies
+the policy); client tools are never run here: their parts wait for the browser. A run
+writes ONE assistant message: every model call appends its parts to it, and the tool
+parts carry their results, which is the shape AIKit renders and the translators expand
+into each vendor's alternating turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.agent.context import fit_history
+from app.agent.ports import ApprovalNeeded, EventSink, RunContext, ToolOutcome, ToolRuntime
+from app.domain.events import (
+    ConfirmRequired,
+    ContextInfo,
+    RunStatus,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolArgsDelta,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+    UsageInfo,
+)
+from app.domain.messages import Message
+from app.domain.parts import FINAL_TOOL_STATUSES, Part, ToolData, ToolPart
+from app.domain.stream import (
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolChoice,
+    ToolSpec,
+)
+from app.providers.base import Provider
+from app.providers.catalog import ModelInfo
+from app.translate.accumulator import PartsBuilder
+
+log = logging.getLogger("chat_bff.agent")
+
+TurnStatus = Literal["completed", "requires_action", "max_iterations"]
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    max_iterations: int = 8
+    client_tools: Sequence[ToolSpec] = ()
+    tool_choice: ToolChoice | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    reserve_tokens: int = 4096
+
+
+@dataclass
+class TurnResult:
+    status: TurnStatus
+    message: Message
+    usage: UsageInfo
+    context: ContextInfo | None = None
+    note: str | None = None
+
+
+@dataclass
+class Agent:
+    """Runs one turn; its state stays readable so a cancel can keep the partial answer."""
+
+    provider: Provider
+    model: ModelInfo
+    tools: ToolRuntime
+    sink: EventSink
+    ctx: RunContext
+    message_id: str
+    options: TurnOptions = field(default_factory=TurnOptions)
+    parts: list[Part] = field(default_factory=list)
+    usage: UsageInfo = field(default_factory=UsageInfo)
+    _builder: PartsBuilder | None = None
+
+    # -- the loop -------------------------------------------------------------------
+
+    async def run(self, history: list[Message]) -> TurnResult:
+        context: ContextInfo | None = None
+        server_specs = self.tools.specs(self.ctx) if self.model.supports_tools else []
+        client_specs = list(self.options.client_tools) if self.model.supports_tools else []
+        client_names = {spec.name for spec in client_specs}
+        for _ in range(self.options.max_iterations):
+            messages = history + ([self.snapshot()] if self.parts else [])
+            fitted, info = fit_history(
+                messages,
+                context_window=self.model.context_window,
+                reserve_tokens=min(self.options.reserve_tokens, self.model.max_output_tokens),
+            )
+            context = context or info
+            request = ModelRequest(
+                model=self.model.upstream_model,
+                messages=fitted,
+                tools=[*server_specs, *client_specs],
+                tool_choice=self.options.tool_choice if (server_specs or client_specs) else None,
+                max_output_tokens=self.options.max_output_tokens or self.model.max_output_tokens,
+                temperature=self.options.temperature,
+            )
+            new_parts = await self._call_model(request)
+            self.parts.extend(new_parts)
+            calls = [p for p in new_parts if isinstance(p, ToolPart)]
+            if not calls:
+                return TurnResult("completed", self.snapshot(), self.usage, context)
+            waiting = await self._settle_tool_calls(calls, client_names)
+            if waiting:
+                return TurnResult("requires_action", self.snapshot(), self.usage, context)
+        note = (
+            f"Stopped after {self.options.max_iterations} model calls "
+            "(the iteration cap) without a final answer."
+        )
+        return TurnResult("max_iterations", self.snapshot(), self.usage, context, note)
+
+    async def _call_model(self, request: ModelRequest) -> list[Part]:
+        builder = PartsBuilder()
+        self._builder = builder
+        self.usage.model_calls += 1
+        stream = self.provider.stream(request)
+        try:
+            async for event in stream:
+                started = builder.feed(event)
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        await self._emit_text(event.text)
+                elif isinstance(event, ThinkingDelta):
+                    if event.text:
+                        await self.sink.emit(
+                            ThinkingDeltaEvent(
+                                run_id=self.ctx.run_id, message_id=self.message_id, delta=event.text
+                            )
+                        )
+                elif isinstance(event, ToolCallDelta):
+                    call = started or builder.call_for(event.index)
+                    if started is not None:
+                        await self.sink.emit(
+                            ToolStart(
+                                run_id=self.ctx.run_id,
+                                message_id=self.message_id,
+                                part=ToolPart(
+                                    id=started.id,
+                                    data=ToolData(
+                                        toolName=started.name,
+                                        toolCallId=started.id,
+                                        status="loading",
+                                    ),
+                                ),
+                            )
+                        )
+                    if event.args_delta and call is not None:
+                        await self.sink.emit(
+                            ToolArgsDelta(
+                                run_id=self.ctx.run_id,
+                                message_id=self.message_id,
+                                tool_call_id=call.id,
+                                delta=event.args_delta,
+                            )
+                        )
+        finally:
+            # Closing the provider stream closes the upstream response (disconnect, cancel).
+            await stream.aclose()
+        response = builder.build()
+        self._builder = None
+        self.usage.input_tokens += response.input_tokens
+        self.usage.output_tokens += response.output_tokens
+        return response.parts
+
+    async def _emit_text(self, text: str) -> None:
+        await self.sink.emit(
+            TextDeltaEvent(run_id=self.ctx.run_id, message_id=self.message_id, delta=text)
+        )
+
+    # -- tools ----------------------------------------------------------------------
+
+    async def _settle_tool_calls(self, calls: list[ToolPart], client_names: set[str]) -> bool:
+        """Run server calls, park client calls; True when something waits for a human."""
+        waiting = False
+        server: list[ToolPart] = []
+        for part in calls:
+            name = part.data.toolName
+            if part.data.status == "error":  # arguments were not valid JSON
+                await self._tool_error(part, part.data.bodyContent or "invalid arguments")
+            elif self.tools.knows(name) and name not in client_names:
+                server.append(part)
+            elif name in client_names:
+                self._replace(part, status="waitingConfirmation")
+                await self.sink.emit(
+                    ConfirmRequired(
+                        run_id=self.ctx.run_id,
+                        kind="client_tool",
+                        message_id=self.message_id,
+                        part=self._find(part.id),
+                        summary=f"The assistant wants to use {name}.",
+                    )
+                )
+                waiting = True
+            else:
+                problem = f"There is no tool named `{name}`."
+                self._replace(part, status="error", result={"error": problem}, body_content=problem)
+                await self._tool_error(self._find(part.id), problem)
+        outcomes = await asyncio.gather(*(self.tools.invoke(p, self.ctx) for p in server))
+        for part, outcome in zip(server, outcomes, strict=True):
+            if isinstance(outcome, ApprovalNeeded):
+                self._replace(
+                    part,
+                    status="waitingConfirmation",
+                    args=outcome.args if outcome.args is not None else part.data.args,
+                    body_content=outcome.summary,
+                )
+                await self.sink.emit(
+                    ConfirmRequired(
+                        run_id=self.ctx.run_id,
+                        kind="approval",
+                        message_id=self.message_id,
+                        approval_id=outcome.approval_id,
+                        part=self._find(part.id),
+                        summary=outcome.summary,
+                        expires_at=outcome.expires_at,
+                    )
+                )
+                waiting = True
+            else:
+                await self._finish_call(part, outcome)
+        return waiting
+
+    async def _finish_call(self, part: ToolPart, outcome: ToolOutcome) -> None:
+        self._replace(
+            part,
+            status=outcome.status,
+            result=outcome.result,
+            args=outcome.args if outcome.args is not None else part.data.args,
+            body_content=outcome.error,
+            mutates=outcome.mutates,
+        )
+        updated = self._find(part.id)
+        if outcome.status == "error":
+            await self._tool_error(updated, outcome.error or "the tool failed")
+        else:
+            await self.sink.emit(
+                ToolEnd(
+                    run_id=self.ctx.run_id,
+                    message_id=self.message_id,
+                    part=updated,
+                    mutates=outcome.mutates,
+                )
+            )
+
+    async def _tool_error(self, part: ToolPart, error: str) -> None:
+        await self.sink.emit(
+            ToolError(run_id=self.ctx.run_id, message_id=self.message_id, part=part, error=error)
+        )
+
+    def _find(self, tool_call_id: str) -> ToolPart:
+        for p in self.parts:
+            if isinstance(p, ToolPart) and p.id == tool_call_id:
+                return p
+        raise KeyError(tool_call_id)
+
+    def _replace(self, part: ToolPart, **changes: object) -> None:
+        data = self._find(part.id).data.model_copy(
+            update={_DATA_FIELDS[k]: v for k, v in changes.items()}
+        )
+        for i, p in enumerate(self.parts):
+            if isinstance(p, ToolPart) and p.id == part.id:
+                self.parts[i] = ToolPart(id=p.id, data=data)
+
+    # -- state ----------------------------------------------------------------------
+
+    def snapshot(self, *, interrupted: RunStatus | None = None) -> Message:
+        """The assistant message as it stands; with `interrupted`, a partial answer.
+
+        For a cut-short run the text streamed so far is kept and every tool call without
+        a result is closed as `cancelled`, so the history stays valid for every provider.
+        """
+        parts = list(self.parts)
+        if interrupted is not None and self._builder is not None:
+            partial = self._builder.build().parts
+            parts.extend(partial)
+        metadata: dict[str, object] = {"model": self.model.id}
+        if interrupted is not None:
+            parts = [_close_dangling(p) for p in parts]
+            metadata["status"] = "incomplete"
+            metadata["reason"] = interrupted
+        return Message(id=self.message_id, role="assistant", content=parts, metadata=metadata)
+
+
+_DATA_FIELDS = {
+    "status": "status",
+    "result": "result",
+    "args": "args",
+    "body_content": "bodyContent",
+    "mutates": "mutates",
+}
+
+
+def _close_dangling(part: Part) -> Part:
+    if isinstance(part, ToolPart) and part.data.status not in FINAL_TOOL_STATUSES:
+        return ToolPart(
+            id=part.id,
+            data=part.data.model_copy(
+                update={
+                    "status": "cancelled",
+                    "result": {"error": "cancelled before it finished"},
+                    "bodyContent": "Cancelled.",
+                }
+            ),
+        )
+    return part

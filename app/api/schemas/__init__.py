@@ -1,0 +1,1 @@
+"""Request and response models (DTOs) of the HTTP API, separate from tables and domain."""

@@ -1,0 +1,109 @@
+"""DTOs of `POST /api/chat` (the request AIKit's reference chat sends)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.domain.events import RunStatus, UsageInfo
+from app.domain.messages import Message
+
+
+class FunctionDef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="Tool name (letters, digits, _ and -).")
+    description: str | None = Field(default=None, description="What the tool does.")
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="JSON schema of the arguments."
+    )
+    strict: bool | None = Field(default=None, description="Accepted and ignored.")
+
+
+class ClientTool(BaseModel):
+    """A tool the browser declares and runs itself (OpenAI function-tool shape)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["function"] = Field(default="function", description="Always `function`.")
+    function: FunctionDef = Field(description="The function definition.")
+
+
+class ChatRequest(BaseModel):
+    """A stateless chat turn. Unknown fields are refused (`api_key`, `base_url`, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]] = Field(
+        min_length=1,
+        description=(
+            "The conversation so far: OpenAI Chat Completions messages or AIKit messages "
+            "with typed parts (they may be mixed)."
+        ),
+    )
+    model: str | None = Field(default=None, description="Model id; the default when absent.")
+    tools: list[ClientTool] | None = Field(
+        default=None, description="Client tools: the browser runs them, never the server."
+    )
+    tool_choice: str | dict[str, Any] | None = Field(
+        default=None, description="`auto`, `none`, `required` or a named function."
+    )
+    stream: bool = Field(default=False, description="Answer as native SSE.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Cap on output tokens.")
+    on_disconnect: Literal["cancel", "continue"] = Field(
+        default="cancel",
+        description="What happens to the run when a streaming client goes away.",
+    )
+
+
+class ChatUsage(BaseModel):
+    prompt_tokens: int = Field(description="Prompt tokens over all model calls.")
+    completion_tokens: int = Field(description="Completion tokens over all model calls.")
+    total_tokens: int = Field(description="Their sum.")
+
+
+class ChatToolCallFunction(BaseModel):
+    name: str = Field(description="Tool name.")
+    arguments: str = Field(description="Arguments as a JSON string.")
+
+
+class ChatToolCall(BaseModel):
+    id: str = Field(description="Tool call id; answer with a `role: tool` message.")
+    type: Literal["function"] = Field(default="function", description="Always `function`.")
+    function: ChatToolCallFunction = Field(description="Which function, with what arguments.")
+
+
+class ChatCompletionMessage(BaseModel):
+    role: Literal["assistant"] = Field(default="assistant", description="Always assistant.")
+    content: str | None = Field(description="The answer text; null with only tool calls.")
+    tool_calls: list[ChatToolCall] | None = Field(
+        default=None, description="Client tool calls the browser should run."
+    )
+
+
+class ChatChoice(BaseModel):
+    index: int = Field(default=0, description="Always 0.")
+    message: ChatCompletionMessage = Field(description="The assistant's message.")
+    finish_reason: Literal["stop", "tool_calls", "length", "content_filter"] = Field(
+        description="Why the turn ended."
+    )
+
+
+class ChatResponse(BaseModel):
+    """A Chat Completions object (unchanged OpenAI-shaped clients work) plus typed parts."""
+
+    id: str = Field(description="Completion id.")
+    object: Literal["chat.completion"] = Field(
+        default="chat.completion", description="Always `chat.completion`."
+    )
+    created: int = Field(description="Unix seconds.")
+    model: str = Field(description="Model id that answered.")
+    choices: list[ChatChoice] = Field(description="One choice.")
+    usage: ChatUsage = Field(description="Token usage.")
+    message: Message = Field(description="The assistant turn as an AIKit message.")
+    messages: list[Message] = Field(
+        description="The full updated history (send it back as-is for the next turn)."
+    )
+    run_id: str = Field(description="The run that produced this answer.")
+    status: RunStatus = Field(description="How the run ended.")
+    run_usage: UsageInfo = Field(description="Usage including the number of model calls.")

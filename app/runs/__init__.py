@@ -1,0 +1,1 @@
+"""Runs: background tasks that own a turn and write its event log; readers tail the log."""

@@ -1,0 +1,208 @@
+"""The run manager's view of the database: short sessions, one per write.
+
+No session is held across a stream (that would pin a pooled connection for minutes);
+each method opens one, does its work in one transaction and closes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.domain.errors import Conflict, NotFound
+from app.domain.events import (
+    MessageEnd,
+    RunEnd,
+    RunStatus,
+    SequencedEvent,
+    TextDeltaEvent,
+    UsageInfo,
+)
+from app.domain.messages import Message
+from app.domain.parts import FINAL_TOOL_STATUSES, Part, TextData, TextPart, ToolPart
+from app.store.records import RunRecord
+from app.store.repos.conversations import ConversationRepo
+from app.store.repos.events import EventRepo
+from app.store.repos.messages import MessageRepo
+from app.store.repos.runs import RunRepo
+
+log = logging.getLogger("chat_bff.runs")
+
+
+class RunStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def begin(
+        self,
+        *,
+        owner_id: str,
+        conversation_id: str,
+        run_id: str,
+        model_id: str,
+        assistant_message_id: str,
+        user_message: Message | None,
+        options: dict[str, Any],
+    ) -> list[Message]:
+        """Claim the conversation, store the user message and the run; return the history.
+
+        The claim commits on its own first, so a concurrent second send sees it and gets
+        409 with this run's id, whatever happens after.
+        """
+        async with self._sessions() as session:
+            conversations = ConversationRepo(session)
+            conversation = await conversations.get(owner_id, conversation_id)
+            holder = await conversations.claim_active_run(owner_id, conversation_id, run_id)
+            await session.commit()
+        if holder is not None:
+            raise Conflict(
+                "A run is already active in this conversation.",
+                code="run_active",
+                active_run_id=holder,
+            )
+        try:
+            async with self._sessions() as session:
+                messages = MessageRepo(session)
+                if user_message is not None:
+                    await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
+                await RunRepo(session).create(
+                    owner_id, conversation_id, run_id, model_id, assistant_message_id
+                )
+                history = await messages.history(owner_id, conversation_id)
+                await session.commit()
+        except BaseException:
+            await self._release(conversation_id, run_id)
+            raise
+        system: list[Message] = []
+        if conversation.system_prompt:
+            system = [Message(id="system", role="system", content=conversation.system_prompt)]
+        return system + history
+
+    async def _release(self, conversation_id: str, run_id: str) -> None:
+        async with self._sessions() as session:
+            await ConversationRepo(session).release_active_run(conversation_id, run_id)
+            await session.commit()
+
+    async def append_events(self, run_id: str, events: list[SequencedEvent]) -> None:
+        async with self._sessions() as session:
+            await EventRepo(session).append_many(run_id, events)
+            await session.commit()
+
+    async def finish(
+        self,
+        *,
+        owner_id: str,
+        conversation_id: str,
+        run_id: str,
+        status: RunStatus,
+        message: Message,
+        usage: UsageInfo,
+        error: dict[str, Any] | None,
+        last_seq: int,
+    ) -> None:
+        async with self._sessions() as session:
+            if message.parts() and (message.text() or message.tool_parts()):
+                await MessageRepo(session).upsert(owner_id, conversation_id, message, run_id=run_id)
+            await RunRepo(session).finish(
+                run_id, status, usage=usage.model_dump(), error=error, last_seq=last_seq
+            )
+            await ConversationRepo(session).release_active_run(conversation_id, run_id)
+            await session.commit()
+
+    async def get_run(
+        self, owner_id: str, run_id: str, conversation_id: str | None
+    ) -> RunRecord | None:
+        async with self._sessions() as session:
+            try:
+                return await RunRepo(session).get(owner_id, run_id, conversation_id)
+            except NotFound:
+                return None
+
+    async def events_after(self, run_id: str, seq: int) -> list[SequencedEvent]:
+        async with self._sessions() as session:
+            return await EventRepo(session).after(run_id, seq, limit=1000)
+
+    async def recover_interrupted(self) -> int:
+        """Close runs left `running` by a dead process; keep their partial message.
+
+        The partial message is rebuilt from the persisted events (the last `message_end`
+        if there is one, else the text deltas), marked `metadata.status: incomplete`.
+        """
+        async with self._sessions() as session:
+            stale = await RunRepo(session).list_unfinished()
+        for record in stale:
+            try:
+                await self._close_interrupted(record)
+            except Exception:
+                log.exception("could not close an interrupted run", extra={"run_id": record.id})
+        return len(stale)
+
+    async def _close_interrupted(self, record: RunRecord) -> None:
+        async with self._sessions() as session:
+            events = EventRepo(session)
+            stored = await events.after(record.id, 0)
+            last_seq = stored[-1].seq if stored else 0
+            message = _partial_message(record, stored)
+            usage = UsageInfo()
+            end = RunEnd(
+                run_id=record.id,
+                status="interrupted",
+                usage=usage,
+                error={"code": "interrupted", "message": "The service stopped during this run."},
+            )
+            tail = [
+                SequencedEvent(
+                    seq=last_seq + 1, event=MessageEnd(run_id=record.id, message=message)
+                )
+            ]
+            tail.append(SequencedEvent(seq=last_seq + 2, event=end))
+            await events.append_many(record.id, tail)
+            if record.conversation_id is not None:
+                if message.parts():
+                    await MessageRepo(session).upsert(
+                        record.owner_id, record.conversation_id, message, run_id=record.id
+                    )
+                await ConversationRepo(session).release_active_run(
+                    record.conversation_id, record.id
+                )
+            await RunRepo(session).finish(
+                record.id,
+                "interrupted",
+                usage=usage.model_dump(),
+                error=end.error,
+                last_seq=last_seq + 2,
+            )
+            await session.commit()
+
+
+def _partial_message(record: RunRecord, events: list[SequencedEvent]) -> Message:
+    message_id = record.assistant_message_id or f"msg_{record.id}"
+    parts: list[Part] = []
+    text = ""
+    for item in events:
+        event = item.event
+        if isinstance(event, MessageEnd):
+            parts = event.message.parts()
+            text = ""
+        elif isinstance(event, TextDeltaEvent):
+            text += event.delta
+    if text:
+        parts.append(TextPart(data=TextData(text=text)))
+    closed: list[Part] = []
+    for part in parts:
+        if isinstance(part, ToolPart) and part.data.status not in FINAL_TOOL_STATUSES:
+            part = ToolPart(
+                id=part.id,
+                data=part.data.model_copy(
+                    update={"status": "cancelled", "result": {"error": "interrupted"}}
+                ),
+            )
+        closed.append(part)
+    return Message(
+        id=message_id,
+        role="assistant",
+        content=closed,
+        metadata={"status": "incomplete", "reason": "interrupted", "run_id": record.id},
+    )

@@ -368,8 +368,8 @@ class RunManager:
                 await asyncio.shield(run.task)
         return run.status
 
-    async def shutdown(self, timeout: float) -> None:
-        """Checkpoint every running run as interrupted (SIGTERM), within `timeout`."""
+    async def shutdown(self, grace_seconds: float) -> None:
+        """Checkpoint every running run as interrupted (SIGTERM), within `grace_seconds`."""
         runs = list(self._active.values())
         for run in runs:
             run.shutting_down = True
@@ -377,7 +377,7 @@ class RunManager:
                 run.task.cancel()
         tasks = [r.task for r in runs if r.task is not None]
         if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+            await asyncio.wait(tasks, timeout=grace_seconds)
 
     async def recover(self) -> int:
         """Close runs a dead process left running: status interrupted, message kept."""

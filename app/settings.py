@@ -71,6 +71,30 @@ class Settings(BaseSettings):
     tool_timeout_seconds: float = Field(default=30.0, description="Default per-tool timeout.")
     run_timeout_seconds: float = Field(default=600.0, description="Wall-clock cap of a run.")
 
+    # --- tools -----------------------------------------------------------------------
+    tool_modules: list[str] = Field(
+        default_factory=list,
+        description="Importable modules exposing `register(registry)` (JSON list in env).",
+    )
+    tool_allow: list[str] | None = Field(
+        default=None, description="Tool name patterns this deployment offers; all if unset."
+    )
+    tool_deny: list[str] = Field(
+        default_factory=list, description="Tool name patterns never offered to any model."
+    )
+    tool_model_allow: dict[str, list[str]] = Field(
+        default_factory=dict, description="Per model id: the only tool patterns it may use."
+    )
+    tool_model_deny: dict[str, list[str]] = Field(
+        default_factory=dict, description="Per model id: tool patterns it may not use."
+    )
+    approval_ttl_seconds: float = Field(
+        default=3600.0, description="How long a pending tool approval stays decidable."
+    )
+    example_tools_enabled: bool | None = Field(
+        default=None, description="The example knowledge-graph tools; on in development."
+    )
+
     # --- identity --------------------------------------------------------------------
     local_user_id: str = Field(
         default="local", description="The caller in development mode (no auth configured)."

@@ -1,0 +1,129 @@
+"""Tables of the tool layer: approvals, proposals and their batches, the example graph.
+
+Rows never leave `app.store`: `app.store.tool_repos` turns them into records. Migration
+`0002_tools` creates exactly these tables.
+
+- `tool_approvals`: one pending (then decided) approval per confirm-tool call, bound to
+  its owner, conversation, run, tool call id and the sha256 of its canonical arguments.
+- `tool_proposals`: the propose-then-approve queue of a conversation, in call order.
+- `tool_proposal_batches`: one row per applied batch, linked to its audit entry.
+- `graph_nodes` / `graph_edges`: the example knowledge graph; every row carries the
+  `scope_key` of the conversation scope that wrote it, and every query filters by it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.store.db import Base
+from app.store.tables import JSONType, UTCDateTime
+
+
+class ApprovalRow(Base):
+    __tablename__ = "tool_approvals"
+    __table_args__ = (
+        UniqueConstraint("run_id", "tool_call_id", name="uq_tool_approvals_run_call"),
+        Index("ix_tool_approvals_owner_status", "owner_id", "status", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(255))
+    conversation_id: Mapped[str | None] = mapped_column(
+        String(64), ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    run_id: Mapped[str] = mapped_column(String(64))
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    tool_name: Mapped[str] = mapped_column(String(64))
+    args: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    args_hash: Mapped[str] = mapped_column(String(64))
+    scope: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    model_id: Mapped[str] = mapped_column(String(255))
+    summary: Mapped[str] = mapped_column(Text)
+    # pending -> approved | rejected | expired; never back to pending.
+    status: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    decided_by: Mapped[str | None] = mapped_column(String(255))
+    reason: Mapped[str | None] = mapped_column(Text)
+    outcome_status: Mapped[str | None] = mapped_column(String(16))
+    result: Mapped[Any | None] = mapped_column(JSONType)
+
+
+class ProposalRow(Base):
+    __tablename__ = "tool_proposals"
+    __table_args__ = (
+        Index("ix_tool_proposals_queue", "conversation_id", "status", "position"),
+        UniqueConstraint("run_id", "tool_call_id", name="uq_tool_proposals_run_call"),
+        UniqueConstraint("provisional_id", name="uq_tool_proposals_provisional_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(255), index=True)
+    conversation_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    run_id: Mapped[str] = mapped_column(String(64))
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    tool_name: Mapped[str] = mapped_column(String(64))
+    args: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    scope: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    model_id: Mapped[str] = mapped_column(String(255))
+    summary: Mapped[str] = mapped_column(Text)
+    provisional_id: Mapped[str | None] = mapped_column(String(64))
+    # Call order (nanoseconds at the call's start): the order the batch is applied in.
+    position: Mapped[int] = mapped_column(BigInteger)
+    # pending -> applied | rejected
+    status: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    batch_id: Mapped[str | None] = mapped_column(
+        String(64), ForeignKey("tool_proposal_batches.id", ondelete="SET NULL")
+    )
+    result: Mapped[Any | None] = mapped_column(JSONType)
+
+
+class ProposalBatchRow(Base):
+    __tablename__ = "tool_proposal_batches"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(255))
+    conversation_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    approved_by: Mapped[str] = mapped_column(String(255))
+    audit_id: Mapped[str] = mapped_column(String(64))
+    changes: Mapped[list[Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class GraphNodeRow(Base):
+    __tablename__ = "graph_nodes"
+    __table_args__ = (Index("ix_graph_nodes_scope_name", "scope_key", "name"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    scope_key: Mapped[str] = mapped_column(String(64))
+    label: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(String(255))
+    properties: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class GraphEdgeRow(Base):
+    __tablename__ = "graph_edges"
+    __table_args__ = (Index("ix_graph_edges_scope", "scope_key"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    scope_key: Mapped[str] = mapped_column(String(64))
+    source_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("graph_nodes.id", ondelete="CASCADE"), index=True
+    )
+    target_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("graph_nodes.id", ondelete="CASCADE"), index=True
+    )
+    relation: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

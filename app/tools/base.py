@@ -1,0 +1,121 @@
+"""What a server tool is, and what its handler receives.
+
+A `ServerTool` is data: a name, a description, a pydantic arguments model (whose JSON schema
+is what the model sees), an async handler, a policy and a few flags. Handlers never read
+identity from model arguments: they get a `ToolContext` with the caller, the pinned scope
+and a database session the runtime opened for them (one transaction per call; one for a
+whole proposal batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.domain.identity import Caller
+
+Policy = Literal["auto", "confirm", "propose"]
+
+DEFAULT_SCOPE_ARGS: tuple[str, ...] = ("session_id", "conversation_id", "workspace_id", "user_id")
+PROVISIONAL_PREFIX = "prov_"
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's arguments: undeclared arguments are a validation error.
+
+    `extra="forbid"` also puts `additionalProperties: false` in the schema the model sees.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolFailure(Exception):
+    """A failure the model (or the human approving a batch) can read and act on.
+
+    Raise it from a handler for "node not found", "ambiguous name" and the like; its message
+    becomes the error result. Any other exception becomes a generic error result.
+    """
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Everything a handler may know about who is calling and where."""
+
+    caller: Caller
+    scope: Mapping[str, str]
+    session: AsyncSession
+    conversation_id: str | None = None
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    model_id: str = ""
+    # Provisional id -> real id, filled while a proposal batch is applied in order.
+    provisional: Mapping[str, str] = field(default_factory=dict)
+
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+Handler = Callable[[ArgsT, ToolContext], Awaitable[Any]]
+Summarizer = Callable[[ArgsT], str]
+
+
+@dataclass(frozen=True)
+class ServerTool(Generic[ArgsT]):
+    """A tool the server runs itself.
+
+    `creates`: when the call is proposed rather than run, the receipt carries a provisional
+    id (`prov_...`) that later proposals may reference; on approval the handler's result
+    `id` becomes the real id it stands for.
+    """
+
+    name: str
+    description: str
+    args_model: type[ArgsT]
+    handler: Handler[ArgsT]
+    policy: Policy = "auto"
+    mutates: bool = False
+    timeout: float | None = None
+    roles: frozenset[str] | None = None
+    scope_args: tuple[str, ...] = DEFAULT_SCOPE_ARGS
+    creates: bool = False
+    summarize: Summarizer[ArgsT] | None = None
+
+    def declared_scope_args(self) -> tuple[str, ...]:
+        """The scope arguments this tool's arguments model actually declares."""
+        fields = self.args_model.model_fields
+        return tuple(name for name in self.scope_args if name in fields)
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The JSON schema the model sees: pinned scope arguments are left out."""
+        schema = self.args_model.model_json_schema()
+        hidden = set(self.declared_scope_args())
+        props = {k: v for k, v in schema.get("properties", {}).items() if k not in hidden}
+        schema["properties"] = props
+        required = [r for r in schema.get("required", []) if r not in hidden]
+        if required:
+            schema["required"] = required
+        else:
+            schema.pop("required", None)
+        schema["additionalProperties"] = False
+        schema.pop("title", None)
+        return schema
+
+    def summary(self, args: ArgsT) -> str:
+        """One line a human reads before approving the call."""
+        if self.summarize is not None:
+            return self.summarize(args)
+        shown = args.model_dump(mode="json", exclude=set(self.declared_scope_args()))
+        rendered = ", ".join(f"{k}={v!r}" for k, v in shown.items())
+        return f"Run {self.name}({rendered})"
+
+    def allows_roles(self, roles: frozenset[str]) -> bool:
+        return self.roles is None or bool(self.roles & roles)
+
+
+def result_to_json(result: Any) -> Any:
+    """Handler results as plain JSON values (pydantic models are dumped)."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    return result

@@ -123,7 +123,9 @@ class AnthropicProvider:
             if choice is not None:
                 params["tool_choice"] = choice
         if request.temperature is not None:
-            params["temperature"] = request.temperature
+            # SDK 1.x dropped the sampling arguments from its signature; the API still takes
+            # `temperature` (newer models only its default), so it rides in the raw body.
+            params["extra_body"] = {"temperature": request.temperature}
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:

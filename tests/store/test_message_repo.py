@@ -1,0 +1,174 @@
+"""MessageRepo: positions, counters, the automatic title, upsert, supersede."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.domain.errors import NotFound
+from app.domain.messages import Message
+from app.domain.parts import text_part, tool_part
+from app.store.repos import ConversationRepo, MessageRepo
+from app.store.repos.messages import auto_title
+
+Sessions = async_sessionmaker[AsyncSession]
+
+
+@pytest.fixture
+async def conversation_id(db_sessions: Sessions) -> str:
+    async with db_sessions.begin() as s:
+        return (await ConversationRepo(s).create("alice")).id
+
+
+async def _append(sessions: Sessions, conversation_id: str, *messages: Message) -> None:
+    async with sessions.begin() as s:
+        for message in messages:
+            await MessageRepo(s).append("alice", conversation_id, message)
+
+
+async def test_history_returns_messages_in_order_with_typed_parts(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    question = Message(role="user", content="What's the weather?")
+    answer = Message(
+        role="assistant",
+        content=[
+            text_part("Checking."),
+            tool_part(tool_call_id="call_1", tool_name="weather", status="success", result=1),
+        ],
+        metadata={"model": "scripted"},
+    )
+    await _append(db_sessions, conversation_id, question, answer)
+    async with db_sessions() as s:
+        history = await MessageRepo(s).history("alice", conversation_id)
+
+    assert history == [question, answer]
+
+
+async def test_append_counts_and_previews(db_sessions: Sessions, conversation_id: str) -> None:
+    await _append(
+        db_sessions,
+        conversation_id,
+        Message(role="user", content="Hello"),
+        Message(role="assistant", content="Hi there"),
+    )
+    async with db_sessions() as s:
+        conversation = await ConversationRepo(s).get("alice", conversation_id)
+
+    assert conversation.message_count == 2
+    assert conversation.last_message_preview == "Hi there"
+
+
+async def test_first_user_message_sets_the_title(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    await _append(
+        db_sessions,
+        conversation_id,
+        Message(role="user", content="Plan a trip"),
+        Message(role="user", content="Something else"),
+    )
+    async with db_sessions() as s:
+        conversation = await ConversationRepo(s).get("alice", conversation_id)
+
+    assert conversation.title == "Plan a trip"
+    assert not conversation.title_set_by_user
+
+
+async def test_a_title_the_user_set_is_kept(db_sessions: Sessions) -> None:
+    async with db_sessions.begin() as s:
+        conversation_id = (await ConversationRepo(s).create("alice", title="Mine")).id
+    await _append(db_sessions, conversation_id, Message(role="user", content="Plan a trip"))
+    async with db_sessions() as s:
+        assert (await ConversationRepo(s).get("alice", conversation_id)).title == "Mine"
+
+
+def test_auto_title_cuts_at_a_word_boundary_within_60_characters() -> None:
+    text = "Please help me write a detailed travel itinerary for two weeks in Japan"
+    title = auto_title(text)
+
+    assert title == "Please help me write a detailed travel itinerary for two"
+    assert title is not None
+    assert len(title) <= 60
+
+
+def test_auto_title_cuts_a_single_long_word_hard() -> None:
+    assert auto_title("x" * 100) == "x" * 60
+
+
+async def test_appending_to_a_foreign_conversation_is_not_found(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    async with db_sessions.begin() as s:
+        with pytest.raises(NotFound):
+            await MessageRepo(s).append(
+                "mallory", conversation_id, Message(role="user", content="hi")
+            )
+
+
+async def test_history_of_a_foreign_conversation_is_not_found(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    async with db_sessions() as s:
+        with pytest.raises(NotFound):
+            await MessageRepo(s).history("mallory", conversation_id)
+
+
+async def test_upsert_replaces_content_in_place(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    partial = Message(role="assistant", content="Hal", metadata={"status": "incomplete"})
+    async with db_sessions.begin() as s:
+        repo = MessageRepo(s)
+        await repo.append("alice", conversation_id, Message(role="user", content="Hi"))
+        await repo.upsert("alice", conversation_id, partial, run_id="run_1")
+        await repo.upsert("alice", conversation_id, partial.model_copy(update={"content": "Hello"}))
+    async with db_sessions() as s:
+        history = await MessageRepo(s).history("alice", conversation_id)
+        conversation = await ConversationRepo(s).get("alice", conversation_id)
+
+    assert [m.text() for m in history] == ["Hi", "Hello"]
+    assert conversation.message_count == 2
+    assert conversation.last_message_preview == "Hello"
+
+
+async def test_supersede_hides_the_message_and_everything_after(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    first = Message(role="user", content="one")
+    second = Message(role="assistant", content="two")
+    third = Message(role="user", content="three")
+    await _append(db_sessions, conversation_id, first, second, third)
+    async with db_sessions.begin() as s:
+        gone = await MessageRepo(s).supersede("alice", conversation_id, second.id)
+    async with db_sessions() as s:
+        repo = MessageRepo(s)
+        history = await repo.history("alice", conversation_id)
+        kept = await repo.records("alice", conversation_id, include_superseded=True)
+        conversation = await ConversationRepo(s).get("alice", conversation_id)
+
+    assert gone == [second, third]
+    assert history == [first]
+    assert [r.message.id for r in kept] == [first.id, second.id, third.id]
+    assert (conversation.message_count, conversation.last_message_preview) == (1, "one")
+
+
+async def test_a_new_version_goes_after_the_superseded_ones(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    question = Message(role="user", content="one")
+    await _append(db_sessions, conversation_id, question, Message(role="assistant", content="a"))
+    retry = Message(role="assistant", content="b")
+    async with db_sessions.begin() as s:
+        repo = MessageRepo(s)
+        await repo.supersede(
+            "alice",
+            conversation_id,
+            (await repo.history("alice", conversation_id))[1].id,
+            superseded_by=retry.id,
+        )
+        await repo.append("alice", conversation_id, retry)
+    async with db_sessions() as s:
+        history = await MessageRepo(s).history("alice", conversation_id)
+
+    assert [m.text() for m in history] == ["one", "b"]

@@ -14,11 +14,19 @@ from typing import TYPE_CHECKING
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.agent.ports import NoTools, ToolRuntime
+from app.auth.authenticator import AuthConfig, Authenticator
+from app.auth.jwt import JwtVerifier, load_jwks
+from app.auth.stream_tokens import StreamTokens, derive_stream_key
 from app.domain.identity import Caller
+from app.limits.backends import LimitBackend, MemoryBackend
+from app.limits.limiter import Limiter
+from app.limits.policy import LimitPolicy, Limits
+from app.observability.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.catalog import Catalog, ModelInfo, build_catalog
 from app.providers.factory import build_providers
 from app.runs.manager import RunManager
+from app.runs.service import Runs
 from app.runs.store import RunStore
 from app.settings import Settings
 from app.store.db import create_engine, session_factory
@@ -38,25 +46,91 @@ class Services:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     tools: ToolRuntime
-    runs: RunManager
+    runs: Runs
+    authenticator: Authenticator
+    limits: Limiter
+    metrics: Metrics
     extras: dict[str, object] = field(default_factory=dict)
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
 
     async def authenticate(self, conn: HTTPConnection) -> Caller:
-        return Caller(user_id=self.settings.local_user_id, roles=frozenset({"user", "admin"}))
+        return await self.authenticator.authenticate(conn)
 
     async def aclose(self) -> None:
-        await self.runs.shutdown(self.settings.shutdown_timeout_seconds)
+        await self.runs.manager.shutdown(self.settings.shutdown_timeout_seconds)
         for provider in self.providers.values():
             await provider.aclose()
+        await self.limits.aclose()
         await self.engine.dispose()
 
 
+def build_authenticator(
+    settings: Settings, sessions: async_sessionmaker[AsyncSession]
+) -> Authenticator:
+    """Identity settings -> the one authentication check (settings stay in the container)."""
+    public_pem = settings.jwt_public_key or (
+        settings.jwt_public_key_file.read_text() if settings.jwt_public_key_file else None
+    )
+    secret = settings.jwt_secret.get_secret_value() if settings.jwt_secret else None
+    verifier = (
+        JwtVerifier(
+            secret=secret,
+            public_key_pem=public_pem,
+            jwks=load_jwks(settings.jwt_jwks_file) if settings.jwt_jwks_file else None,
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+            roles_claim=settings.jwt_roles_claim,
+            leeway=settings.jwt_leeway_seconds,
+        )
+        if settings.auth_configured
+        else None
+    )
+    explicit = settings.stream_token_secret
+    key, stable = derive_stream_key(secret, explicit.get_secret_value() if explicit else None)
+    if not stable and verifier is not None:
+        log.warning(
+            "STREAM_TOKEN_SECRET is unset and there is no JWT_SECRET to derive it from: "
+            "stream tokens are signed with a per-process key and work on this instance only"
+        )
+    return Authenticator(
+        AuthConfig(
+            jwt=verifier,
+            stream_tokens=StreamTokens(key, ttl_seconds=settings.stream_token_ttl_seconds),
+            local_user_id=settings.local_user_id,
+            development=verifier is None and settings.environment != "production",
+        ),
+        sessions,
+    )
+
+
+def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
+    backend: LimitBackend
+    if settings.redis_url:
+        from app.limits.redis_backend import RedisBackend
+
+        backend = RedisBackend.from_url(settings.redis_url)
+    else:
+        backend = MemoryBackend()
+    policy = LimitPolicy(
+        Limits(
+            requests_per_minute=settings.rate_limit_requests_per_minute,
+            concurrent_runs=settings.rate_limit_concurrent_runs,
+            tokens_per_day=settings.rate_limit_tokens_per_day,
+        ),
+        settings.rate_limit_roles,
+    )
+    return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_timeout_seconds + 60)
+
+
 async def build_services(
-    settings: Settings, *, providers: Mapping[str, Provider] | None = None
+    settings: Settings,
+    *,
+    providers: Mapping[str, Provider] | None = None,
+    metrics: Metrics | None = None,
 ) -> Services:
+    metrics = metrics or Metrics()
     catalog = build_catalog(settings)
     built = dict(providers) if providers is not None else build_providers(settings, catalog)
     if catalog.offline:
@@ -69,13 +143,14 @@ async def build_services(
         await upgrade_database(engine)
     sessions = session_factory(engine)
     tools: ToolRuntime = NoTools()
-    runs = RunManager(
+    manager = RunManager(
         store=RunStore(sessions),
         tools=tools,
         max_iterations=settings.max_iterations,
         run_timeout=settings.run_timeout_seconds,
     )
-    interrupted = await runs.recover()
+    runs = Runs(manager=manager, sessions=sessions, catalog=catalog, providers=built, tools=tools)
+    interrupted = await manager.recover()
     if interrupted:
         log.warning("closed runs left running by a stopped process", extra={"runs": interrupted})
     return Services(
@@ -86,4 +161,7 @@ async def build_services(
         sessions=sessions,
         tools=tools,
         runs=runs,
+        authenticator=build_authenticator(settings, sessions),
+        limits=build_limiter(settings, metrics),
+        metrics=metrics,
     )

@@ -12,9 +12,13 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app.api import chat, health, models_route
+from app.api import chat, health, models_route, runs
+from app.api import admin, auth_routes, metrics_route
 from app.api.errors import install_error_handlers
+from app.api.middleware import install_middlewares
 from app.container import build_services
+from app.observability.logging import configure_logging
+from app.observability.metrics import Metrics
 from app.providers.base import Provider
 from app.settings import Settings, get_settings
 
@@ -28,10 +32,15 @@ def create_app(
     settings: Settings | None = None, *, providers: Mapping[str, Provider] | None = None
 ) -> FastAPI:
     settings = settings or get_settings()
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = await build_services(settings, providers=providers)
+        configure_logging(
+            level=settings.log_level, json_lines=settings.log_json, secrets=_secrets(settings)
+        )
+        services = await build_services(settings, providers=providers, metrics=metrics)
+        services.authenticator.warn_if_open()
         app.state.services = services
         try:
             yield
@@ -44,11 +53,34 @@ def create_app(
         description=API_DESCRIPTION,
         lifespan=lifespan,
     )
+    app.state.metrics = metrics
     install_error_handlers(app)
+    auth_routes.install_auth_error_handler(app)
+    install_middlewares(
+        app,
+        metrics=metrics,
+        max_body_bytes=settings.max_body_bytes,
+        cors_origins=settings.cors_origins,
+    )
+    app.include_router(metrics_route.router)
+    app.include_router(auth_routes.router)
+    app.include_router(admin.router)
     app.include_router(health.router)
     app.include_router(models_route.router)
     app.include_router(chat.router)
+    app.include_router(runs.router)
     return app
+
+
+def _secrets(settings: Settings) -> list[str]:
+    """Secret values the log redaction filter scrubs verbatim, whatever their shape."""
+    values = [
+        settings.openai_api_key,
+        settings.anthropic_api_key,
+        settings.jwt_secret,
+        settings.stream_token_secret,
+    ]
+    return [v.get_secret_value() for v in values if v is not None]
 
 
 def __getattr__(name: str) -> Any:

@@ -39,7 +39,7 @@ from app.domain.stream import ToolChoice, ToolSpec
 from app.providers.base import Provider
 from app.providers.catalog import ModelInfo
 from app.runs.log import RunLog
-from app.runs.store import RunStore
+from app.runs.store import Prepare, RunStore
 from app.runs.writer import EventWriter
 
 log = logging.getLogger("chat_bff.runs")
@@ -128,11 +128,14 @@ class RunManager:
         request: RunRequest,
         conversation_id: str,
         user_message: Message | None,
-    ) -> ActiveRun:
+        *,
+        prepare: Prepare | None = None,
+    ) -> ActiveRun | None:
         """Store the user message (if any) and start a run that continues the conversation.
 
         With `user_message=None` the run continues after tool results or approvals.
-        Raises Conflict (409) with the active run's id when one is running.
+        Raises Conflict (409) with the active run's id when one is running. `prepare`
+        (see `RunStore.begin`) may decide that no run is due yet: then None.
         """
         run_id = new_run_id()
         message_id = new_message_id()
@@ -143,11 +146,10 @@ class RunManager:
             model_id=request.model.id,
             assistant_message_id=message_id,
             user_message=user_message,
-            options={
-                "client_tools": [t.model_dump() for t in request.client_tools],
-                "tool_choice": _dump_choice(request.tool_choice),
-            },
+            prepare=prepare,
         )
+        if history is None:
+            return None
         run = ActiveRun(
             run_id=run_id,
             owner_id=request.caller.user_id,
@@ -386,9 +388,3 @@ class RunManager:
     @property
     def active_count(self) -> int:
         return len(self._active)
-
-
-def _dump_choice(choice: ToolChoice | None) -> Any:
-    if choice is None or isinstance(choice, str):
-        return choice
-    return choice.model_dump()

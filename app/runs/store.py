@@ -7,6 +7,7 @@ each method opens one, does its work in one transaction and closes it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -30,6 +31,8 @@ from app.store.repos.runs import RunRepo
 
 log = logging.getLogger("chat_bff.runs")
 
+Prepare = Callable[[AsyncSession], Awaitable[bool]]
+
 
 class RunStore:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
@@ -44,12 +47,14 @@ class RunStore:
         model_id: str,
         assistant_message_id: str,
         user_message: Message | None,
-        options: dict[str, Any],
-    ) -> list[Message]:
+        prepare: Prepare | None = None,
+    ) -> list[Message] | None:
         """Claim the conversation, store the user message and the run; return the history.
 
         The claim commits on its own first, so a concurrent second send sees it and gets
-        409 with this run's id, whatever happens after.
+        409 with this run's id, whatever happens after. `prepare` runs inside the same
+        transaction as the user message (tool results, edits); when it answers False the
+        changes are kept, no run is created, the claim is released and None returned.
         """
         async with self._sessions() as session:
             conversations = ConversationRepo(session)
@@ -65,16 +70,23 @@ class RunStore:
         try:
             async with self._sessions() as session:
                 messages = MessageRepo(session)
+                proceed = True
+                if prepare is not None:
+                    proceed = await prepare(session)
                 if user_message is not None:
                     await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
-                await RunRepo(session).create(
-                    owner_id, conversation_id, run_id, model_id, assistant_message_id
-                )
+                if proceed:
+                    await RunRepo(session).create(
+                        owner_id, conversation_id, run_id, model_id, assistant_message_id
+                    )
                 history = await messages.history(owner_id, conversation_id)
                 await session.commit()
         except BaseException:
             await self._release(conversation_id, run_id)
             raise
+        if not proceed:
+            await self._release(conversation_id, run_id)
+            return None
         system: list[Message] = []
         if conversation.system_prompt:
             system = [Message(id="system", role="system", content=conversation.system_prompt)]

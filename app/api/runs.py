@@ -1,0 +1,207 @@
+"""Conversation runs over HTTP: start, follow (EventSource + Last-Event-ID), cancel,
+client tool results, regenerate and edit. Thin: the work is in `app.runs.service`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi.responses import JSONResponse
+
+from app.api.deps import CallerDep, Svc
+from app.api.encoders import native
+from app.api.schemas.runs import (
+    EditMessage,
+    Regenerate,
+    RunStarted,
+    RunState,
+    SendMessage,
+    ToolResultsIn,
+    ToolResultsOut,
+)
+from app.api.streaming import sse_response
+from app.container import Services
+from app.domain.errors import InvalidRequest
+from app.runs.manager import ActiveRun
+from app.runs.service import ToolResult, TurnInput
+from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
+
+router = APIRouter(prefix="/api/conversations", tags=["runs"])
+
+_STARTED: dict[int | str, dict[str, Any]] = {
+    202: {"model": RunStarted, "description": "The run started; follow `events_url`."},
+    200: {
+        "description": "Native SSE of the run (with `Accept: text/event-stream`).",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    409: {"description": "A run is already active (`active_run_id` in the error)."},
+}
+
+
+def events_url(conversation_id: str, run_id: str) -> str:
+    return f"/api/conversations/{conversation_id}/runs/{run_id}/events"
+
+
+def _wants_stream(request: Request, flag: bool) -> bool:
+    return flag or "text/event-stream" in request.headers.get("accept", "")
+
+
+def _answer(
+    request: Request, services: Services, run: ActiveRun, owner_id: str, stream: bool
+) -> Response:
+    assert run.conversation_id is not None
+    if _wants_stream(request, stream):
+        return sse_response(
+            services.runs.follow(owner_id, run.run_id, conversation_id=run.conversation_id),
+            native.frames,
+            heartbeat=services.settings.heartbeat_seconds,
+        )
+    body = RunStarted(run_id=run.run_id, events_url=events_url(run.conversation_id, run.run_id))
+    return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
+
+
+def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
+    specs = tools_from_openai([t.model_dump(exclude_none=True) for t in tools or []])
+    return TurnInput(
+        client_tools=specs, tool_choice=tool_choice_from_openai(tool_choice), model_id=model
+    )
+
+
+@router.post(
+    "/{conversation_id}/messages",
+    status_code=202,
+    responses=_STARTED,
+    response_model=RunStarted,
+    summary="Send a user message and start a run.",
+)
+async def send_message(
+    conversation_id: str, body: SendMessage, request: Request, services: Svc, caller: CallerDep
+) -> Response:
+    turn = _turn(body.tools, body.tool_choice, body.model)
+    run = await services.runs.send(caller, conversation_id, body.content, turn)
+    return _answer(request, services, run, caller.user_id, body.stream)
+
+
+@router.get(
+    "/{conversation_id}/runs/{run_id}/events",
+    responses={
+        200: {
+            "description": "Native SSE: replays the events after `Last-Event-ID` (or "
+            "`after`), then follows the run live; closes after `run_end`.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    },
+    summary="Follow a run (EventSource); resume with Last-Event-ID.",
+)
+async def run_events(
+    conversation_id: str,
+    run_id: str,
+    services: Svc,
+    caller: CallerDep,
+    after: Annotated[
+        int | None, Query(ge=0, description="Replay events after this sequence number.")
+    ] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> Response:
+    position = after or 0
+    if last_event_id:
+        try:
+            position = max(position, int(last_event_id))
+        except ValueError as exc:
+            raise InvalidRequest(
+                "Last-Event-ID must be a sequence number.", param="Last-Event-ID"
+            ) from exc
+    batches = services.runs.follow(
+        caller.user_id, run_id, conversation_id=conversation_id, after=position
+    )
+    # Fail before the 200 goes out: a foreign or unknown run is a plain 404.
+    first = await anext(aiter(batches), None)
+
+    async def replay() -> Any:
+        if first is not None:
+            yield first
+            async for batch in batches:
+                yield batch
+
+    return sse_response(replay(), native.frames, heartbeat=services.settings.heartbeat_seconds)
+
+
+@router.post(
+    "/{conversation_id}/runs/{run_id}/cancel",
+    response_model=RunState,
+    summary="Stop a run; partial text is kept. Harmless when it already ended.",
+)
+async def cancel_run(
+    conversation_id: str, run_id: str, services: Svc, caller: CallerDep
+) -> RunState:
+    final = await services.runs.cancel(caller.user_id, run_id, conversation_id)
+    return RunState(run_id=run_id, status=final)
+
+
+@router.post(
+    "/{conversation_id}/tool-results",
+    response_model=ToolResultsOut,
+    responses={
+        200: {
+            "description": "Stored; `run_id` is set when the conversation continued.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        404: {"description": "Unknown or foreign conversation or tool call."},
+        409: {"description": "Already answered, or a run is active."},
+    },
+    summary="Submit client tool results (AIKit submitResult); the run continues.",
+)
+async def submit_tool_results(
+    conversation_id: str, body: ToolResultsIn, request: Request, services: Svc, caller: CallerDep
+) -> Response:
+    results = [ToolResult(r.toolCallId, r.status, r.result) for r in body.results]
+    run = await services.runs.submit_tool_results(caller, conversation_id, results)
+    if run is None:
+        return JSONResponse(ToolResultsOut(run_id=None, events_url=None, waiting=True).model_dump())
+    if _wants_stream(request, body.stream):
+        return _answer(request, services, run, caller.user_id, True)
+    out = ToolResultsOut(
+        run_id=run.run_id, events_url=events_url(conversation_id, run.run_id), waiting=False
+    )
+    return JSONResponse(out.model_dump())
+
+
+@router.post(
+    "/{conversation_id}/regenerate",
+    status_code=202,
+    responses=_STARTED,
+    response_model=RunStarted,
+    summary="Answer the last user message again (the old answer is kept, superseded).",
+)
+async def regenerate(
+    conversation_id: str, body: Regenerate, request: Request, services: Svc, caller: CallerDep
+) -> Response:
+    run = await services.runs.regenerate(
+        caller, conversation_id, TurnInput(client_tools=[], model_id=body.model)
+    )
+    return _answer(request, services, run, caller.user_id, body.stream)
+
+
+@router.put(
+    "/{conversation_id}/messages/{message_id}",
+    status_code=202,
+    responses=_STARTED,
+    response_model=RunStarted,
+    summary="Edit the last user message and answer it again (old version kept).",
+)
+async def edit_message(
+    conversation_id: str,
+    message_id: str,
+    body: EditMessage,
+    request: Request,
+    services: Svc,
+    caller: CallerDep,
+) -> Response:
+    run = await services.runs.edit(
+        caller,
+        conversation_id,
+        message_id,
+        body.content,
+        TurnInput(client_tools=[], model_id=body.model),
+    )
+    return _answer(request, services, run, caller.user_id, body.stream)

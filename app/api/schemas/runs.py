@@ -1,0 +1,73 @@
+"""DTOs of conversation runs: send, events, cancel, tool results, regenerate, edit."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.schemas.chat import ClientTool
+from app.domain.events import RunStatus
+from app.domain.parts import Part
+
+
+class SendMessage(BaseModel):
+    """A user message that starts a run."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: str | list[Part] = Field(description="Text, or typed parts (text, file).")
+    tools: list[ClientTool] | None = Field(
+        default=None, description="Client tools the browser runs (OpenAI function shape)."
+    )
+    tool_choice: str | dict[str, Any] | None = Field(
+        default=None, description="`auto`, `none`, `required` or a named function."
+    )
+    model: str | None = Field(default=None, description="Model id for this turn.")
+    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+
+
+class EditMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: str | list[Part] = Field(description="The new text or parts.")
+    model: str | None = Field(default=None, description="Model id for the rerun.")
+    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+
+
+class Regenerate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = Field(default=None, description="Model id for the new answer.")
+    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+
+
+class RunStarted(BaseModel):
+    run_id: str = Field(description="The run now answering.")
+    events_url: str = Field(description="GET it (EventSource) to follow the run.")
+    truncated_input: bool = Field(
+        default=False, description="True when a very long message was cut to fit."
+    )
+
+
+class RunState(BaseModel):
+    run_id: str = Field(description="The run.")
+    status: RunStatus = Field(description="Where the run stands.")
+
+
+class ToolResultIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    toolCallId: str = Field(description="The tool call this answers.")
+    status: Literal["success", "error", "cancelled"] = Field(description="Outcome.")
+    result: Any = Field(default=None, description="The result (any JSON).")
+
+
+class ToolResultsIn(BaseModel):
+    """Results of client tools (AIKit submitResult), wrapped so the body can grow."""
+
+    model_config = ConfigDict(extra="forbid")
+    results: list[ToolResultIn] = Field(min_length=1, description="One per answered call.")
+    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+
+
+class ToolResultsOut(BaseModel):
+    run_id: str | None = Field(description="The continuation run, once nothing waits.")
+    events_url: str | None = Field(description="Where to follow it.")
+    waiting: bool = Field(description="True when other tool calls still wait for results.")

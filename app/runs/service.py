@@ -1,0 +1,292 @@
+"""Conversation turns: what the API asks of runs, in domain terms.
+
+`RunManager` is the engine (tasks, logs, persistence); this module decides what a turn
+is: a new user message, the browser's tool results, a regenerate or an edit, or the
+continuation after a human decided an approval. It knows no HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.agent.context import truncate_user_text
+from app.agent.ports import ToolRuntime
+from app.domain.errors import Conflict, InvalidRequest, NotFound
+from app.domain.events import ContextInfo, RunStatus, SequencedEvent
+from app.domain.identity import Caller
+from app.domain.messages import Message
+from app.domain.parts import FINAL_TOOL_STATUSES, Part, TextData, TextPart, ToolPart
+from app.domain.stream import ToolChoice, ToolSpec
+from app.providers.base import Provider
+from app.providers.catalog import Catalog
+from app.runs.manager import ActiveRun, RunManager, RunRequest
+from app.store.records import ConversationRecord
+from app.store.repos.conversations import ConversationRepo
+from app.store.repos.messages import MessageRepo
+
+ResultStatus = Literal["success", "error", "cancelled"]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool_call_id: str
+    status: ResultStatus
+    result: Any
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    client_tools: list[ToolSpec]
+    tool_choice: ToolChoice | None = None
+    model_id: str | None = None
+
+
+class Runs:
+    """The application's entry point to runs (`services.runs`)."""
+
+    def __init__(
+        self,
+        *,
+        manager: RunManager,
+        sessions: async_sessionmaker[AsyncSession],
+        catalog: Catalog,
+        providers: dict[str, Provider],
+        tools: ToolRuntime,
+    ) -> None:
+        self.manager = manager
+        self._sessions = sessions
+        self._catalog = catalog
+        self._providers = providers
+        self._tools = tools
+        # Client tools declared with a conversation's last send, so a continuation after
+        # tool results offers the model the same tools (Anthropic requires them).
+        self._client_tools: dict[str, list[ToolSpec]] = {}
+
+    # -- delegations used by the stateless surfaces ----------------------------------
+
+    async def start_stateless(self, request: RunRequest, history: list[Message]) -> ActiveRun:
+        return await self.manager.start_stateless(request, history)
+
+    async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:
+        return await self.manager.cancel(owner_id, run_id, conversation_id)
+
+    def follow(
+        self, owner_id: str, run_id: str, *, conversation_id: str | None, after: int = 0
+    ) -> AsyncIterator[list[SequencedEvent]]:
+        return self.manager.follow(owner_id, run_id, conversation_id=conversation_id, after=after)
+
+    # -- conversation turns ----------------------------------------------------------
+
+    async def send(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        content: str | list[Part],
+        turn: TurnInput,
+    ) -> ActiveRun:
+        content, truncated = _truncate(content)
+        conversation = await self._conversation(caller, conversation_id)
+        request = self._request(caller, conversation, turn, truncated=truncated)
+        self._client_tools[conversation_id] = list(turn.client_tools)
+        user = Message(role="user", content=content)
+        if truncated:
+            user.metadata = {"truncated": True}
+        run = await self.manager.start_in_conversation(request, conversation_id, user)
+        assert run is not None
+        return run
+
+    async def submit_tool_results(
+        self, caller: Caller, conversation_id: str, results: list[ToolResult]
+    ) -> ActiveRun | None:
+        """Store the browser's results; continue the conversation once none is waiting."""
+        if not results:
+            raise InvalidRequest("results must not be empty.", param="results")
+        ids = [r.tool_call_id for r in results]
+        if len(set(ids)) != len(ids):
+            raise InvalidRequest("results names the same toolCallId twice.", param="results")
+        conversation = await self._conversation(caller, conversation_id)
+        turn = TurnInput(client_tools=self._client_tools.get(conversation_id, []))
+        request = self._request(caller, conversation, turn)
+
+        async def apply(session: AsyncSession) -> bool:
+            messages = MessageRepo(session)
+            history = await messages.history(caller.user_id, conversation_id)
+            target = _last_assistant(history)
+            if target is None:
+                raise NotFound("No tool call with that id is waiting.", code="tool_call_not_found")
+            parts = target.parts()
+            by_id = {p.id: (i, p) for i, p in enumerate(parts) if isinstance(p, ToolPart)}
+            for result in results:
+                found = by_id.get(result.tool_call_id)
+                if found is None:
+                    raise NotFound(
+                        f"No tool call {result.tool_call_id!r} is waiting in this conversation.",
+                        code="tool_call_not_found",
+                    )
+                index, part = found
+                if part.data.status in FINAL_TOOL_STATUSES:
+                    raise Conflict(
+                        f"Tool call {result.tool_call_id!r} already has a result.",
+                        code="tool_call_already_answered",
+                    )
+                if self._tools.knows(part.data.toolName):
+                    raise Conflict(
+                        f"Tool call {result.tool_call_id!r} is a server tool; decide it "
+                        "through its approval instead.",
+                        code="approval_required",
+                    )
+                parts[index] = ToolPart(
+                    id=part.id,
+                    data=part.data.model_copy(
+                        update={"status": result.status, "result": result.result}
+                    ),
+                )
+            updated = target.model_copy(update={"content": parts})
+            await messages.upsert(caller.user_id, conversation_id, updated)
+            return not any(
+                isinstance(p, ToolPart) and p.data.status not in FINAL_TOOL_STATUSES for p in parts
+            )
+
+        return await self.manager.start_in_conversation(
+            request, conversation_id, None, prepare=apply
+        )
+
+    async def resume(self, caller: Caller, conversation_id: str) -> ActiveRun | None:
+        """Continue after approvals were decided (no new user message)."""
+        conversation = await self._conversation(caller, conversation_id)
+        turn = TurnInput(client_tools=self._client_tools.get(conversation_id, []))
+        request = self._request(caller, conversation, turn)
+
+        async def check(session: AsyncSession) -> bool:
+            history = await MessageRepo(session).history(caller.user_id, conversation_id)
+            target = _last_assistant(history)
+            return target is not None and not any(
+                p.data.status not in FINAL_TOOL_STATUSES for p in target.tool_parts()
+            )
+
+        return await self.manager.start_in_conversation(
+            request, conversation_id, None, prepare=check
+        )
+
+    async def regenerate(self, caller: Caller, conversation_id: str, turn: TurnInput) -> ActiveRun:
+        """Answer the last user message again; earlier answers are kept as superseded."""
+        conversation = await self._conversation(caller, conversation_id)
+        request = self._request(caller, conversation, turn)
+
+        async def supersede(session: AsyncSession) -> bool:
+            messages = MessageRepo(session)
+            history = await messages.history(caller.user_id, conversation_id)
+            last_user = _last_index(history, "user")
+            if last_user is None:
+                raise InvalidRequest("There is no user message to answer again.")
+            if last_user + 1 < len(history):
+                await messages.supersede(caller.user_id, conversation_id, history[last_user + 1].id)
+            return True
+
+        run = await self.manager.start_in_conversation(
+            request, conversation_id, None, prepare=supersede
+        )
+        assert run is not None
+        return run
+
+    async def edit(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        message_id: str,
+        content: str | list[Part],
+        turn: TurnInput,
+    ) -> ActiveRun:
+        """Replace the last user message and answer it; the old version is kept, superseded."""
+        content, truncated = _truncate(content)
+        conversation = await self._conversation(caller, conversation_id)
+        request = self._request(caller, conversation, turn, truncated=truncated)
+
+        async def supersede(session: AsyncSession) -> bool:
+            messages = MessageRepo(session)
+            history = await messages.history(caller.user_id, conversation_id)
+            last_user = _last_index(history, "user")
+            if last_user is None or history[last_user].id != message_id:
+                if any(m.id == message_id for m in history):
+                    raise Conflict(
+                        "Only the last user message can be edited.", code="not_last_message"
+                    )
+                raise NotFound("Message not found.")
+            await messages.supersede(caller.user_id, conversation_id, message_id)
+            return True
+
+        user = Message(role="user", content=content)
+        run = await self.manager.start_in_conversation(
+            request, conversation_id, user, prepare=supersede
+        )
+        assert run is not None
+        return run
+
+    # -- helpers ---------------------------------------------------------------------
+
+    async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:
+        async with self._sessions() as session:
+            conversation = await ConversationRepo(session).get(caller.user_id, conversation_id)
+        if conversation.archived:
+            raise Conflict("The conversation is archived; restore it first.", code="archived")
+        return conversation
+
+    def _request(
+        self,
+        caller: Caller,
+        conversation: ConversationRecord,
+        turn: TurnInput,
+        *,
+        truncated: bool = False,
+    ) -> RunRequest:
+        model = self._catalog.resolve(turn.model_id or conversation.model, caller.roles)
+        clashes = [t.name for t in turn.client_tools if self._tools.knows(t.name)]
+        if clashes:
+            raise InvalidRequest(
+                f"Client tool {clashes[0]!r} has the name of a server tool; rename it.",
+                param="tools",
+            )
+        scope = {str(k): str(v) for k, v in conversation.scope.items() if v is not None}
+        scope.update(user_id=caller.user_id, conversation_id=conversation.id)
+        scope.setdefault("session_id", conversation.id)
+        scope.setdefault("workspace_id", f"user:{caller.user_id}")
+        return RunRequest(
+            caller=caller,
+            model=model,
+            provider=self._providers[model.provider],
+            client_tools=turn.client_tools,
+            tool_choice=turn.tool_choice,
+            mode=conversation.mode,
+            scope=scope,
+            context=ContextInfo(tokens=0, limit=model.context_window, truncated_input=truncated),
+        )
+
+
+def _truncate(content: str | list[Part]) -> tuple[str | list[Part], bool]:
+    if isinstance(content, str):
+        return truncate_user_text(content)
+    out: list[Part] = []
+    cut = False
+    for part in content:
+        if isinstance(part, TextPart):
+            text, was_cut = truncate_user_text(part.data.text)
+            cut = cut or was_cut
+            part = TextPart(id=part.id, data=TextData(text=text))
+        out.append(part)
+    return out, cut
+
+
+def _last_index(history: list[Message], role: str) -> int | None:
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == role:
+            return index
+    return None
+
+
+def _last_assistant(history: list[Message]) -> Message | None:
+    index = _last_index(history, "assistant")
+    return history[index] if index is not None else None

@@ -100,18 +100,88 @@ class Settings(BaseSettings):
         default="local", description="The caller in development mode (no auth configured)."
     )
     jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
+    jwt_public_key: str | None = Field(
+        default=None, description="PEM public key (RSA or EC) for RS256 / ES256 tokens."
+    )
+    jwt_public_key_file: Path | None = Field(
+        default=None, description="File holding the PEM public key (instead of JWT_PUBLIC_KEY)."
+    )
+    jwt_jwks_file: Path | None = Field(
+        default=None, description="JWKS file (`{\"keys\": [...]}`); keys chosen by `kid`."
+    )
+    jwt_issuer: str | None = Field(default=None, description="Required `iss`, when set.")
+    jwt_audience: str | None = Field(default=None, description="Required `aud`, when set.")
+    jwt_roles_claim: str = Field(
+        default="roles", description="Claim holding the roles; dotted path for nested claims."
+    )
+    jwt_leeway_seconds: float = Field(default=30.0, description="Clock skew allowed on `exp`.")
+    stream_token_secret: SecretStr | None = Field(
+        default=None,
+        description="Signs EventSource stream tokens; derived from JWT_SECRET when unset.",
+    )
+    stream_token_ttl_seconds: int = Field(
+        default=300, description="Lifetime of a stream token (`?token=` on EventSource URLs)."
+    )
+
+    # --- limits ----------------------------------------------------------------------
+    rate_limit_requests_per_minute: int = Field(
+        default=600, description="Requests per caller per minute; 0 disables the limit."
+    )
+    rate_limit_concurrent_runs: int = Field(
+        default=8, description="Runs one caller may have going at once; 0 disables."
+    )
+    rate_limit_tokens_per_day: int = Field(
+        default=0, description="Model tokens (in + out) per caller per UTC day; 0 disables."
+    )
+    rate_limit_roles: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Per-role overrides, e.g. `{\"admin\": {\"requests_per_minute\": 0}}`.",
+    )
+
+    @property
+    def auth_configured(self) -> bool:
+        """True when callers must prove who they are (a JWT key of some kind is set)."""
+        return (
+            self.jwt_secret is not None
+            or bool(self.jwt_public_key)
+            or self.jwt_public_key_file is not None
+            or self.jwt_jwks_file is not None
+        )
 
     @model_validator(mode="after")
     def _refuse_insecure_production(self) -> Settings:
-        if self.environment == "production" and self.jwt_secret is not None:
-            secret = self.jwt_secret.get_secret_value()
-            if len(secret) < 32 or secret in {"changeme", "secret", "change-me"}:
-                raise ValueError("JWT_SECRET is too weak for production (32+ random chars)")
+        if self.environment != "production":
+            return self
+        if not self.auth_configured:
+            raise ValueError(
+                "production needs authentication: set JWT_SECRET, JWT_PUBLIC_KEY(_FILE) "
+                "or JWT_JWKS_FILE"
+            )
+        for name in ("jwt_secret", "stream_token_secret"):
+            value = getattr(self, name)
+            if value is not None and _weak_secret(value.get_secret_value()):
+                raise ValueError(f"{name.upper()} is too weak for production (32+ random chars)")
         return self
 
     @property
     def has_provider_key(self) -> bool:
         return self.openai_api_key is not None or self.anthropic_api_key is not None
+
+
+_DEFAULT_SECRETS = frozenset(
+    {"changeme", "change-me", "change_me", "secret", "password", "jwt-secret", "dev", "test"}
+)
+
+
+def _weak_secret(secret: str) -> bool:
+    """Short, a well-known default, or made of few distinct characters."""
+    lowered = secret.lower()
+    return (
+        len(secret) < 32
+        or lowered in _DEFAULT_SECRETS
+        or any(lowered.startswith(d) for d in ("change-me", "changeme", "replace-me"))
+        or len(set(secret)) < 10
+    )
 
 
 def get_settings() -> Settings:

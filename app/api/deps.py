@@ -22,8 +22,11 @@ Svc = Annotated[Services, Depends(get_services)]
 
 
 async def get_caller(request: Request, services: Svc) -> Caller:
-    """The authenticated caller; development mode makes everyone the local user."""
-    return await services.authenticate(request)
+    """The authenticated caller, within their request rate; development mode makes
+    everyone without credentials the local user."""
+    caller = await services.authenticate(request)
+    await services.limits.check_request(caller)
+    return caller
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

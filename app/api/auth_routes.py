@@ -1,0 +1,45 @@
+"""`POST /api/stream-tokens`, and the one 401 answer for every authentication failure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from app.api.deps import CallerDep, Svc
+from app.api.errors import error_response
+from app.api.schemas.identity import StreamTokenOut, StreamTokenRequest
+from app.auth.authenticator import log_failure
+from app.auth.errors import Unauthorized
+
+router = APIRouter(prefix="/api", tags=["auth"])
+
+
+@router.post(
+    "/stream-tokens",
+    response_model=StreamTokenOut,
+    summary="Mint a short-lived token for an EventSource URL (`?token=`).",
+)
+async def mint_stream_token(
+    body: StreamTokenRequest, services: Svc, caller: CallerDep
+) -> StreamTokenOut:
+    minted = services.authenticator.stream_tokens.mint(caller, path=body.path, run_id=body.run_id)
+    return StreamTokenOut(
+        token=minted.token, expires_at=datetime.fromtimestamp(minted.expires_at, UTC)
+    )
+
+
+def install_auth_error_handler(app: FastAPI) -> None:
+    async def on_unauthorized(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Unauthorized)
+        log_failure(exc, request)
+        return error_response(
+            request,
+            401,
+            exc.code,
+            exc.message,
+            headers={"WWW-Authenticate": 'Bearer realm="chat-bff"'},
+        )
+
+    app.add_exception_handler(Unauthorized, on_unauthorized)

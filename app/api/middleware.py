@@ -1,0 +1,198 @@
+"""Pure ASGI middlewares (no `BaseHTTPMiddleware`, so SSE streams pass untouched).
+
+Outermost first, as `install_middlewares` stacks them:
+- `RequestContextMiddleware`: `X-Request-ID` in (when sane) and out, the request id in a
+  contextvar for every log line, one access log line per request (path only: query
+  strings can hold stream tokens), request metrics by route template, and the active
+  SSE streams gauge;
+- CORS, from `cors_origins`;
+- `BodySizeLimitMiddleware`: 413 with the standard error body when a body is too large,
+  by `Content-Length` up front or by counting a chunked body as it arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Sequence
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.observability.logging import request_id_var, run_id_var, user_id_var
+from app.observability.metrics import Metrics
+
+access_log = logging.getLogger("chat_bff.access")
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _route_template(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = _header(scope, b"x-request-id")
+        request_id = incoming if incoming and _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        tokens = (request_id_var.set(request_id), user_id_var.set(None), run_id_var.set(None))
+        started = time.perf_counter()
+        status = 500
+        streaming = False
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, streaming
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.lower().encode(), request_id.encode()))
+                message = {**message, "headers": headers}
+                content_type = dict(headers).get(b"content-type", b"")
+                if content_type.startswith(b"text/event-stream"):
+                    streaming = True
+                    self.metrics.stream_opened()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            if streaming:
+                self.metrics.stream_closed()
+            elapsed = time.perf_counter() - started
+            method = scope.get("method", "GET")
+            route = _route_template(scope)
+            self.metrics.observe_request(
+                method if method in _METHODS else "OTHER", route, status, elapsed
+            )
+            access_log.info(
+                "%s %s %s",
+                method,
+                scope.get("path", ""),
+                status,
+                extra={
+                    "method": method,
+                    "path": scope.get("path", ""),
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000, 2),
+                },
+            )
+            user_id_var.reset(tokens[1])
+            run_id_var.reset(tokens[2])
+            request_id_var.reset(tokens[0])
+
+
+def _too_large_body(path: str, limit: int) -> bytes:
+    message = f"Request body exceeds the limit of {limit} bytes."
+    if path.startswith("/v1/"):
+        error = {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "payload_too_large",
+        }
+    else:
+        error = {"code": "payload_too_large", "message": message}
+    return json.dumps({"error": error}).encode()
+
+
+class BodySizeLimitMiddleware:
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _reject(self, scope: Scope, send: Send) -> None:
+        body = _too_large_body(scope.get("path", ""), self.max_bytes)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.max_bytes <= 0:
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._reject(scope, send)
+            return
+
+        received = 0
+        too_large = False
+        response_started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    too_large = True
+                    # Stop the app reading: from its side the client went away.
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal response_started
+            if too_large and not response_started:
+                return  # the app's answer to a cut-off body is replaced by our 413
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except Exception:
+            if not too_large or response_started:
+                raise
+        if too_large and not response_started:
+            await self._reject(scope, send)
+
+
+def install_middlewares(
+    app: FastAPI, *, metrics: Metrics, max_body_bytes: int, cors_origins: Sequence[str]
+) -> None:
+    """Stack the middlewares; the last added runs first."""
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
+    if cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_credentials="*" not in cors_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=[REQUEST_ID_HEADER, "Retry-After"],
+            max_age=600,
+        )
+    app.add_middleware(RequestContextMiddleware, metrics=metrics)

@@ -1,0 +1,75 @@
+"""DTOs of the identity, admin and stream-token endpoints."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StreamTokenRequest(_Request):
+    path: str | None = Field(
+        default=None,
+        description="Path prefix the token is good for, e.g. `/api/conversations/{id}`.",
+        max_length=512,
+    )
+    run_id: str | None = Field(
+        default=None,
+        description="Or: the run whose event streams the token opens.",
+        max_length=128,
+    )
+
+
+class StreamTokenOut(BaseModel):
+    token: str = Field(description="Pass as `?token=` on the EventSource URL.")
+    expires_at: datetime = Field(description="When the token stops working.")
+
+
+class ApiKeyCreate(_Request):
+    name: str = Field(min_length=1, max_length=255, description="What the key is for.")
+    owner_id: str = Field(min_length=1, max_length=255, description="The caller the key acts as.")
+    roles: list[str] = Field(
+        default_factory=lambda: ["user"],
+        description="Roles the key's caller gets.",
+        max_length=32,
+    )
+
+
+class ApiKeyOut(BaseModel):
+    id: str = Field(description="Key id, for revocation.")
+    name: str = Field(description="What the key is for.")
+    prefix: str = Field(description="The key's first characters, to tell keys apart.")
+    owner_id: str = Field(description="The caller the key acts as.")
+    roles: list[str] = Field(description="Roles the key's caller gets.")
+    created_by: str = Field(description="Who created the key.")
+    created_at: datetime = Field(description="Creation time.")
+    last_used_at: datetime | None = Field(description="Last use (minute precision).")
+    revoked_at: datetime | None = Field(description="Revocation time, if revoked.")
+
+
+class ApiKeyCreated(ApiKeyOut):
+    key: str = Field(description="The key itself. Shown only in this response; store it now.")
+
+
+class ApiKeyList(BaseModel):
+    data: list[ApiKeyOut] = Field(description="Keys, newest first.")
+
+
+class AuditEntryOut(BaseModel):
+    id: str = Field(description="Entry id.")
+    at: datetime = Field(description="When it happened.")
+    actor_id: str = Field(description="Who did it.")
+    action: str = Field(description="What was done, e.g. `conversation.purge`.")
+    target_type: str = Field(description="Kind of object acted on.")
+    target_id: str = Field(description="Id of the object acted on.")
+    details: dict[str, Any] | None = Field(description="Extra facts; never secrets.")
+
+
+class AuditPageOut(BaseModel):
+    data: list[AuditEntryOut] = Field(description="Entries, newest first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page.")

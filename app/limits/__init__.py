@@ -1,0 +1,1 @@
+"""Per-caller limits: requests per minute, concurrent runs, tokens per day."""

@@ -1,0 +1,151 @@
+"""Prometheus metrics, one registry per app instance (no import-time globals).
+
+`Metrics` is built by `build_metrics()` in the container and reached as `services.metrics`.
+Callers use its small API, never the prometheus objects:
+
+    metrics.run_started()                         # active runs +1
+    metrics.run_finished(status, seconds)         # active runs -1, duration observed
+    metrics.observe_ttft(model, seconds)          # time to first token of a model call
+    metrics.observe_provider_call(provider, model, seconds)
+    metrics.provider_error(provider, model, code)
+    metrics.add_tokens(model, input_tokens=..., output_tokens=...)
+    metrics.tool_call(tool, outcome)              # success | error | cancelled | ...
+
+Requests and active SSE streams are counted by the request middleware. Labels are route
+templates, model ids from the catalogue, tool names from the registry: never raw paths
+or user input, so cardinality stays bounded.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+_RUN_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
+
+
+class Metrics:
+    """The service's metric series, registered on a private `CollectorRegistry`."""
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, prefix: str = "chatbff"
+    ) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r, p = self.registry, prefix
+        self._requests = Counter(
+            f"{p}_http_requests_total",
+            "HTTP requests by method, route template and status.",
+            ["method", "route", "status"],
+            registry=r,
+        )
+        self._request_seconds = Histogram(
+            f"{p}_http_request_duration_seconds",
+            "Time to the end of the response, by method and route template.",
+            ["method", "route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._active_streams = Gauge(f"{p}_active_streams", "Open SSE responses.", registry=r)
+        self._active_runs = Gauge(f"{p}_active_runs", "Runs in progress.", registry=r)
+        self._run_seconds = Histogram(
+            f"{p}_run_duration_seconds",
+            "Wall-clock duration of runs by final status.",
+            ["status"],
+            buckets=_RUN_BUCKETS,
+            registry=r,
+        )
+        self._ttft = Histogram(
+            f"{p}_time_to_first_token_seconds",
+            "Time from the model call to its first streamed token, by model.",
+            ["model"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._provider_seconds = Histogram(
+            f"{p}_provider_latency_seconds",
+            "Duration of upstream model calls by provider and model.",
+            ["provider", "model"],
+            buckets=_RUN_BUCKETS,
+            registry=r,
+        )
+        self._provider_errors = Counter(
+            f"{p}_provider_errors_total",
+            "Upstream failures by provider, model and error code.",
+            ["provider", "model", "code"],
+            registry=r,
+        )
+        self._tokens_in = Counter(
+            f"{p}_tokens_input_total",
+            "Prompt tokens sent upstream by model.",
+            ["model"],
+            registry=r,
+        )
+        self._tokens_out = Counter(
+            f"{p}_tokens_output_total",
+            "Completion tokens received by model.",
+            ["model"],
+            registry=r,
+        )
+        self._tool_calls = Counter(
+            f"{p}_tool_calls_total",
+            "Tool calls by tool and outcome.",
+            ["tool", "outcome"],
+            registry=r,
+        )
+        self._rate_limited = Counter(
+            f"{p}_rate_limited_total",
+            "Requests refused by a per-caller limit, by limit.",
+            ["limit"],
+            registry=r,
+        )
+
+    # --- HTTP (called by the middleware) -------------------------------------------------
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        self._requests.labels(method, route, str(status)).inc()
+        self._request_seconds.labels(method, route).observe(seconds)
+
+    def stream_opened(self) -> None:
+        self._active_streams.inc()
+
+    def stream_closed(self) -> None:
+        self._active_streams.dec()
+
+    # --- runs (called by the run manager) ------------------------------------------------
+    def run_started(self) -> None:
+        self._active_runs.inc()
+
+    def run_finished(self, status: str, seconds: float) -> None:
+        self._active_runs.dec()
+        self._run_seconds.labels(status).observe(seconds)
+
+    def observe_ttft(self, model: str, seconds: float) -> None:
+        self._ttft.labels(model).observe(seconds)
+
+    def observe_provider_call(self, provider: str, model: str, seconds: float) -> None:
+        self._provider_seconds.labels(provider, model).observe(seconds)
+
+    def provider_error(self, provider: str, model: str, code: str) -> None:
+        self._provider_errors.labels(provider, model, code).inc()
+
+    def add_tokens(self, model: str, *, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        if input_tokens:
+            self._tokens_in.labels(model).inc(input_tokens)
+        if output_tokens:
+            self._tokens_out.labels(model).inc(output_tokens)
+
+    def tool_call(self, tool: str, outcome: str) -> None:
+        self._tool_calls.labels(tool, outcome).inc()
+
+    # --- limits --------------------------------------------------------------------------
+    def rate_limited(self, limit: str) -> None:
+        self._rate_limited.labels(limit).inc()
+
+    # --- exposition ----------------------------------------------------------------------
+    def render(self) -> tuple[bytes, str]:
+        """The text exposition format and its content type."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def build_metrics() -> Metrics:
+    return Metrics()

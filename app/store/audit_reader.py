@@ -1,0 +1,81 @@
+"""Reading the audit log (admins only; writing is `app.store.repos.record_audit`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, tuple_
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.domain.errors import InvalidRequest
+from app.store.tables import AuditRow
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    id: str
+    at: datetime
+    actor_id: str
+    action: str
+    target_type: str
+    target_id: str
+    details: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    items: list[AuditRecord]
+    next_cursor: str | None
+
+
+def _cursor(record: AuditRecord) -> str:
+    return f"{record.at.isoformat()}|{record.id}"
+
+
+def _parse_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        at, _, audit_id = cursor.partition("|")
+        return datetime.fromisoformat(at), audit_id
+    except ValueError:
+        raise InvalidRequest("Invalid cursor.", param="cursor") from None
+
+
+async def list_audit(
+    session: AsyncSession,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+    actor_id: str | None = None,
+    action: str | None = None,
+    target_type: str | None = None,
+    target_id: str | None = None,
+) -> AuditPage:
+    """Newest first, keyset-paginated by (at, id)."""
+    query = select(AuditRow).order_by(AuditRow.at.desc(), AuditRow.id.desc()).limit(limit + 1)
+    if cursor is not None:
+        at, audit_id = _parse_cursor(cursor)
+        query = query.where(tuple_(AuditRow.at, AuditRow.id) < tuple_(at, audit_id))
+    for column, value in (
+        (AuditRow.actor_id, actor_id),
+        (AuditRow.action, action),
+        (AuditRow.target_type, target_type),
+        (AuditRow.target_id, target_id),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    rows = list(await session.scalars(query))
+    items = [
+        AuditRecord(
+            id=r.id,
+            at=r.at,
+            actor_id=r.actor_id,
+            action=r.action,
+            target_type=r.target_type,
+            target_id=r.target_id,
+            details=r.details,
+        )
+        for r in rows[:limit]
+    ]
+    return AuditPage(items, _cursor(items[-1]) if len(rows) > limit and items else None)

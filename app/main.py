@@ -12,8 +12,16 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app.api import chat, health, models_route, runs
-from app.api import admin, auth_routes, metrics_route
+from app.api import (
+    admin,
+    auth_routes,
+    chat,
+    health,
+    metrics_route,
+    models_route,
+    openai_compat,
+    runs,
+)
 from app.api.errors import install_error_handlers
 from app.api.middleware import install_middlewares
 from app.container import build_services
@@ -69,6 +77,7 @@ def create_app(
     app.include_router(models_route.router)
     app.include_router(chat.router)
     app.include_router(runs.router)
+    app.include_router(openai_compat.router)
     return app
 
 

@@ -94,6 +94,10 @@ def install_error_handlers(app: FastAPI) -> None:
         first = detail[0] if detail else {"loc": [], "msg": "invalid request"}
         loc = ".".join(str(x) for x in first["loc"] if x != "body")
         message = f"{loc}: {first['msg']}" if loc else str(first["msg"])
+        if _is_openai_surface(request):
+            # OpenAI answers a malformed request with 400, which its SDK maps to
+            # BadRequestError; our native API keeps 422.
+            return error_response(request, 400, "invalid_request", message, param=loc or None)
         return error_response(
             request, 422, "validation_error", message, param=loc or None, details=detail
         )

@@ -1,0 +1,128 @@
+"""OpenAI Chat Completions streaming (`chat.completion.chunk` frames + `[DONE]`).
+
+Fed by the same run events as the native protocol. Only the client's own tools surface
+as `tool_calls`: server tools run inside the loop and an OpenAI client that saw them
+would try to run them itself. Text from successive model calls is joined with a blank
+line, exactly as the non-streaming answer joins it, so both paths read the same.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from app.domain.events import (
+    ConfirmRequired,
+    ErrorEvent,
+    MessageEnd,
+    RunEnd,
+    RunStart,
+    SequencedEvent,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
+    ToolArgsDelta,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+)
+
+DONE = b"data: [DONE]\n\n"
+_FINISH = {
+    "completed": "stop",
+    "requires_action": "tool_calls",
+    "max_iterations": "length",
+    "cancelled": "stop",
+    "interrupted": "stop",
+    "failed": "stop",
+}
+
+
+def _dumps(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass
+class ChatChunkEncoder:
+    completion_id: str
+    model: str
+    created: int
+    client_tools: frozenset[str]
+    include_usage: bool = False
+    _tool_index: dict[str, int] = field(default_factory=dict)
+    _wrote_text: bool = False
+    _separator_due: bool = False
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        body = {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+        return b"data: " + _dumps(body) + b"\n\n"
+
+    def encode(self, batch: list[SequencedEvent]) -> bytes:
+        return b"".join(self._one(item) for item in batch)
+
+    def _one(self, item: SequencedEvent) -> bytes:
+        event = item.event
+        if isinstance(event, RunStart):
+            return self._chunk({"role": "assistant", "content": ""})
+        if isinstance(event, TextDeltaEvent):
+            text = event.delta
+            if self._separator_due and self._wrote_text:
+                text = "\n\n" + text
+            self._separator_due = False
+            self._wrote_text = True
+            return self._chunk({"content": text})
+        if isinstance(event, ThinkingDeltaEvent):
+            return self._chunk({"reasoning_content": event.delta})
+        if isinstance(event, ToolStart):
+            name = event.part.data.toolName
+            if name not in self.client_tools:
+                self._separator_due = True
+                return b""
+            index = self._tool_index.setdefault(event.part.id, len(self._tool_index))
+            call = {
+                "index": index,
+                "id": event.part.id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            return self._chunk({"tool_calls": [call]})
+        if isinstance(event, ToolArgsDelta):
+            index_or_none = self._tool_index.get(event.tool_call_id)
+            if index_or_none is None:
+                return b""
+            call = {"index": index_or_none, "function": {"arguments": event.delta}}
+            return self._chunk({"tool_calls": [call]})
+        if isinstance(event, ToolEnd | ToolError | ConfirmRequired | MessageEnd):
+            self._separator_due = True
+            return b""
+        if isinstance(event, ErrorEvent):
+            error = {"message": event.message, "type": "server_error", "code": event.code}
+            return b"data: " + _dumps({"error": error}) + b"\n\n"
+        if isinstance(event, RunEnd):
+            finish = _FINISH[event.status]
+            if event.status == "requires_action" and not self._tool_index:
+                finish = "stop"
+            out = self._chunk({}, finish)
+            if self.include_usage:
+                usage = {
+                    "prompt_tokens": event.usage.input_tokens,
+                    "completion_tokens": event.usage.output_tokens,
+                    "total_tokens": event.usage.input_tokens + event.usage.output_tokens,
+                }
+                body = {
+                    "id": self.completion_id,
+                    "object": "chat.completion.chunk",
+                    "created": self.created,
+                    "model": self.model,
+                    "choices": [],
+                    "usage": usage,
+                }
+                out += b"data: " + _dumps(body) + b"\n\n"
+            return out + DONE
+        assert_never(event)

@@ -1,0 +1,125 @@
+"""`POST /v1/chat/completions`: the OpenAI-compatible surface.
+
+The official openai SDK pointed at chat-bff (`base_url=".../v1"`) works unchanged, also
+when the model behind it is Anthropic. Errors answer in OpenAI's own shape (see
+`app.api.errors`). Fields that could smuggle identity or routing are refused; other
+OpenAI parameters we do not act on are accepted and ignored, as compatible servers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.api.chat_common import build_run_request, completion_body
+from app.api.deps import CallerDep, Svc
+from app.api.encoders.chat_chunks import ChatChunkEncoder
+from app.api.streaming import sse_response
+from app.domain.errors import ChatBffError, InvalidRequest
+from app.translate.openai_chat import (
+    messages_from_openai,
+    tool_choice_from_openai,
+    tools_from_openai,
+)
+
+router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+
+REFUSED_FIELDS = frozenset(
+    {"api_key", "api_base", "base_url", "owner_id", "user_id", "organization", "headers"}
+)
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    include_usage: bool = Field(default=False, description="Send a final usage chunk.")
+
+
+class ChatCompletionRequest(BaseModel):
+    """OpenAI's chat completion request; unsupported parameters are ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(description="Model id from GET /api/models.")
+    messages: list[dict[str, Any]] = Field(min_length=1, description="Chat messages.")
+    stream: bool = Field(default=False, description="Stream chunks as SSE.")
+    stream_options: StreamOptions | None = Field(default=None, description="Streaming options.")
+    tools: list[dict[str, Any]] | None = Field(default=None, description="Function tools.")
+    tool_choice: str | dict[str, Any] | None = Field(default=None, description="Tool choice.")
+    parallel_tool_calls: bool | None = Field(default=None, description="Accepted.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Output token cap.")
+    max_completion_tokens: int | None = Field(default=None, ge=1, description="Same.")
+    n: int | None = Field(default=None, ge=1, le=1, description="Only 1 is supported.")
+
+    @model_validator(mode="after")
+    def _refuse_smuggled(self) -> ChatCompletionRequest:
+        extra = set((self.model_extra or {}).keys()) & REFUSED_FIELDS
+        if extra:
+            raise ValueError(f"unsupported field: {sorted(extra)[0]}")
+        return self
+
+
+@router.post(
+    "/chat/completions",
+    summary="OpenAI-compatible chat completions (stream and non-stream).",
+    responses={
+        200: {
+            "description": "A chat.completion object, or chat.completion.chunk SSE frames.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def chat_completions(
+    body: ChatCompletionRequest, services: Svc, caller: CallerDep
+) -> Response:
+    history = messages_from_openai(body.messages)
+    if not history:
+        raise InvalidRequest("messages must not be empty.", param="messages")
+    client_tools = tools_from_openai(body.tools or [])
+    run_request = build_run_request(
+        services,
+        caller,
+        model_id=body.model,
+        client_tools=client_tools,
+        tool_choice=tool_choice_from_openai(body.tool_choice),
+        max_output_tokens=body.max_completion_tokens or body.max_tokens,
+        temperature=body.temperature,
+    )
+    run = await services.runs.start_stateless(run_request, history)
+    names = frozenset(t.name for t in client_tools)
+
+    if body.stream:
+        encoder = ChatChunkEncoder(
+            completion_id=f"chatcmpl-{run.run_id.removeprefix('run_')}",
+            model=run_request.model.id,
+            created=int(time.time()),
+            client_tools=names,
+            include_usage=bool(body.stream_options and body.stream_options.include_usage),
+        )
+
+        async def stop_run() -> None:
+            await services.runs.cancel(caller.user_id, run.run_id, None)
+
+        return sse_response(
+            run.log.follow(0),
+            encoder.encode,
+            heartbeat=services.settings.heartbeat_seconds,
+            on_disconnect=stop_run,
+        )
+
+    assert run.task is not None
+    try:
+        await asyncio.shield(run.task)
+    except asyncio.CancelledError:
+        await services.runs.cancel(caller.user_id, run.run_id, None)
+        raise
+    if run.failure is not None and run.status == "failed":
+        raise run.failure
+    if run.final_message is None:  # pragma: no cover
+        raise ChatBffError("The run ended without a message.")
+    return JSONResponse(completion_body(run, run.final_message, run_request.model.id, set(names)))

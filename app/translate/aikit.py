@@ -70,8 +70,9 @@ def _aikit_message(item: Mapping[str, Any], index: int) -> Message:
     try:
         return Message.model_validate(payload)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
+        # The deepest error is the useful one (the others are union branches not taken).
+        first = max(exc.errors(), key=lambda e: len(e["loc"]))
+        where = ".".join(str(x) for x in first["loc"] if "[" not in str(x))
         raise InvalidRequest(
             f"messages[{index}] is not a valid AIKit message: {where}: {first['msg']}.",
             param=f"messages[{index}]",

@@ -58,7 +58,7 @@ def visible_args(tool: ServerTool[Any], args: Mapping[str, Any]) -> dict[str, An
     return {k: v for k, v in args.items() if k not in hidden}
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     return json.loads(json.dumps(result_to_json(value), default=str))
 
 
@@ -162,7 +162,7 @@ class ServerToolRuntime:
                     tool_call_id=tool_call_id,
                     model_id=model_id,
                 )
-                result = _jsonable(await tool.handler(args, ctx))
+                result = jsonable(await tool.handler(args, ctx))
         except ToolFailure as exc:
             return error_outcome(str(exc), args=shown)
         except TimeoutError:

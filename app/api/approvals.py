@@ -1,0 +1,154 @@
+"""Approvals of `confirm` tools: the caller's inbox and the decision.
+
+`POST /api/approvals/{approval_id}` is the only way a `confirm` tool runs. Refusals:
+404 `approval_not_found` (unknown or another user's), 409 `already_decided`,
+409 `approval_expired`, 409 `approval_args_mismatch`, 422 `invalid_arguments` (edited
+arguments; the approval stays pending). After the decision, when no tool call of the
+assistant message still waits, the conversation continues in a new run (`run_id`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import CallerDep, Svc
+from app.api.tools_route import server_tools
+from app.container import Services
+from app.domain.errors import ChatBffError
+from app.domain.identity import Caller
+from app.domain.parts import ToolPart
+from app.store.tool_repos import ApprovalRecord, approval_not_found
+from app.tools.approvals import ApprovalService
+from app.tools.base import DEFAULT_SCOPE_ARGS
+
+router = APIRouter(prefix="/api/approvals", tags=["approvals"])
+log = logging.getLogger("chat_bff.approvals")
+
+
+class ApprovalOut(BaseModel):
+    id: str = Field(description="Approval id.")
+    conversation_id: str | None = Field(description="Conversation of the tool call.")
+    run_id: str = Field(description="Run that asked for the approval.")
+    tool_call_id: str = Field(description="The tool part's id (toolCallId).")
+    tool_name: str = Field(description="Tool to run.")
+    args: dict[str, Any] = Field(description="Arguments it will run with.")
+    summary: str = Field(description="Human-readable summary of what will happen.")
+    status: Literal["pending", "approved", "rejected", "expired"] = Field(
+        description="`pending` until decided or expired."
+    )
+    created_at: datetime = Field(description="When approval was asked.")
+    expires_at: datetime = Field(description="After this it can no longer be approved.")
+    decided_at: datetime | None = Field(description="When it was decided.")
+    reason: str | None = Field(description="The reason given with the decision.")
+    outcome: Literal["success", "error"] | None = Field(
+        description="How the tool call ended once decided."
+    )
+
+
+class ApprovalList(BaseModel):
+    data: list[ApprovalOut] = Field(description="Pending approvals, oldest first.")
+
+
+class DecisionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "reject"] = Field(description="Run the tool, or refuse it.")
+    args: dict[str, Any] | None = Field(
+        default=None, description="Edited arguments (approve only); validated again."
+    )
+    reason: str | None = Field(
+        default=None, max_length=2000, description="Why; a rejection passes it to the model."
+    )
+
+
+class DecisionOut(BaseModel):
+    approval: ApprovalOut = Field(description="The approval, decided.")
+    part: ToolPart | None = Field(description="The updated tool part, upsert it by id.")
+    run_id: str | None = Field(description="The run continuing the conversation, if one did.")
+    events_url: str | None = Field(description="Where to follow that run.")
+
+
+def _out(record: ApprovalRecord) -> ApprovalOut:
+    return ApprovalOut(
+        id=record.id,
+        conversation_id=record.conversation_id,
+        run_id=record.run_id,
+        tool_call_id=record.tool_call_id,
+        tool_name=record.tool_name,
+        args={k: v for k, v in record.args.items() if k not in DEFAULT_SCOPE_ARGS},
+        summary=record.summary,
+        status=record.status,
+        created_at=record.created_at,
+        expires_at=record.expires_at,
+        decided_at=record.decided_at,
+        reason=record.reason,
+        outcome=record.outcome_status,
+    )
+
+
+def _service(services: Services) -> ApprovalService:
+    runtime = server_tools(services)
+    if runtime is None:
+        raise approval_not_found()
+    return ApprovalService(runtime)
+
+
+@router.get("", response_model=ApprovalList, summary="Your pending approvals, everywhere.")
+async def inbox(services: Svc, caller: CallerDep) -> ApprovalList:
+    if server_tools(services) is None:
+        return ApprovalList(data=[])
+    return ApprovalList(data=[_out(r) for r in await _service(services).inbox(caller)])
+
+
+@router.get("/{approval_id}", response_model=ApprovalOut, summary="One approval.")
+async def get_approval(approval_id: str, services: Svc, caller: CallerDep) -> ApprovalOut:
+    return _out(await _service(services).get(caller, approval_id))
+
+
+@router.post(
+    "/{approval_id}",
+    response_model=DecisionOut,
+    summary="Approve or reject a pending tool call.",
+    responses={
+        404: {"description": "No such approval (or not yours)."},
+        409: {"description": "already_decided, approval_expired or approval_args_mismatch."},
+        422: {"description": "Edited arguments are invalid; the approval stays pending."},
+    },
+)
+async def decide(
+    approval_id: str, body: DecisionIn, services: Svc, caller: CallerDep
+) -> DecisionOut:
+    result = await _service(services).decide(
+        caller, approval_id, body.decision, args=body.args, reason=body.reason
+    )
+    run_id = None
+    conversation_id = result.approval.conversation_id
+    if result.ready_to_resume and conversation_id is not None:
+        run_id = await _resume(services, caller, conversation_id)
+    return DecisionOut(
+        approval=_out(result.approval),
+        part=result.part,
+        run_id=run_id,
+        events_url=(
+            f"/api/conversations/{conversation_id}/runs/{run_id}/events" if run_id else None
+        ),
+    )
+
+
+async def _resume(services: Services, caller: Caller, conversation_id: str) -> str | None:
+    """Continue the conversation; the decision stands even if that cannot start now."""
+    resume = getattr(getattr(services, "runs", None), "resume", None)
+    if resume is None:
+        return None
+    try:
+        run = await resume(caller, conversation_id)
+    except ChatBffError as exc:
+        log.warning("could not resume after an approval", extra={"code": exc.code})
+        return None
+    run_id = getattr(run, "run_id", None)
+    return run_id if isinstance(run_id, str) else None

@@ -1,0 +1,143 @@
+"""A conversation's proposal queue: list it, approve it (atomically), reject some or all.
+
+`POST .../proposals/approve` applies the queue in call order in ONE transaction; a failing
+proposal rolls every change back, keeps the queue and answers 409 `proposal_failed` with
+`proposal_id` and `reason`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import CallerDep, Svc
+from app.api.tools_route import server_tools
+from app.container import Services
+from app.domain.errors import NotFound
+from app.store.tool_repos import ProposalRecord
+from app.tools.base import DEFAULT_SCOPE_ARGS
+from app.tools.proposals import ProposalService
+
+router = APIRouter(prefix="/api/conversations", tags=["proposals"])
+
+
+class ProposalOut(BaseModel):
+    id: str = Field(description="Proposal id.")
+    tool_name: str = Field(description="Tool the model proposed to call.")
+    args: dict[str, Any] = Field(description="Arguments it will run with.")
+    summary: str = Field(description="Human-readable summary of the change.")
+    provisional_id: str | None = Field(
+        description="Provisional id handed to the model for what this creates."
+    )
+    run_id: str = Field(description="Run that proposed it.")
+    tool_call_id: str = Field(description="The tool part's id (toolCallId).")
+    model: str = Field(description="Model that proposed it.")
+    created_at: datetime = Field(description="When it was proposed.")
+
+
+class ProposalList(BaseModel):
+    data: list[ProposalOut] = Field(description="Pending proposals in the order they apply.")
+
+
+class ProposalIds(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[str] | None = Field(
+        default=None, max_length=500, description="Only these proposals; all when absent."
+    )
+
+
+class AppliedOut(BaseModel):
+    proposal_id: str = Field(description="The proposal applied.")
+    tool_name: str = Field(description="Tool that ran.")
+    args: dict[str, Any] = Field(description="Arguments it ran with (provisional ids resolved).")
+    result: Any = Field(description="The tool's result.")
+    provisional_id: str | None = Field(description="Provisional id this proposal handed out.")
+    real_id: str | None = Field(description="The real id the provisional id stands for.")
+
+
+class BatchOut(BaseModel):
+    batch_id: str | None = Field(description="Id of the applied batch; null if nothing queued.")
+    audit_id: str | None = Field(description="The audit record written for the batch.")
+    applied: list[AppliedOut] = Field(description="What changed, in order.")
+
+
+class RejectedOut(BaseModel):
+    rejected: list[str] = Field(description="Ids of the proposals dropped.")
+
+
+def _out(record: ProposalRecord) -> ProposalOut:
+    return ProposalOut(
+        id=record.id,
+        tool_name=record.tool_name,
+        args={k: v for k, v in record.args.items() if k not in DEFAULT_SCOPE_ARGS},
+        summary=record.summary,
+        provisional_id=record.provisional_id,
+        run_id=record.run_id,
+        tool_call_id=record.tool_call_id,
+        model=record.model_id,
+        created_at=record.created_at,
+    )
+
+
+def _service(services: Services) -> ProposalService:
+    runtime = server_tools(services)
+    if runtime is None:
+        raise NotFound("This deployment runs no server tools.")
+    return ProposalService(runtime)
+
+
+IdsBody = Annotated[ProposalIds | None, Body(description="Which proposals; all when absent.")]
+
+
+@router.get(
+    "/{conversation_id}/proposals",
+    response_model=ProposalList,
+    summary="The conversation's pending proposals.",
+)
+async def list_proposals(conversation_id: str, services: Svc, caller: CallerDep) -> ProposalList:
+    queue = await _service(services).queue(caller, conversation_id)
+    return ProposalList(data=[_out(p) for p in queue])
+
+
+@router.post(
+    "/{conversation_id}/proposals/approve",
+    response_model=BatchOut,
+    summary="Apply the queue (or the given ids) in one transaction.",
+    responses={409: {"description": "proposal_failed: nothing applied, queue kept."}},
+)
+async def approve_proposals(
+    conversation_id: str, services: Svc, caller: CallerDep, body: IdsBody = None
+) -> BatchOut:
+    ids = body.ids if body is not None else None
+    batch = await _service(services).approve(caller, conversation_id, ids)
+    return BatchOut(
+        batch_id=batch.batch_id,
+        audit_id=batch.audit_id,
+        applied=[
+            AppliedOut(
+                proposal_id=c.proposal_id,
+                tool_name=c.tool_name,
+                args=c.args,
+                result=c.result,
+                provisional_id=c.provisional_id,
+                real_id=c.real_id,
+            )
+            for c in batch.applied
+        ],
+    )
+
+
+@router.post(
+    "/{conversation_id}/proposals/reject",
+    response_model=RejectedOut,
+    summary="Drop all pending proposals, or the given ids.",
+)
+async def reject_proposals(
+    conversation_id: str, services: Svc, caller: CallerDep, body: IdsBody = None
+) -> RejectedOut:
+    ids = body.ids if body is not None else None
+    return RejectedOut(rejected=await _service(services).reject(caller, conversation_id, ids))

@@ -1,0 +1,64 @@
+"""`GET /api/tools`: the server tools this caller (and the chosen model) may use."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from app.api.deps import CallerDep, Svc
+from app.container import Services
+from app.tools.base import Policy
+from app.tools.runtime import ServerToolRuntime
+
+router = APIRouter(prefix="/api", tags=["tools"])
+
+
+def server_tools(services: Services) -> ServerToolRuntime | None:
+    """The service's tool runtime, when the deployment runs server tools at all."""
+    tools = getattr(services, "tools", None)
+    return tools if isinstance(tools, ServerToolRuntime) else None
+
+
+class ToolOut(BaseModel):
+    name: str = Field(description="Tool name, as the model calls it.")
+    description: str = Field(description="What the tool does (the model reads this too).")
+    parameters: dict[str, Any] = Field(
+        description="JSON schema of the arguments the model may send (scope arguments are "
+        "pinned by the server and not listed)."
+    )
+    policy: Policy = Field(
+        description="`auto` runs at once, `confirm` asks a human first, `propose` queues it."
+    )
+    mutates: bool = Field(description="True when the tool changes data a UI may show.")
+
+
+class ToolList(BaseModel):
+    data: list[ToolOut] = Field(description="Tools the caller may use with the model.")
+
+
+@router.get("/tools", response_model=ToolList, summary="List the server tools you may use.")
+async def list_tools(
+    services: Svc,
+    caller: CallerDep,
+    model: Annotated[
+        str | None, Query(description="Catalogue model id; the default model when absent.")
+    ] = None,
+) -> ToolList:
+    runtime = server_tools(services)
+    if runtime is None:
+        return ToolList(data=[])
+    model_id = services.catalog.resolve(model, caller.roles).id
+    return ToolList(
+        data=[
+            ToolOut(
+                name=t.name,
+                description=t.description,
+                parameters=t.parameters_schema(),
+                policy=t.policy,
+                mutates=t.mutates,
+            )
+            for t in runtime.available(caller, model_id)
+        ]
+    )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 
 from app.domain.errors import (
@@ -25,6 +27,7 @@ from app.providers.base import Provider
 from app.translate.accumulator import ModelResponse, PartsBuilder, fold
 from app.translate.anthropic import message_to_events
 from tests.fakes.anthropic_upstream import (
+    FIXTURES,
     AnthropicUpstream,
     MessageSpec,
     Reply,
@@ -364,15 +367,16 @@ async def test_overload_then_success_is_retried_transparently(
     assert summary(response.parts) == [("text", "Back")]
 
 
-async def test_unauthorized_raises_auth_error_that_never_shows_the_key(
-    anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider
+@pytest.mark.parametrize("status", [401, 403])
+async def test_refused_credentials_raise_an_auth_error_that_never_shows_the_key(
+    status: int, anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider
 ) -> None:
-    anthropic_upstream.error(401, f"invalid x-api-key: {KEY}")
+    anthropic_upstream.error(status, f"invalid x-api-key: {KEY}")
     with pytest.raises(ProviderAuthError) as caught:
         await fold(provider.stream(request()))
     error = caught.value
     assert error.status == 502
-    assert error.upstream_status == 401
+    assert error.upstream_status == status
     assert KEY not in str(error)
     assert KEY not in repr(error)
     assert KEY not in str(error.to_body())
@@ -466,3 +470,43 @@ async def test_errors_are_provider_errors_raised_from_the_sdk_error(
         await fold(provider.stream(request()))
     assert isinstance(caught.value.__cause__, anthropic.NotFoundError)
     assert caught.value.provider == "anthropic"
+
+
+async def test_a_refused_connection_raises_unavailable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    provider = AnthropicProvider(
+        api_key=KEY,
+        base_url=f"http://127.0.0.1:{port}",
+        timeout=2.0,
+        connect_timeout=1.0,
+        max_retries=0,
+    )
+    with pytest.raises(ProviderUnavailable):
+        await fold(provider.stream(request()))
+    await provider.aclose()
+
+
+async def test_an_injected_http_client_carries_the_calls() -> None:
+    body = (FIXTURES / "text.sse").read_bytes()
+    seen: list[httpx2.Request] = []
+
+    def answer(sent: httpx2.Request) -> httpx2.Response:
+        seen.append(sent)
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    http_client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    provider = AnthropicProvider(
+        api_key=KEY,
+        base_url="http://anthropic.test",
+        timeout=2.0,
+        connect_timeout=1.0,
+        max_retries=0,
+        http_client=http_client,
+    )
+    response = await fold(provider.stream(request()))
+    assert response.finish_reason == "stop"
+    assert [str(r.url) for r in seen] == ["http://anthropic.test/v1/messages"]
+    await provider.aclose()
+    assert http_client.is_closed

@@ -14,6 +14,7 @@ from app.domain.errors import InvalidRequest, ProviderError, ProviderUnavailable
 from app.domain.messages import MESSAGES_ADAPTER, Message
 from app.domain.stream import (
     Finish,
+    FinishReason,
     NamedToolChoice,
     ProviderEvent,
     ResponseMeta,
@@ -245,7 +246,7 @@ def test_a_tool_part_in_a_user_message_is_refused() -> None:
 
 
 def test_an_aikit_history_of_a_full_tool_round_trip_converts_to_valid_turns() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"id": "m1", "role": "user", "content": "Weather in Paris and Oslo?"},
         {
             "id": "m2",
@@ -463,9 +464,9 @@ def test_stream_event_translation(event: dict[str, Any], expected: list[Provider
         ("refusal", "refusal"),
     ],
 )
-def test_stop_reasons_map_to_finish_reasons(stop_reason: str, finish: str) -> None:
+def test_stop_reasons_map_to_finish_reasons(stop_reason: str, finish: FinishReason) -> None:
     event = {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {}}
-    assert stream_event_to_events(event)[-1] == Finish(reason=finish)  # type: ignore[arg-type]
+    assert stream_event_to_events(event)[-1] == Finish(reason=finish)
 
 
 def test_sdk_event_objects_translate_like_their_dicts() -> None:

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.api.deps import CallerDep, Svc
 from app.api.errors import error_response
-from app.api.schemas.identity import StreamTokenOut, StreamTokenRequest
+from app.api.schemas.identity import MeOut, StreamTokenOut, StreamTokenRequest
 from app.auth.authenticator import log_failure
 from app.auth.errors import Unauthorized
 
@@ -28,6 +28,11 @@ async def mint_stream_token(
     return StreamTokenOut(
         token=minted.token, expires_at=datetime.fromtimestamp(minted.expires_at, UTC)
     )
+
+
+@router.get("/me", response_model=MeOut, summary="Who the service thinks you are.")
+async def me(caller: CallerDep) -> MeOut:
+    return MeOut(user_id=caller.user_id, roles=sorted(caller.roles), method=caller.method)
 
 
 def install_auth_error_handler(app: FastAPI) -> None:

@@ -7,9 +7,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.domain.identity import AuthMethod
+
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class MeOut(BaseModel):
+    user_id: str = Field(description="Your caller id (the JWT subject or the key's owner).")
+    roles: list[str] = Field(description="Your roles.")
+    method: AuthMethod = Field(description="How this request was authenticated.")
 
 
 class StreamTokenRequest(_Request):

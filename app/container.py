@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.agent.ports import NoTools, ToolRuntime
+from app.agent.ports import ToolRuntime
 from app.auth.authenticator import AuthConfig, Authenticator
 from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
@@ -31,6 +31,7 @@ from app.runs.store import RunStore
 from app.settings import Settings
 from app.store.db import create_engine, session_factory
 from app.store.migrate import upgrade_database
+from app.tools.runtime import build_tool_runtime
 
 if TYPE_CHECKING:
     from starlette.requests import HTTPConnection
@@ -142,7 +143,7 @@ async def build_services(
     if settings.migrate_on_start:
         await upgrade_database(engine)
     sessions = session_factory(engine)
-    tools: ToolRuntime = NoTools()
+    tools: ToolRuntime = build_tool_runtime(settings, sessions)
     manager = RunManager(
         store=RunStore(sessions),
         tools=tools,

@@ -14,13 +14,17 @@ from fastapi import FastAPI
 
 from app.api import (
     admin,
+    approvals,
     auth_routes,
     chat,
+    conversations,
     health,
     metrics_route,
     models_route,
     openai_compat,
+    proposals,
     runs,
+    tools_route,
 )
 from app.api.errors import install_error_handlers
 from app.api.middleware import install_middlewares
@@ -76,7 +80,11 @@ def create_app(
     app.include_router(health.router)
     app.include_router(models_route.router)
     app.include_router(chat.router)
+    app.include_router(conversations.router)
     app.include_router(runs.router)
+    app.include_router(tools_route.router)
+    app.include_router(approvals.router)
+    app.include_router(proposals.router)
     app.include_router(openai_compat.router)
     return app
 

@@ -147,6 +147,7 @@ class RunManager:
             assistant_message_id=message_id,
             user_message=user_message,
             prepare=prepare,
+            options=_options(request),
         )
         if history is None:
             return None
@@ -381,6 +382,9 @@ class RunManager:
         if tasks:
             await asyncio.wait(tasks, timeout=grace_seconds)
 
+    async def stored_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
+        return await self._store.latest_options(owner_id, conversation_id)
+
     async def recover(self) -> int:
         """Close runs a dead process left running: status interrupted, message kept."""
         return await self._store.recover_interrupted()
@@ -388,3 +392,14 @@ class RunManager:
     @property
     def active_count(self) -> int:
         return len(self._active)
+
+
+def _options(request: RunRequest) -> dict[str, Any] | None:
+    """What a later continuation needs to offer the model the same tools."""
+    if not request.client_tools and request.tool_choice is None:
+        return None
+    choice = request.tool_choice
+    return {
+        "client_tools": [t.model_dump() for t in request.client_tools],
+        "tool_choice": choice if choice is None or isinstance(choice, str) else choice.model_dump(),
+    }

@@ -27,6 +27,7 @@ from app.runs.manager import ActiveRun, RunManager, RunRequest
 from app.store.records import ConversationRecord
 from app.store.repos.conversations import ConversationRepo
 from app.store.repos.messages import MessageRepo
+from app.translate.openai_chat import tool_choice_from_openai
 
 ResultStatus = Literal["success", "error", "cancelled"]
 
@@ -62,9 +63,6 @@ class Runs:
         self._catalog = catalog
         self._providers = providers
         self._tools = tools
-        # Client tools declared with a conversation's last send, so a continuation after
-        # tool results offers the model the same tools (Anthropic requires them).
-        self._client_tools: dict[str, list[ToolSpec]] = {}
 
     # -- delegations used by the stateless surfaces ----------------------------------
 
@@ -91,7 +89,6 @@ class Runs:
         content, truncated = _truncate(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
-        self._client_tools[conversation_id] = list(turn.client_tools)
         user = Message(role="user", content=content)
         if truncated:
             user.metadata = {"truncated": True}
@@ -109,7 +106,7 @@ class Runs:
         if len(set(ids)) != len(ids):
             raise InvalidRequest("results names the same toolCallId twice.", param="results")
         conversation = await self._conversation(caller, conversation_id)
-        turn = TurnInput(client_tools=self._client_tools.get(conversation_id, []))
+        turn = await self._continuation(caller, conversation_id)
         request = self._request(caller, conversation, turn)
 
         async def apply(session: AsyncSession) -> bool:
@@ -158,7 +155,7 @@ class Runs:
     async def resume(self, caller: Caller, conversation_id: str) -> ActiveRun | None:
         """Continue after approvals were decided (no new user message)."""
         conversation = await self._conversation(caller, conversation_id)
-        turn = TurnInput(client_tools=self._client_tools.get(conversation_id, []))
+        turn = await self._continuation(caller, conversation_id)
         request = self._request(caller, conversation, turn)
 
         async def check(session: AsyncSession) -> bool:
@@ -227,6 +224,19 @@ class Runs:
         return run
 
     # -- helpers ---------------------------------------------------------------------
+
+    async def _continuation(self, caller: Caller, conversation_id: str) -> TurnInput:
+        """The client tools of the turn being continued: the model must see them again
+        (Anthropic refuses a history with tool_use blocks but no tool definitions)."""
+        options = await self.manager.stored_options(caller.user_id, conversation_id)
+        tools = [ToolSpec.model_validate(t) for t in options.get("client_tools", [])]
+        choice = options.get("tool_choice")
+        return TurnInput(
+            client_tools=tools,
+            tool_choice=tool_choice_from_openai(
+                {"function": choice} if isinstance(choice, dict) else choice
+            ),
+        )
 
     async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:
         async with self._sessions() as session:

@@ -48,6 +48,7 @@ class RunStore:
         assistant_message_id: str,
         user_message: Message | None,
         prepare: Prepare | None = None,
+        options: dict[str, Any] | None = None,
     ) -> list[Message] | None:
         """Claim the conversation, store the user message and the run; return the history.
 
@@ -77,7 +78,12 @@ class RunStore:
                     await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
                 if proceed:
                     await RunRepo(session).create(
-                        owner_id, conversation_id, run_id, model_id, assistant_message_id
+                        owner_id,
+                        conversation_id,
+                        run_id,
+                        model_id,
+                        assistant_message_id,
+                        options=options,
                     )
                 history = await messages.history(owner_id, conversation_id)
                 await session.commit()
@@ -91,6 +97,10 @@ class RunStore:
         if conversation.system_prompt:
             system = [Message(id="system", role="system", content=conversation.system_prompt)]
         return system + history
+
+    async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
+        async with self._sessions() as session:
+            return await RunRepo(session).latest_options(owner_id, conversation_id)
 
     async def _release(self, conversation_id: str, run_id: str) -> None:
         async with self._sessions() as session:

@@ -65,6 +65,7 @@ class RunRecord:
     usage: dict[str, Any] | None
     error: dict[str, Any] | None
     last_seq: int
+    options: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

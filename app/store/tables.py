@@ -142,6 +142,9 @@ class RunRow(Base):
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     last_seq: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # What a continuation needs to offer the model the same turn again (client tools,
+    # tool_choice): the browser sends them once, with the user message.
+    options: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
 
 
 class RunEventRow(Base):

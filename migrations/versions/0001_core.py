@@ -94,6 +94,7 @@ def upgrade() -> None:
         sa.Column("usage", _json(), nullable=True),
         sa.Column("error", _json(), nullable=True),
         sa.Column("last_seq", sa.Integer(), server_default=sa.text("0"), nullable=False),
+        sa.Column("options", _json(), nullable=True),
         sa.ForeignKeyConstraint(
             ["conversation_id"],
             ["conversations.id"],

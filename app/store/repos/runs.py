@@ -28,6 +28,7 @@ def to_record(row: RunRow) -> RunRecord:
         usage=row.usage,
         error=row.error,
         last_seq=row.last_seq,
+        options=row.options,
     )
 
 
@@ -44,6 +45,8 @@ class RunRepo:
         run_id: str,
         model: str,
         assistant_message_id: str | None,
+        *,
+        options: dict[str, Any] | None = None,
     ) -> RunRecord:
         """A new run in status `running` (`conversation_id` None for stateless runs)."""
         row = RunRow(
@@ -58,6 +61,7 @@ class RunRepo:
             usage=None,
             error=None,
             last_seq=0,
+            options=options,
         )
         self._session.add(row)
         await self._session.flush()
@@ -115,3 +119,17 @@ class RunRepo:
             select(RunRow).where(RunRow.status == "running").order_by(RunRow.created_at)
         )
         return [to_record(r) for r in rows.scalars()]
+
+    async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
+        """The options of the conversation's newest run that had any (client tools)."""
+        found = await self._session.scalar(
+            select(RunRow.options)
+            .where(
+                RunRow.owner_id == owner_id,
+                RunRow.conversation_id == conversation_id,
+                RunRow.options.is_not(None),
+            )
+            .order_by(RunRow.created_at.desc())
+            .limit(1)
+        )
+        return dict(found or {})

@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx2
 import openai
+from openai import AsyncStream
+from openai.types.chat import ChatCompletionChunk
 
 from app.domain.errors import (
     ProviderAuthError,
@@ -37,7 +39,7 @@ from app.translate.openai_chat import (
 )
 
 _KEYLIKE = re.compile(
-    r"(sk-[A-Za-z0-9_\-*.]+|Bearer\s+\S+|[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]*@\S*)", re.IGNORECASE
+    r"(\bsk-[A-Za-z0-9_\-*.]+|Bearer\s+\S+|[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]*@\S*)", re.IGNORECASE
 )
 _MAX_UPSTREAM_MESSAGE = 300
 
@@ -64,7 +66,8 @@ class OpenAIProvider:
             base_url=base_url,
             timeout=limits,
             max_retries=max_retries,
-            http_client=http_client or httpx2.AsyncClient(timeout=limits),
+            # The SDK's own defaults (pool size, redirects) with our timeouts.
+            http_client=http_client or openai.DefaultAsyncHttpxClient(timeout=limits),
         )
         # OpenAI itself wants `max_completion_tokens` (reasoning models refuse `max_tokens`);
         # compatible servers have long known only `max_tokens`.
@@ -97,7 +100,9 @@ class OpenAIProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         params = self._params(request)
         with self._mapped_errors():
-            upstream = await self._client.chat.completions.create(**params)
+            upstream: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(
+                **params
+            )
         finished = False
         try:
             with self._mapped_errors():

@@ -341,7 +341,8 @@ def _assistant_to_openai(parts: list[Part]) -> list[dict[str, Any]]:
     calls: list[ToolPart] = []
 
     def flush() -> None:
-        if not texts and not calls:
+        if not "".join(texts) and not calls:
+            texts.clear()  # an empty assistant message is invalid upstream
             return
         message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
         if calls:
@@ -483,6 +484,16 @@ def _usage(usage: Mapping[str, Any]) -> Usage:
     )
 
 
+def _call_delta(index: int, call: Mapping[str, Any]) -> ToolCallDelta:
+    function = call.get("function") or {}
+    arguments = function.get("arguments") or ""
+    if not isinstance(arguments, str):  # some compatible servers send an object
+        arguments = json.dumps(arguments)
+    return ToolCallDelta(
+        index=index, id=call.get("id"), name=function.get("name"), args_delta=arguments
+    )
+
+
 def chunk_to_events(chunk: Any, *, first: bool = False) -> list[ProviderEvent]:
     """One `chat.completion.chunk` (SDK object or dict) as provider events.
 
@@ -505,15 +516,8 @@ def chunk_to_events(chunk: Any, *, first: bool = False) -> list[ProviderEvent]:
         if delta.get("refusal"):
             events.append(TextDelta(text=delta["refusal"]))
         for position, call in enumerate(delta.get("tool_calls") or []):
-            function = call.get("function") or {}
-            events.append(
-                ToolCallDelta(
-                    index=call.get("index", position),
-                    id=call.get("id"),
-                    name=function.get("name"),
-                    args_delta=function.get("arguments") or "",
-                )
-            )
+            index = call.get("index")
+            events.append(_call_delta(position if index is None else index, call))
         if choice.get("finish_reason"):
             events.append(Finish(reason=finish_reason_from_openai(choice["finish_reason"])))
     if data.get("usage"):
@@ -538,15 +542,7 @@ def completion_to_events(completion: Any) -> list[ProviderEvent]:
         if message.get("refusal"):
             events.append(TextDelta(text=message["refusal"]))
         for index, call in enumerate(message.get("tool_calls") or []):
-            function = call.get("function") or {}
-            events.append(
-                ToolCallDelta(
-                    index=index,
-                    id=call.get("id"),
-                    name=function.get("name"),
-                    args_delta=function.get("arguments") or "",
-                )
-            )
+            events.append(_call_delta(index, call))
     if data.get("usage"):
         events.append(_usage(data["usage"]))
     if choice is not None and choice.get("finish_reason"):

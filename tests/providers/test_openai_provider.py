@@ -24,7 +24,7 @@ from app.domain.messages import Message
 from app.domain.parts import TextPart, ThinkingPart, ToolPart
 from app.domain.stream import ModelRequest, NamedToolChoice, ProviderEvent, TextDelta, ToolSpec
 from app.providers.base import Provider
-from app.providers.openai import OpenAIProvider
+from app.providers.openai import OpenAIProvider, redact
 from app.translate.accumulator import ModelResponse, PartsBuilder, fold
 from app.translate.openai_chat import completion_to_events
 from tests.fakes.openai_upstream import (
@@ -437,6 +437,31 @@ async def test_stream_that_ends_without_a_finish_reason_is_unavailable(
     )
     with pytest.raises(ProviderUnavailable):
         await answer(provider)
+
+
+async def test_error_event_inside_a_stream_raises_unavailable(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    first = Completion(text="partial").stream().frames
+    assert first is not None
+    error = b'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n'
+    openai_upstream.enqueue(Encoded(frames=(first[0], first[1], error)))
+    with pytest.raises(ProviderUnavailable):
+        await answer(provider)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(f"bad key {KEY}!", "bad key [redacted]!", id="configured-key"),
+        pytest.param("key sk-proj-AbC_12*** used", "key [redacted] used", id="sk-token"),
+        pytest.param("got Bearer abc.def", "got [redacted]", id="bearer"),
+        pytest.param("via https://u:p@h.example/x ok", "via [redacted] ok", id="url-credentials"),
+        pytest.param("the task-runner failed", "the task-runner failed", id="words-untouched"),
+    ],
+)
+def test_redact_removes_key_like_text(text: str, expected: str) -> None:
+    assert redact(text, KEY) == expected
 
 
 async def test_silent_upstream_raises_timeout(openai_upstream: FakeOpenAIUpstream) -> None:

@@ -263,6 +263,10 @@ def test_thinking_is_not_sent_to_openai() -> None:
     ]
 
 
+def test_empty_assistant_message_is_left_out() -> None:
+    assert messages_to_openai([Message(role="assistant", content="")]) == []
+
+
 def test_tool_arguments_are_emitted_as_canonical_json() -> None:
     part = success("c1", "t", {"b": 1, "a": {"y": 2, "x": "é"}}, "ok")
     (message, _) = messages_to_openai([Message(role="assistant", content=[part])])
@@ -497,6 +501,21 @@ def chunk(
             ),
             [ToolCallDelta(index=0, args_delta='{"a"'), ToolCallDelta(index=1, args_delta="{}")],
             id="parallel-pieces",
+        ),
+        pytest.param(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": None,
+                            "id": "c1",
+                            "function": {"name": "t", "arguments": {"a": 1}},
+                        }
+                    ]
+                }
+            ),
+            [ToolCallDelta(index=0, id="c1", name="t", args_delta='{"a": 1}')],
+            id="compatible-server-null-index-object-arguments",
         ),
         pytest.param(chunk({}, "stop"), [Finish(reason="stop")], id="finish-stop"),
         pytest.param(

@@ -277,6 +277,7 @@ class FakeOpenAIUpstream:
         self._thread = threading.Thread(target=self._run, name="fake-openai", daemon=True)
         self._ready = threading.Event()
         self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.StreamWriter] = set()
         self.port = 0
 
     @property
@@ -313,10 +314,11 @@ class FakeOpenAIUpstream:
         async def shutdown() -> None:
             if self._server is not None:
                 self._server.close()
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Hang up on clients instead of cancelling handlers: each ends on its own.
+            for writer in list(self._connections):
+                writer.transport.abort()
+            while self._connections:
+                await asyncio.sleep(0.001)
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -338,6 +340,7 @@ class FakeOpenAIUpstream:
     # HTTP
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._connections.add(writer)
         try:
             while True:
                 request = await _read_request(reader)
@@ -350,6 +353,7 @@ class FakeOpenAIUpstream:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._connections.discard(writer)
             writer.close()
 
     def _take(self, request: RecordedRequest) -> tuple[Encoded, int]:

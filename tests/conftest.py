@@ -21,7 +21,11 @@ def _loopback_only(self: socket.socket, address: object) -> object:
 
 socket.socket.connect = _loopback_only  # type: ignore[method-assign,assignment]
 
-pytest_plugins: list[str] = ["tests.fakes.anthropic_upstream", "tests.fakes.db"]
+pytest_plugins: list[str] = [
+    "tests.fakes.anthropic_upstream",
+    "tests.fakes.openai_upstream",
+    "tests.fakes.db",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -158,8 +158,10 @@ def configure_logging(
     setattr(handler, _HANDLER_MARK, True)
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     handler.addFilter(RedactionFilter(secrets))
+    handler.setLevel(level.upper())
     root.addHandler(handler)
-    root.setLevel(level.upper())
+    # Lower the root level if needed, never raise it: a test harness capturing DEBUG keeps it.
+    root.setLevel(min(root.getEffectiveLevel(), handler.level))
     # Library loggers that would repeat our access line or print request URLs.
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)

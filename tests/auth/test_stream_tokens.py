@@ -1,0 +1,134 @@
+"""Stream tokens: an EventSource URL credential, bound to a user, a scope and a short life."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from tests.auth.tokens import HS_SECRET, bearer, hs_token, sqlite_settings
+from tests.fakes.db import MakeApi
+
+ALICE = bearer(hs_token(sub="alice"))
+UNAUTHORIZED = {"error": {"code": "unauthorized", "message": "Missing or invalid credentials."}}
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Any:
+    return sqlite_settings(tmp_path, jwt_secret=SecretStr(HS_SECRET))
+
+
+async def start_run(api: Any) -> tuple[str, str]:
+    created = await api.post("/api/conversations", json={}, headers=ALICE)
+    assert created.status_code == 201, created.text
+    conversation_id = created.json()["id"]
+    sent = await api.post(
+        f"/api/conversations/{conversation_id}/messages", json={"content": "hi"}, headers=ALICE
+    )
+    assert sent.status_code == 202, sent.text
+    return conversation_id, sent.json()["run_id"]
+
+
+async def mint(api: Any, **body: Any) -> str:
+    response = await api.post("/api/stream-tokens", json=body, headers=ALICE)
+    assert response.status_code == 200, response.text
+    token: str = response.json()["token"]
+    return token
+
+
+async def test_a_stream_token_opens_its_run_events_without_headers(
+    make_api: MakeApi, settings: Any
+) -> None:
+    async with make_api(settings) as api:
+        conversation_id, run_id = await start_run(api)
+        url = f"/api/conversations/{conversation_id}/runs/{run_id}/events"
+        token = await mint(api, path=url)
+        response = await api.get(url, params={"token": token})
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert "event: run_end" in response.text
+        by_run = await mint(api, run_id=run_id)
+        assert (await api.get(url, params={"token": by_run})).status_code == 200
+
+
+async def test_a_stream_token_acts_as_the_user_who_minted_it(
+    make_api: MakeApi, settings: Any
+) -> None:
+    async with make_api(settings) as api:
+        token = await mint(api, path="/api/conversations/x")
+        other = await api.get(
+            "/api/conversations/x/runs/r/events", params={"token": token}
+        )
+    # Authenticated as alice; the run simply does not exist (a 404, not a 401).
+    assert other.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("scope", "method", "path"),
+    [
+        ({"path": "/api/conversations/a"}, "GET", "/api/conversations/b/runs/r/events"),
+        ({"path": "/api/conversations/a"}, "GET", "/api/conversations/ab"),
+        ({"path": "/api/conversations/a"}, "GET", "/api/me"),
+        ({"path": "/api/conversations/a"}, "POST", "/api/conversations/a/runs/r/cancel"),
+        ({"run_id": "r1"}, "GET", "/api/conversations/a/runs/r2/events"),
+    ],
+)
+async def test_a_stream_token_is_401_outside_its_scope(
+    make_api: MakeApi, settings: Any, scope: dict[str, str], method: str, path: str
+) -> None:
+    async with make_api(settings) as api:
+        token = await mint(api, **scope)
+        response = await api.request(method, path, params={"token": token})
+    assert response.status_code == 401
+    assert response.json() == UNAUTHORIZED
+
+
+async def test_an_expired_stream_token_is_401(make_api: MakeApi, tmp_path: Path) -> None:
+    settings = sqlite_settings(
+        tmp_path, jwt_secret=SecretStr(HS_SECRET), stream_token_ttl_seconds=-1
+    )
+    async with make_api(settings) as api:
+        token = await mint(api, path="/api/conversations/a")
+        response = await api.get("/api/conversations/a", params={"token": token})
+    assert response.status_code == 401
+
+
+async def test_a_stream_token_is_not_a_bearer_token_and_vice_versa(
+    make_api: MakeApi, settings: Any
+) -> None:
+    async with make_api(settings) as api:
+        token = await mint(api, path="/api/conversations/a")
+        as_bearer = await api.get("/api/conversations/a", headers=bearer(token))
+        user_jwt = hs_token(sub="alice")
+        as_stream = await api.get("/api/conversations/a", params={"token": user_jwt})
+    assert as_bearer.status_code == 401
+    assert as_stream.status_code == 401
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"path": "/"},
+        {"path": "/api"},
+        {"path": "/api/conversations"},
+        {"path": "/api/conversations/../admin"},
+        {"path": "relative/path"},
+        {"path": "/api/conversations/a", "run_id": "r"},
+    ],
+)
+async def test_only_narrow_scopes_can_be_minted(
+    make_api: MakeApi, settings: Any, body: dict[str, str]
+) -> None:
+    async with make_api(settings) as api:
+        response = await api.post("/api/stream-tokens", json=body, headers=ALICE)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
+
+
+async def test_minting_needs_a_caller(make_api: MakeApi, settings: Any) -> None:
+    async with make_api(settings) as api:
+        response = await api.post("/api/stream-tokens", json={"path": "/api/conversations/a"})
+    assert response.status_code == 401

@@ -171,6 +171,7 @@ class ConversationRepo:
         user's and is never replaced by the automatic one."""
         row = await self._row(owner_id, conversation_id)
         now = utcnow()
+        before = to_record(row)
         if title is not None:
             row.title = title
             row.title_set_by_user = True
@@ -178,13 +179,11 @@ class ConversationRepo:
             row.metadata_ = dict(metadata)
         if mode is not None:
             row.mode = mode
-        if archived is not None:
-            if archived and row.archived_at is None:
-                row.archived_at = now
-            elif not archived:
-                row.archived_at = None
-        row.updated_at = now
-        await self._session.flush()
+        if archived is not None and archived != before.archived:
+            row.archived_at = now if archived else None
+        if to_record(row) != before:
+            row.updated_at = now
+            await self._session.flush()
         return to_record(row)
 
     async def archive(self, owner_id: str, conversation_id: str) -> ConversationRecord:

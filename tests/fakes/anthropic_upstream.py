@@ -208,6 +208,53 @@ def split_frames(raw: bytes) -> list[bytes]:
     return [f for f in frames if f]
 
 
+# --------------------------------------------------------------------------- validation
+
+
+def invalid_request(body: dict[str, Any]) -> str | None:
+    """What the real API would refuse in this body (its 400 message), or None.
+
+    Only the rules a translation can get wrong: required fields, a user turn first,
+    non-blank text, and every `tool_use` answered by a `tool_result` in the next turn.
+    Switch off with `upstream.validate = False` to script a 400 by hand.
+    """
+    for name in ("model", "max_tokens", "messages"):
+        if name not in body:
+            return f"{name}: Field required"
+    messages = body["messages"]
+    if not messages:
+        return "messages: at least one message is required"
+    if messages[0]["role"] != "user":
+        return "messages: the first message must use the `user` role"
+    open_uses: list[str] = []
+    for number, message in enumerate(messages):
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks:
+            if block["type"] == "text" and not block["text"].strip():
+                return f"messages.{number}: text content blocks must contain non-whitespace text"
+        answered = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+        if message["role"] == "user":
+            if open_uses and answered[: len(open_uses)] != open_uses:
+                return (
+                    f"messages.{number - 1}: `tool_use` ids were found without `tool_result` "
+                    f"blocks immediately after: {', '.join(open_uses)}"
+                )
+            if len(answered) > len(open_uses):
+                return f"messages.{number}: unexpected `tool_use_id` found in `tool_result` blocks"
+            open_uses = []
+        else:
+            if open_uses:
+                return f"messages.{number}: roles must alternate after `tool_use`"
+            open_uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
+    if open_uses:
+        return (
+            f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` "
+            f"blocks immediately after: {', '.join(open_uses)}"
+        )
+    return None
+
+
 # --------------------------------------------------------------------------- replies
 
 
@@ -265,11 +312,16 @@ class AnthropicUpstream:
 
     def __init__(self) -> None:
         self.base_url = ""
+        self.validate = True
         self._lock = threading.Condition()
+        self._generation = 0
         self.reset()
 
     def reset(self) -> None:
         with self._lock:
+            # A stream left over from an earlier test must not count in this one.
+            self._generation += 1
+            self.validate = True
             self._queue: list[Responder] = []
             self.requests: list[RecordedRequest] = []
             self.open_streams = 0
@@ -359,8 +411,10 @@ class AnthropicUpstream:
             return Reply(status=500, frames=[error_body(500, message)], stream=False)
         return responder(request)
 
-    def _stream_ended(self, *, disconnected: bool) -> None:
+    def _stream_ended(self, generation: int, *, disconnected: bool) -> None:
         with self._lock:
+            if generation != self._generation:
+                return
             self.open_streams -= 1
             if disconnected:
                 self.disconnects += 1
@@ -380,7 +434,14 @@ class AnthropicUpstream:
         if (scope["method"], scope["path"]) != ("POST", "/v1/messages"):
             await _send_whole(send, 404, [], error_body(404, f"no route {scope['path']}"), False)
             return
-        reply = self._next(RecordedRequest(scope["method"], scope["path"], headers, body))
+        recorded = RecordedRequest(scope["method"], scope["path"], headers, body)
+        problem = invalid_request(recorded.json) if self.validate else None
+        if problem is not None:
+            with self._lock:
+                self.requests.append(recorded)
+            await _send_whole(send, 400, [], error_body(400, problem), False)
+            return
+        reply = self._next(recorded)
         if reply.stall:
             await asyncio.sleep(reply.stall)
         if reply.status != 200 or not reply.stream:
@@ -401,6 +462,7 @@ class AnthropicUpstream:
         watcher = asyncio.create_task(watch())
         with self._lock:
             self.open_streams += 1
+            generation = self._generation
         try:
             await send(
                 {
@@ -425,7 +487,7 @@ class AnthropicUpstream:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             watcher.cancel()
-            self._stream_ended(disconnected=left.is_set())
+            self._stream_ended(generation, disconnected=left.is_set())
 
 
 async def _left_within(left: asyncio.Event, seconds: float) -> bool:

@@ -20,7 +20,15 @@ from app.domain.errors import (
     ProviderUnavailable,
 )
 from app.domain.messages import Message
-from app.domain.parts import Part, TextPart, ThinkingPart, ToolPart
+from app.domain.parts import (
+    Part,
+    TextPart,
+    ThinkingData,
+    ThinkingPart,
+    ToolPart,
+    text_part,
+    tool_part,
+)
 from app.domain.stream import ModelRequest, ProviderEvent, ToolSpec
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
@@ -510,3 +518,57 @@ async def test_an_injected_http_client_carries_the_calls() -> None:
     assert [str(r.url) for r in seen] == ["http://anthropic.test/v1/messages"]
     await provider.aclose()
     assert http_client.is_closed
+
+
+async def test_a_history_with_a_full_tool_round_trip_is_accepted_upstream(
+    anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider
+) -> None:
+    history = [
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="Weather in Paris and Oslo?"),
+        Message(
+            role="assistant",
+            content=[
+                ThinkingPart(data=ThinkingData(content="Two calls.", signature="sig-1")),
+                text_part("Checking."),
+                tool_part(
+                    tool_call_id="toolu_1",
+                    tool_name="weather",
+                    status="success",
+                    args={"city": "Paris"},
+                    result={"temp": 18},
+                ),
+                tool_part(tool_call_id="toolu_2", tool_name="weather", status="cancelled"),
+                text_part("Paris is 18°C; Oslo was cancelled."),
+                tool_part(tool_call_id="toolu_3", tool_name="weather", status="loading"),
+            ],
+        ),
+        Message(role="user", content="Thanks"),
+    ]
+    anthropic_upstream.message(MessageSpec([Text("You're welcome.")]))
+    response = await fold(provider.stream(request(messages=history)))
+    assert summary(response.parts) == [("text", "You're welcome.")]
+    sent = anthropic_upstream.requests[0].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]
+
+
+async def test_the_fake_refuses_a_dangling_tool_use_like_the_real_api(
+    anthropic_upstream: AnthropicUpstream,
+) -> None:
+    client = anthropic.AsyncAnthropic(
+        api_key=KEY, base_url=anthropic_upstream.base_url, max_retries=0
+    )
+    with pytest.raises(anthropic.BadRequestError, match="without `tool_result`"):
+        await client.messages.create(
+            model="claude-haiku-4-5",
+            max_tokens=10,
+            messages=[
+                {"role": "user", "content": "Go"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_1", "name": "x", "input": {}}],
+                },
+                {"role": "user", "content": "And?"},
+            ],
+        )
+    await client.close()

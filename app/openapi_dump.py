@@ -14,7 +14,7 @@ TARGET = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
 
 def render() -> str:
     # A fixed, key-less settings object: the schema must not depend on the environment.
-    app = create_app(Settings(_env_file=None, environment="development"))  # type: ignore[call-arg]
+    app = create_app(Settings(_env_file=None, environment="development"))
     return json.dumps(app.openapi(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

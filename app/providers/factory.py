@@ -27,7 +27,9 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
         from app.providers.anthropic import AnthropicProvider
 
         if settings.anthropic_api_key is None:
-            raise ValueError("the catalogue names an Anthropic model but ANTHROPIC_API_KEY is unset")
+            raise ValueError(
+                "the catalogue names an Anthropic model but ANTHROPIC_API_KEY is unset"
+            )
         providers["anthropic"] = AnthropicProvider(
             api_key=settings.anthropic_api_key.get_secret_value(),
             base_url=settings.anthropic_base_url,

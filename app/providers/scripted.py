@@ -125,9 +125,12 @@ class ScriptedProvider:
             return ScriptedTurn(text="Done.")
         user_text = _last_user_text(request.messages)
         for turn in self._script.turns:
-            if turn.after_tool is None and turn.match is not None:
-                if re.search(turn.match, user_text, flags=re.IGNORECASE):
-                    return turn
+            if (
+                turn.after_tool is None
+                and turn.match is not None
+                and re.search(turn.match, user_text, flags=re.IGNORECASE)
+            ):
+                return turn
         for turn in self._script.turns:
             if turn.after_tool is None and turn.match is None:
                 return turn
@@ -144,13 +147,17 @@ class ScriptedProvider:
         if turn.stall_seconds:
             await asyncio.sleep(turn.stall_seconds)
         if turn.error is not None:
-            raise ProviderUnavailable(
-                turn.error.message, provider=self.name, upstream_status=turn.error.status
-            ) if turn.error.status >= 500 else ProviderError(
-                turn.error.message,
-                provider=self.name,
-                upstream_status=turn.error.status,
-                status=turn.error.status,
+            raise (
+                ProviderUnavailable(
+                    turn.error.message, provider=self.name, upstream_status=turn.error.status
+                )
+                if turn.error.status >= 500
+                else ProviderError(
+                    turn.error.message,
+                    provider=self.name,
+                    upstream_status=turn.error.status,
+                    status=turn.error.status,
+                )
             )
         yield ResponseMeta(response_id=f"scripted-{len(self.requests)}", model="scripted")
         output = 0

@@ -33,7 +33,9 @@ def test_interleaved_parallel_tool_calls_land_in_their_own_parts() -> None:
 
 def test_invalid_json_arguments_give_an_error_part_with_a_readable_body() -> None:
     builder = PartsBuilder()
-    builder.feed(ToolCallDelta(index=0, id="call_x", name="search", args_delta='{"q": "unterminated'))
+    builder.feed(
+        ToolCallDelta(index=0, id="call_x", name="search", args_delta='{"q": "unterminated')
+    )
     (part,) = builder.build().parts
     assert isinstance(part, ToolPart)
     assert part.data.status == "error"

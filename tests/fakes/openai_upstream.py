@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -108,7 +109,17 @@ class Completion:
         p, c = self.usage
         return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
-    def stream(self) -> Encoded:
+    @cached_property
+    def streamed(self) -> Encoded:
+        """The SSE rendering, built once per spec (a benchmark reuses one spec)."""
+        return self._stream()
+
+    @cached_property
+    def whole(self) -> Encoded:
+        """The non-streaming `chat.completion` body, built once per spec."""
+        return self._body()
+
+    def _stream(self) -> Encoded:
         base = {"id": self.id, "object": "chat.completion.chunk", "created": 1, "model": self.model}
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -150,7 +161,7 @@ class Completion:
             cut_after=self.cut_after,
         )
 
-    def body(self) -> Encoded:
+    def _body(self) -> Encoded:
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(_pieces(self.text)) or None,
@@ -292,6 +303,16 @@ class FakeOpenAIUpstream:
         with self._lock:
             return [r.body for r in self.requests]
 
+    @property
+    def open_streams(self) -> int:
+        """Streamed answers still being written (a client still connected)."""
+        with self._lock:
+            return sum(1 for s in self.streams if s.closed_at is None)
+
+    async def stream_ended(self, index: int = -1, timeout: float = 1.0) -> StreamLog:
+        """`wait_for_stream_end` for async tests, without blocking their event loop."""
+        return await asyncio.to_thread(self.wait_for_stream_end, index, timeout)
+
     def wait_for_stream_end(self, index: int = -1, timeout: float = 1.0) -> StreamLog:
         """Block until stream `index` has ended (or the timeout passed); return its log."""
         deadline = time.monotonic() + timeout
@@ -369,7 +390,7 @@ class FakeOpenAIUpstream:
             return error_reply(404, f"fake upstream: no route {request.path}"), index
         if isinstance(reply, Completion):
             streaming = isinstance(request.body, dict) and request.body.get("stream") is True
-            return (reply.stream() if streaming else reply.body()), index
+            return (reply.streamed if streaming else reply.whole), index
         return reply, index
 
     async def _respond(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -442,7 +441,7 @@ async def test_stream_that_ends_without_a_finish_reason_is_unavailable(
 async def test_error_event_inside_a_stream_raises_unavailable(
     provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
 ) -> None:
-    first = Completion(text="partial").stream().frames
+    first = Completion(text="partial").streamed.frames
     assert first is not None
     error = b'data: {"error":{"message":"overloaded","type":"server_error"}}\n\n'
     openai_upstream.enqueue(Encoded(frames=(first[0], first[1], error)))
@@ -500,8 +499,9 @@ async def test_closing_the_stream_closes_the_upstream_connection_promptly(
             break
     closed_at = time.monotonic()
     await stream.aclose()  # type: ignore[attr-defined]
-    log = await asyncio.to_thread(openai_upstream.wait_for_stream_end, -1, 1.0)
+    log = await openai_upstream.stream_ended()
     assert log.outcome == "client_disconnected"
+    assert openai_upstream.open_streams == 0
     assert log.closed_at is not None
     assert log.closed_at - closed_at < 1.0
 

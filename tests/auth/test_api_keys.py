@@ -100,9 +100,7 @@ async def test_key_creation_and_revocation_are_audited_without_the_key(
     assert created["key"] not in audit.text
 
 
-async def test_the_audit_log_pages_with_a_cursor(
-    make_api: MakeApi, app_settings: Settings
-) -> None:
+async def test_the_audit_log_pages_with_a_cursor(make_api: MakeApi, app_settings: Settings) -> None:
     async with make_api(with_jwt(app_settings)) as api:
         for n in range(3):
             await create_key(api, name=f"k{n}")
@@ -128,9 +126,7 @@ async def test_admin_routes_are_404_for_non_admins(
         calls = [
             api.get("/api/admin/audit", headers=USER),
             api.get("/api/admin/api-keys", headers=USER),
-            api.post(
-                "/api/admin/api-keys", json={"name": "x", "owner_id": "alice"}, headers=USER
-            ),
+            api.post("/api/admin/api-keys", json={"name": "x", "owner_id": "alice"}, headers=USER),
             api.delete(f"/api/admin/api-keys/{created['id']}", headers=USER),
         ]
         for call in calls:

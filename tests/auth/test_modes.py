@@ -26,8 +26,14 @@ def test_production_refuses_to_start_without_auth() -> None:
 
 @pytest.mark.parametrize(
     "secret",
-    ["changeme", "secret", "short-but-random-9f8e", "change-me-please-to-something-long-x",
-     "a" * 64, "abababababababababababababababab"],
+    [
+        "changeme",
+        "secret",
+        "short-but-random-9f8e",
+        "change-me-please-to-something-long-x",
+        "a" * 64,
+        "abababababababababababababababab",
+    ],
 )
 def test_production_refuses_a_weak_or_default_secret(secret: str) -> None:
     with pytest.raises(ValidationError, match="too weak"):

@@ -58,9 +58,7 @@ async def test_a_stream_token_acts_as_the_user_who_minted_it(
 ) -> None:
     async with make_api(settings) as api:
         token = await mint(api, path="/api/conversations/x")
-        other = await api.get(
-            "/api/conversations/x/runs/r/events", params={"token": token}
-        )
+        other = await api.get("/api/conversations/x/runs/r/events", params={"token": token})
     # Authenticated as alice; the run simply does not exist (a 404, not a 401).
     assert other.status_code == 404
 

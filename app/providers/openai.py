@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -97,7 +97,7 @@ class OpenAIProvider:
             params["temperature"] = request.temperature
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         params = self._params(request)
         with self._mapped_errors():
             upstream: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(

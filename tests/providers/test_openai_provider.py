@@ -498,7 +498,7 @@ async def test_closing_the_stream_closes_the_upstream_connection_promptly(
         if isinstance(event, TextDelta):
             break
     closed_at = time.monotonic()
-    await stream.aclose()  # type: ignore[attr-defined]
+    await stream.aclose()
     log = await openai_upstream.stream_ended()
     assert log.outcome == "client_disconnected"
     assert openai_upstream.open_streams == 0

@@ -244,9 +244,7 @@ async def test_a_decision_writes_an_audit_record(
     await ApprovalService(runtime).decide(ALICE, approval_id, "approve")
 
     async with db_sessions() as s:
-        audit = (
-            await s.scalars(select(AuditRow).where(AuditRow.target_id == approval_id))
-        ).one()
+        audit = (await s.scalars(select(AuditRow).where(AuditRow.target_id == approval_id))).one()
     assert audit.action == "approval.approve"
     assert audit.actor_id == "alice"
     assert audit.details is not None and audit.details["tool"] == "danger"
@@ -259,7 +257,7 @@ async def test_a_pending_approval_survives_a_restart(
     database_url: str,
 ) -> None:
     before = make_runtime(session_factory(db_engine))
-    cid, approval_id = await _pending(before, session_factory(db_engine))
+    _, approval_id = await _pending(before, session_factory(db_engine))
     await db_engine.dispose()
 
     engine = create_engine(database_url)

@@ -83,7 +83,8 @@ class PartsBuilder:
     _texts: list[str] = field(default_factory=list)
     _thinking: list[str] = field(default_factory=list)
     _signatures: dict[int, str] = field(default_factory=dict)  # thinking key -> signature
-    _calls: dict[int, _ToolCall] = field(default_factory=dict)
+    _calls: dict[int, _ToolCall] = field(default_factory=dict)  # key -> call
+    _keys: dict[int, int] = field(default_factory=dict)  # vendor index -> current key
     finish_reason: FinishReason | None = None
     input_tokens: int = 0
     output_tokens: int = 0
@@ -110,13 +111,17 @@ class PartsBuilder:
                 # Anthropic verifies thinking by this signature when it travels back.
                 self._signatures[len(self._thinking) - 1] = event.signature
         elif isinstance(event, ToolCallDelta):
-            call = self._calls.get(event.index)
-            if call is None:
+            call = self.call_for(event.index)
+            # Some OpenAI-compatible servers send every complete call with the same index
+            # and a new id: a new id at a known index is a new call, not more arguments.
+            if call is None or (event.id is not None and event.id != call.id):
                 call = _ToolCall(
                     id=event.id or f"call_{uuid.uuid4().hex[:24]}", name=event.name or ""
                 )
-                self._calls[event.index] = call
-                self._order.append(("tool", event.index))
+                key = len(self._calls)
+                self._calls[key] = call
+                self._keys[event.index] = key
+                self._order.append(("tool", key))
                 call.args_text += event.args_delta
                 return call
             if event.name and not call.name:
@@ -136,7 +141,9 @@ class PartsBuilder:
         return None
 
     def call_for(self, index: int) -> _ToolCall | None:
-        return self._calls.get(index)
+        """The call the vendor's `index` currently points at."""
+        key = self._keys.get(index)
+        return None if key is None else self._calls[key]
 
     def build(self) -> ModelResponse:
         parts: list[Part] = []

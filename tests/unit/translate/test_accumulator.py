@@ -48,3 +48,21 @@ def test_empty_arguments_mean_an_empty_object() -> None:
     builder.feed(ToolCallDelta(index=0, id="call_y", name="now"))
     (part,) = builder.build().parts
     assert isinstance(part, ToolPart) and part.data.args == {} and part.data.status == "loading"
+
+
+def test_a_new_id_at_a_known_index_starts_a_new_call() -> None:
+    """Some OpenAI-compatible servers send each whole call at index 0 with its own id."""
+    builder = PartsBuilder()
+    builder.feed(ToolCallDelta(index=0, id="call_1", name="a", args_delta='{"x": 1}'))
+    builder.feed(ToolCallDelta(index=0, id="call_2", name="b", args_delta='{"y": 2}'))
+    first, second = builder.build().parts
+    assert isinstance(first, ToolPart) and first.id == "call_1" and first.data.args == {"x": 1}
+    assert isinstance(second, ToolPart) and second.id == "call_2" and second.data.args == {"y": 2}
+
+
+def test_a_repeated_id_at_the_same_index_continues_the_call() -> None:
+    builder = PartsBuilder()
+    builder.feed(ToolCallDelta(index=0, id="call_1", name="a", args_delta='{"x": '))
+    builder.feed(ToolCallDelta(index=0, id="call_1", args_delta="1}"))
+    (part,) = builder.build().parts
+    assert isinstance(part, ToolPart) and part.data.args == {"x": 1}

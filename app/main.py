@@ -23,6 +23,7 @@ from app.api import (
     models_route,
     openai_compat,
     proposals,
+    responses_compat,
     runs,
     tools_route,
 )
@@ -86,6 +87,7 @@ def create_app(
     app.include_router(approvals.router)
     app.include_router(proposals.router)
     app.include_router(openai_compat.router)
+    app.include_router(responses_compat.router)
     return app
 
 

@@ -1,0 +1,193 @@
+"""`POST /v1/responses`: the OpenAI Responses surface, stateless.
+
+The official openai SDK (`client.responses.create(...)`, also with `stream=True`) and
+AIKit's `useOpenAIStreamAdapter` work against it unchanged. Each request is one stateless
+run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id`,
+`conversation` and `background` are refused rather than silently ignored; a client keeps
+its history and sends it back as input items (`input += response.output` works, see
+`app.translate.openai_responses`). Fields that could smuggle identity or routing are
+refused; other OpenAI parameters we do not act on are accepted and ignored. Errors answer
+in OpenAI's shape (`app.api.errors`). The wire mapping is in `app.api.encoders.responses`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.api.chat_common import build_run_request
+from app.api.deps import CallerDep, Svc
+from app.api.encoders.responses import ResponsesEncoder
+from app.api.streaming import sse_response
+from app.domain.errors import ChatBffError, InvalidRequest
+from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.translate.openai_responses import (
+    messages_from_responses_input,
+    tool_choice_from_responses,
+    tools_from_responses,
+)
+
+router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+
+REFUSED_FIELDS = frozenset(
+    {"api_key", "api_base", "base_url", "owner_id", "user_id", "organization", "headers"}
+)
+
+
+class ResponsesRequest(BaseModel):
+    """OpenAI's Responses create request; unsupported parameters are ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = Field(default=None, description="Model id from GET /api/models.")
+    input: str | list[dict[str, Any]] = Field(
+        description="A user message, or input items: messages, function_call and "
+        "function_call_output items (client tool round trips)."
+    )
+    instructions: str | None = Field(default=None, description="A system message, sent first.")
+    tools: list[dict[str, Any]] | None = Field(
+        default=None, description="Client function tools: {type: 'function', name, parameters}."
+    )
+    tool_choice: str | dict[str, Any] | None = Field(
+        default=None, description="auto, none, required or {type: 'function', name}."
+    )
+    parallel_tool_calls: bool | None = Field(default=None, description="Accepted and echoed.")
+    stream: bool = Field(default=False, description="Stream Responses events as SSE.")
+    max_output_tokens: int | None = Field(default=None, ge=1, description="Output token cap.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling.")
+    metadata: dict[str, str] | None = Field(default=None, description="Echoed in the response.")
+    previous_response_id: str | None = Field(
+        default=None, description="Not supported: responses are not stored; send the history."
+    )
+    conversation: Any | None = Field(default=None, description="Not supported (stateless).")
+    background: bool | None = Field(default=None, description="Not supported (stateless).")
+
+    @model_validator(mode="after")
+    def _refuse_smuggled(self) -> ResponsesRequest:
+        extra = set((self.model_extra or {}).keys()) & REFUSED_FIELDS
+        if extra:
+            raise ValueError(f"unsupported field: {sorted(extra)[0]}")
+        return self
+
+
+class ResponseObject(BaseModel):
+    """The Response object (documented subset; the full shape is OpenAI's)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(description="`resp_` + the run id's hex.")
+    object: str = Field(default="response", description="Always `response`.")
+    status: str = Field(description="completed, incomplete, cancelled or failed.")
+    model: str = Field(description="Catalogue id of the model that answered.")
+    output: list[dict[str, Any]] = Field(
+        description="Output items: message, reasoning, function_call (client tools to run), "
+        "mcp_call (server tools that already ran), mcp_approval_request."
+    )
+    usage: dict[str, Any] | None = Field(default=None, description="Token usage of the run.")
+
+
+def _refuse_stateful(body: ResponsesRequest) -> None:
+    for name in ("previous_response_id", "conversation"):
+        if getattr(body, name) is not None:
+            raise InvalidRequest(
+                f"{name} is not supported: chat-bff does not store responses; "
+                "send the whole history as input items.",
+                param=name,
+            )
+    if body.background:
+        raise InvalidRequest("background responses are not supported.", param="background")
+
+
+def _echo(
+    body: ResponsesRequest, tools: list[ToolSpec], choice: ToolChoice | None
+) -> dict[str, Any]:
+    """What the Response object repeats from the request, in Responses shapes."""
+    tool_choice: Any = choice
+    if isinstance(choice, NamedToolChoice):
+        tool_choice = {"type": "function", "name": choice.name}
+    return {
+        "instructions": body.instructions,
+        "max_output_tokens": body.max_output_tokens,
+        "metadata": body.metadata,
+        "parallel_tool_calls": body.parallel_tool_calls is not False,
+        "temperature": body.temperature,
+        "tool_choice": tool_choice,
+        "tools": [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description or None,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in tools
+        ],
+    }
+
+
+@router.post(
+    "/responses",
+    summary="OpenAI Responses API, stateless (stream and non-stream).",
+    responses={
+        200: {
+            "model": ResponseObject,
+            "description": "A Response object, or Responses streaming events as SSE.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def create_response(body: ResponsesRequest, services: Svc, caller: CallerDep) -> Response:
+    _refuse_stateful(body)
+    history = messages_from_responses_input(body.input, body.instructions)
+    if not any(m.role != "system" for m in history):
+        raise InvalidRequest("input must not be empty.", param="input")
+    client_tools = tools_from_responses(body.tools)
+    choice = tool_choice_from_responses(body.tool_choice)
+    run_request = build_run_request(
+        services,
+        caller,
+        model_id=body.model,
+        client_tools=client_tools,
+        tool_choice=choice,
+        max_output_tokens=body.max_output_tokens,
+        temperature=body.temperature,
+    )
+    run = await services.runs.start_stateless(run_request, history)
+    encoder = ResponsesEncoder(
+        response_id=f"resp_{run.run_id.removeprefix('run_')}",
+        model=run_request.model.id,
+        created_at=int(time.time()),
+        client_tools=frozenset(t.name for t in client_tools),
+        request=_echo(body, client_tools, choice),
+    )
+
+    if body.stream:
+
+        async def stop_run() -> None:
+            await services.runs.cancel(caller.user_id, run.run_id, None)
+
+        return sse_response(
+            run.log.follow(0),
+            encoder.encode,
+            heartbeat=services.settings.heartbeat_seconds,
+            on_disconnect=stop_run,
+        )
+
+    assert run.task is not None
+    try:
+        await asyncio.shield(run.task)
+    except asyncio.CancelledError:
+        await services.runs.cancel(caller.user_id, run.run_id, None)
+        raise
+    if run.failure is not None and run.status == "failed":
+        raise run.failure
+    async for batch in run.log.follow(0):
+        encoder.encode(batch)
+    if encoder.final is None:  # pragma: no cover - a finished run always ends its log
+        raise ChatBffError("The run ended without a response.")
+    return JSONResponse(encoder.final)

@@ -1,0 +1,298 @@
+"""OpenAI Responses request pieces -> our messages, tools and tool choice. Pure functions.
+
+The Responses API spells a conversation as a flat list of items rather than messages:
+`message` items (the `type` may be left out, as the SDK's "easy" input message does),
+`function_call` items the model made and `function_call_output` items the client answers
+them with. We fold that back into our shape: consecutive assistant items (text, reasoning,
+calls) become one assistant message, and each `function_call_output` becomes the status
+and result of the tool part it answers, exactly as `openai_chat` folds `role: "tool"`
+messages.
+
+Items a client replays from our own answers are read too, so `input += response.output`
+works: `reasoning` becomes a thinking part and `mcp_call` (a server tool that already ran
+here, see `app.api.encoders.responses`) becomes a finished tool part. Items we cannot act
+on (`item_reference`, hosted tools, approval responses) are a 400, never silently dropped;
+only `mcp_approval_request` is skipped, because the `mcp_call` item it pairs with is there.
+
+A function output is read like an OpenAI tool message: JSON text becomes that JSON value,
+anything else stays a string, and the call is `success` (the format has no error flag).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from app.domain.errors import InvalidRequest
+from app.domain.messages import Message
+from app.domain.parts import (
+    FileData,
+    FilePart,
+    Part,
+    ThinkingData,
+    ThinkingPart,
+    ToolPart,
+    text_part,
+    tool_part,
+)
+from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.translate.accumulator import parse_tool_args
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ASSISTANT_ITEMS = frozenset({"function_call", "reasoning", "mcp_call"})
+
+
+def _bad(where: str, problem: str) -> InvalidRequest:
+    return InvalidRequest(f"{where} {problem}.", param=where)
+
+
+# --- input -------------------------------------------------------------------------------
+
+
+def messages_from_responses_input(input_value: Any, instructions: str | None) -> list[Message]:
+    """`instructions` + `input` (a string or a list of items) as our messages."""
+    out: list[Message] = []
+    if instructions:
+        out.append(Message(role="system", content=instructions))
+    if isinstance(input_value, str):
+        out.append(Message(role="user", content=input_value))
+        return out
+    if not isinstance(input_value, list):
+        raise _bad("input", "must be a string or an array of input items")
+    for index, item in enumerate(input_value):
+        _append_item(out, item, f"input[{index}]")
+    return out
+
+
+def _append_item(out: list[Message], item: Any, where: str) -> None:
+    if not isinstance(item, Mapping):
+        raise _bad(where, "must be an object")
+    kind = item.get("type", "message")
+    if kind == "message":
+        _append_message(out, item, where)
+    elif kind in _ASSISTANT_ITEMS:
+        _assistant_tail(out).append(_assistant_item_part(item, kind, where))
+    elif kind == "function_call_output":
+        _fold_output(out, item, where)
+    elif kind == "mcp_approval_request":
+        return  # the paired `mcp_call` item (status `calling`) already carries the call
+    else:
+        raise _bad(where, f"has an unsupported item type {kind!r}")
+
+
+def _assistant_tail(out: list[Message]) -> list[Part]:
+    """The parts of the assistant message now being written (a new one if needed)."""
+    if not out or out[-1].role != "assistant" or isinstance(out[-1].content, str):
+        out.append(Message(role="assistant", content=[]))
+    content = out[-1].content
+    assert isinstance(content, list)
+    return content
+
+
+def _append_message(out: list[Message], item: Mapping[str, Any], where: str) -> None:
+    role = item.get("role")
+    content = item.get("content")
+    if role in ("system", "developer"):
+        out.append(Message(role="system", content=_plain_text(content, where)))
+    elif role == "user":
+        out.append(Message(role="user", content=_user_content(content, where)))
+    elif role == "assistant":
+        text = _plain_text(content, where)
+        if text:
+            _assistant_tail(out).append(text_part(text))
+    else:
+        raise _bad(where, f"has an unknown role {role!r}")
+
+
+def _text_of(part: Mapping[str, Any], where: str) -> str:
+    kind = part.get("type")
+    value = part.get("refusal") if kind == "refusal" else part.get("text")
+    if kind not in ("input_text", "output_text", "text", "refusal") or not isinstance(value, str):
+        raise _bad(where, f"may only hold text content here, not {kind!r}")
+    return value
+
+
+def _plain_text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _bad(where, "needs `content` as a string or an array of content parts")
+    return "".join(_text_of(p, where) if isinstance(p, Mapping) else "" for p in content)
+
+
+def _user_content(content: Any, where: str) -> str | list[Part]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _bad(where, "needs `content` as a string or an array of content parts")
+    parts: list[Part] = []
+    for n, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "input_text":
+            parts.append(text_part(_text_of(part, where)))
+        elif kind == "input_image":
+            parts.append(_image_part(part, where, n))
+        elif kind == "input_file":
+            parts.append(_file_part(part, n))
+        else:
+            raise _bad(where, f"has an unsupported content part type {kind!r}")
+    return parts
+
+
+def _image_part(part: Mapping[str, Any], where: str, n: int) -> FilePart:
+    url = part.get("image_url")
+    file_id = part.get("file_id")
+    if not isinstance(url, str) and not isinstance(file_id, str):
+        raise _bad(where, "has an input_image without `image_url` or `file_id`")
+    mime = "image/*"
+    if isinstance(url, str) and url.startswith("data:") and ";" in url:
+        mime = url[5 : url.index(";")]
+    name = str(file_id or f"image-{n}")
+    return FilePart(
+        data=FileData(id=name, name=name, mimeType=mime, url=url if isinstance(url, str) else None)
+    )
+
+
+def _file_part(part: Mapping[str, Any], n: int) -> FilePart:
+    data = part.get("file_data")
+    url = data if isinstance(data, str) else part.get("file_url")
+    file_id = part.get("file_id")
+    name = part.get("filename") or file_id or f"file-{n}"
+    mime = data[5 : data.index(";")] if isinstance(data, str) and data.startswith("data:") else None
+    return FilePart(
+        data=FileData(
+            id=str(file_id or f"file-{n}"),
+            name=str(name),
+            mimeType=mime,
+            url=url if isinstance(url, str) else None,
+        )
+    )
+
+
+def _assistant_item_part(item: Mapping[str, Any], kind: str, where: str) -> Part:
+    if kind == "reasoning":
+        texts = [
+            p.get("text")
+            for p in [*(item.get("content") or []), *(item.get("summary") or [])]
+            if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        ]
+        return ThinkingPart(data=ThinkingData(content="\n\n".join(t for t in texts if t)))
+    call_id = item.get("call_id") if kind == "function_call" else item.get("id")
+    name = item.get("name")
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+        key = "call_id" if kind == "function_call" else "id"
+        raise _bad(where, f"is a {kind} without `{key}` and `name`")
+    raw = item.get("arguments") or ""
+    if isinstance(raw, Mapping):  # some compatible clients send an object
+        raw = json.dumps(raw)
+    if not isinstance(raw, str):
+        raise _bad(where, "has `arguments` that are not a JSON string")
+    args, problem = parse_tool_args(name, raw)
+    if kind == "mcp_call":
+        return _server_call_part(item, call_id, name, args)
+    if problem is not None:
+        return tool_part(tool_call_id=call_id, tool_name=name, status="error", body_content=problem)
+    return tool_part(tool_call_id=call_id, tool_name=name, status="waitingConfirmation", args=args)
+
+
+def _server_call_part(
+    item: Mapping[str, Any], call_id: str, name: str, args: dict[str, Any] | None
+) -> ToolPart:
+    """A server tool call we answered earlier, replayed by the client with its outcome."""
+    output = item.get("output")
+    error = item.get("error")
+    if item.get("status") == "failed" or error:
+        message = output if isinstance(output, str) and output else "The tool failed."
+        return tool_part(
+            tool_call_id=call_id,
+            tool_name=name,
+            status="error",
+            args=args,
+            result={"error": message},
+            body_content=message,
+        )
+    if item.get("status") == "completed":
+        return tool_part(
+            tool_call_id=call_id,
+            tool_name=name,
+            status="success",
+            args=args,
+            result=_json_or_text(output if isinstance(output, str) else ""),
+        )
+    return tool_part(tool_call_id=call_id, tool_name=name, status="cancelled", args=args)
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _fold_output(out: list[Message], item: Mapping[str, Any], where: str) -> None:
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise _bad(where, "is a function_call_output without `call_id`")
+    target = _find_call(out, call_id)
+    if target is None:
+        raise _bad(where, f"answers call {call_id!r}, which no function_call item made")
+    if target.data.result is not None:
+        raise _bad(where, f"is a second output for call {call_id!r}")
+    output = item.get("output")
+    if isinstance(output, list):
+        output = "".join(_text_of(p, where) for p in output if isinstance(p, Mapping))
+    if not isinstance(output, str):
+        raise _bad(where, "needs `output` as a string or an array of text parts")
+    target.data.status, target.data.result = "success", _json_or_text(output)
+
+
+def _find_call(out: list[Message], call_id: str) -> ToolPart | None:
+    for message in reversed(out):
+        if message.role != "assistant":
+            continue
+        for part in message.tool_parts():
+            if part.id == call_id:
+                return part
+    return None
+
+
+# --- tools -------------------------------------------------------------------------------
+
+
+def tools_from_responses(items: Any) -> list[ToolSpec]:
+    """Client function tools in the Responses shape `{type: "function", name, parameters}`."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise _bad("tools", "must be an array")
+    specs: list[ToolSpec] = []
+    for n, item in enumerate(items):
+        where = f"tools[{n}]"
+        if not isinstance(item, Mapping) or item.get("type") != "function":
+            kind = item.get("type") if isinstance(item, Mapping) else None
+            raise _bad(where, f"must be a function tool; {kind!r} tools are not supported here")
+        name = item.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            raise _bad(where, "needs `name` of 1-64 letters, digits, '_' or '-'")
+        description = item.get("description") or ""
+        parameters = item.get("parameters") or {"type": "object", "properties": {}}
+        if not isinstance(description, str):
+            raise _bad(where, "has a `description` that is not a string")
+        if not isinstance(parameters, Mapping):
+            raise _bad(where, "needs `parameters` as a JSON schema object")
+        specs.append(ToolSpec(name=name, description=description, parameters=dict(parameters)))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise _bad("tools", "declares the same name twice")
+    return specs
+
+
+def tool_choice_from_responses(value: Any) -> ToolChoice | None:
+    if value is None or value in ("auto", "none", "required"):
+        return value  # type: ignore[no-any-return]
+    name = value.get("name") if isinstance(value, Mapping) else None
+    if not isinstance(value, Mapping) or value.get("type") != "function" or not name:
+        raise _bad("tool_choice", "must be auto, none, required or {type: 'function', name}")
+    return NamedToolChoice(name=str(name))

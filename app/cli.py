@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from app.auth.cli import add_apikey
 from app.settings import Settings, get_settings
 from app.store.db import create_engine
 from app.store.migrate import current_revision, downgrade_database, upgrade_database
@@ -51,7 +52,7 @@ def _add_migrate(subparsers: Subparsers) -> None:
     parser.set_defaults(handler=_migrate)
 
 
-COMMANDS: list[Callable[[Subparsers], None]] = [_add_migrate]
+COMMANDS: list[Callable[[Subparsers], None]] = [_add_migrate, add_apikey]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -284,8 +284,9 @@ class Agent:
         """
         parts = list(self.parts)
         if interrupted is not None and self._builder is not None:
+            # A call still streaming never ran, whatever its half-sent arguments parse to.
             partial = self._builder.build().parts
-            parts.extend(partial)
+            parts.extend(_close_dangling(p, cut_short=True) for p in partial)
         metadata: dict[str, object] = {"model": self.model.id}
         if interrupted is not None:
             parts = [_close_dangling(p) for p in parts]
@@ -303,8 +304,8 @@ _DATA_FIELDS = {
 }
 
 
-def _close_dangling(part: Part) -> Part:
-    if isinstance(part, ToolPart) and part.data.status not in FINAL_TOOL_STATUSES:
+def _close_dangling(part: Part, *, cut_short: bool = False) -> Part:
+    if isinstance(part, ToolPart) and (cut_short or part.data.status not in FINAL_TOOL_STATUSES):
         return ToolPart(
             id=part.id,
             data=part.data.model_copy(

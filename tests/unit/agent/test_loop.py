@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.agent.loop import Agent, TurnOptions
 from app.agent.ports import ApprovalNeeded, RunContext, ToolOutcome
-from app.domain.events import ConfirmRequired, RunEvent, TextDeltaEvent, ToolEnd, ToolError
+from app.domain.events import (
+    ConfirmRequired,
+    RunEvent,
+    TextDeltaEvent,
+    ToolArgsDelta,
+    ToolEnd,
+    ToolError,
+)
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import TextPart, ToolPart
@@ -249,3 +257,27 @@ async def test_a_tool_needing_approval_pauses_the_run() -> None:
     assert confirm.kind == "approval"
     assert confirm.approval_id == "apr_1"
     provider.assert_all_used()
+
+
+async def test_a_call_cut_short_mid_arguments_is_cancelled_not_an_error() -> None:
+    provider = ScriptedProvider(
+        Script(
+            mode="sequence",
+            turns=[ScriptedTurn(tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")])],
+        ),
+        delay_ms=200,
+    )
+    agent, sink = make_agent(provider, client_tools=[WEATHER])
+    task = asyncio.create_task(agent.run(ask()))
+    while not sink.of(ToolArgsDelta):
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+    partial = agent.snapshot(interrupted="cancelled")
+
+    part = only_tool(partial)
+    assert part.data.status == "cancelled"
+    assert partial.metadata is not None
+    assert partial.metadata["status"] == "incomplete"

@@ -1,0 +1,492 @@
+"""Conversation runs over HTTP, on SQLite and Postgres: send, follow, resume, cancel,
+client tool results, regenerate and edit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.domain.identity import Caller
+from app.domain.parts import ToolPart
+from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
+from app.runs.service import TurnInput
+from app.settings import Settings
+from app.store.repos import ConversationRepo, MessageRepo
+from app.translate.openai_chat import tools_from_openai
+from tests.api.sse_frames import Frame, parse
+from tests.fakes.db import ApiClient, MakeApi
+
+CONVERSATIONS = "/api/conversations"
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+@pytest.fixture
+def provider() -> ScriptedProvider:
+    return ScriptedProvider(Script(mode="sequence", turns=[]), delay_ms=0)
+
+
+def play(provider: ScriptedProvider, *turns: ScriptedTurn) -> None:
+    provider._script = Script(mode="sequence", turns=list(turns))
+    provider._cursor = 0
+
+
+@pytest.fixture
+async def client(
+    make_api: MakeApi, app_settings: Settings, provider: ScriptedProvider
+) -> AsyncIterator[ApiClient]:
+    async with make_api(app_settings, providers={"scripted": provider}) as api:
+        yield api
+
+
+async def create(client: ApiClient, **body: Any) -> str:
+    response = await client.post(CONVERSATIONS, json=body)
+    assert response.status_code == 201, response.text
+    conversation_id: str = response.json()["id"]
+    return conversation_id
+
+
+async def send(client: ApiClient, cid: str, content: Any = "Hi", **body: Any) -> dict[str, Any]:
+    response = await client.post(
+        f"{CONVERSATIONS}/{cid}/messages", json={"content": content, **body}
+    )
+    assert response.status_code == 202, response.text
+    started: dict[str, Any] = response.json()
+    return started
+
+
+async def events(client: ApiClient, url: str, **headers: str) -> list[Frame]:
+    response = await client.get(url, headers=headers)
+    assert response.status_code == 200, response.text
+    return parse(response.text)
+
+
+async def conversation(client: ApiClient, cid: str) -> dict[str, Any]:
+    response = await client.get(f"{CONVERSATIONS}/{cid}")
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def until(client: ApiClient, cid: str, run_id: str, event_type: str) -> None:
+    """Wait (live, in process) until the run has emitted an event of `event_type`."""
+    owner = client.services.settings.local_user_id
+
+    async def watch() -> None:
+        async for batch in client.services.runs.follow(owner, run_id, conversation_id=cid):
+            if any(item.event.type == event_type for item in batch):
+                return
+        raise AssertionError(f"the run ended without a {event_type} event")
+
+    await asyncio.wait_for(watch(), timeout=5)
+
+
+async def finished(client: ApiClient, started: dict[str, Any]) -> list[Frame]:
+    frames = await events(client, started["events_url"])
+    assert frames[-1].event == "run_end"
+    return frames
+
+
+def tools_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in message["content"] if p["type"] == "tool"]
+
+
+# -- send and follow ----------------------------------------------------------------------
+
+
+async def test_a_sent_message_starts_a_run_with_an_events_url(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="Hello."))
+    cid = await create(client)
+
+    started = await send(client, cid)
+
+    assert started["run_id"].startswith("run_")
+    assert started["events_url"] == f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/events"
+    await finished(client, started)
+
+
+async def test_the_events_replay_every_event_and_close_after_run_end(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="A fairly short answer."))
+    cid = await create(client)
+    started = await send(client, cid)
+
+    frames = await events(client, started["events_url"])
+
+    assert [f.id for f in frames] == list(range(1, len(frames) + 1))
+    assert frames[0].event == "run_start"
+    assert frames[-1].event == "run_end"
+    assert frames[-1].data["status"] == "completed"
+    text = "".join(f.data["delta"] for f in frames if f.event == "text_delta")
+    assert text == "A fairly short answer."
+    assert all(f.data["run_id"] == started["run_id"] for f in frames)
+
+
+@pytest.mark.parametrize("how", ["header", "query"])
+async def test_resuming_after_n_gives_exactly_the_later_events(
+    client: ApiClient, provider: ScriptedProvider, how: str
+) -> None:
+    play(provider, ScriptedTurn(text="one two three four five six"))
+    cid = await create(client)
+    started = await send(client, cid)
+    full = await events(client, started["events_url"])
+    cut = len(full) // 2
+
+    if how == "header":
+        rest = await events(client, started["events_url"], **{"Last-Event-ID": str(cut)})
+    else:
+        rest = await events(client, f"{started['events_url']}?after={cut}")
+
+    assert rest == full[cut:]
+
+
+async def test_the_stored_conversation_holds_the_user_and_assistant_messages(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(
+        provider,
+        ScriptedTurn(
+            text="Let me check.",
+            tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1")],
+        ),
+    )
+    cid = await create(client)
+    await finished(client, await send(client, cid, "Weather in Oslo?", tools=[WEATHER]))
+
+    messages = (await conversation(client, cid))["messages"]
+
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[0]["content"] in (
+        "Weather in Oslo?",
+        [{"type": "text", "id": None, "data": {"text": "Weather in Oslo?"}}],
+    )
+    answer = messages[1]["content"]
+    assert answer[0]["type"] == "text"
+    assert answer[0]["data"]["text"] == "Let me check."
+    [tool] = tools_of(messages[1])
+    assert tool["id"] == "c1"
+    assert tool["data"]["args"] == {"city": "Oslo"}
+    assert tool["data"]["status"] == "waitingConfirmation"
+
+
+# -- one run at a time --------------------------------------------------------------------
+
+
+async def test_a_second_send_while_a_run_is_active_is_409_with_its_id(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+    cid = await create(client)
+    started = await send(client, cid)
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/messages", json={"content": "again"})
+
+    assert response.status_code == 409
+    assert response.json()["error"]["active_run_id"] == started["run_id"]
+    await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+
+async def test_the_conversation_shows_its_active_run(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+    cid = await create(client)
+    started = await send(client, cid)
+
+    during = await conversation(client, cid)
+    await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+    after = await conversation(client, cid)
+
+    assert during["active_run_id"] == started["run_id"]
+    assert after["active_run_id"] is None
+
+
+# -- cancel -------------------------------------------------------------------------------
+
+
+async def test_cancel_keeps_the_partial_text_marked_incomplete(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="First words then a great deal more", delay_ms=500))
+    cid = await create(client)
+    started = await send(client, cid)
+    await until(client, cid, started["run_id"], "text_delta")
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "cancelled"
+    frames = await finished(client, started)
+    assert frames[-1].data["status"] == "cancelled"
+    streamed = "".join(f.data["delta"] for f in frames if f.event == "text_delta")
+    [answer] = [
+        m for m in (await conversation(client, cid))["messages"] if m["role"] == "assistant"
+    ]
+    assert answer["metadata"]["status"] == "incomplete"
+    assert answer["content"][0]["data"]["text"] == streamed
+    assert streamed.startswith("First")
+
+
+async def test_cancel_closes_a_tool_call_in_flight_as_cancelled(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(
+        provider,
+        ScriptedTurn(
+            text="Checking.",
+            tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1")],
+            delay_ms=500,
+        ),
+    )
+    cid = await create(client)
+    started = await send(client, cid, tools=[WEATHER])
+    await until(client, cid, started["run_id"], "tool_args_delta")
+
+    await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+    frames = await finished(client, started)
+    [end] = [f for f in frames if f.event == "message_end"]
+    [tool] = tools_of(end.data["message"])
+    assert tool["data"]["status"] == "cancelled"
+    [stored] = [
+        m for m in (await conversation(client, cid))["messages"] if m["role"] == "assistant"
+    ]
+    assert tools_of(stored)[0]["data"]["status"] == "cancelled"
+
+
+async def test_cancelling_twice_is_harmless(client: ApiClient, provider: ScriptedProvider) -> None:
+    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+    cid = await create(client)
+    started = await send(client, cid)
+    url = f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel"
+
+    first = await client.post(url)
+    second = await client.post(url)
+
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert second.json()["status"] == "cancelled"
+    frames = await finished(client, started)
+    assert [f.event for f in frames].count("run_end") == 1
+
+
+async def test_cancel_after_the_run_finished_changes_nothing(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="Done already."))
+    cid = await create(client)
+    started = await send(client, cid)
+    before = await finished(client, started)
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "completed"
+    assert await events(client, started["events_url"]) == before
+    [answer] = [
+        m for m in (await conversation(client, cid))["messages"] if m["role"] == "assistant"
+    ]
+    assert answer["metadata"].get("status") != "incomplete"
+
+
+# -- client tools -------------------------------------------------------------------------
+
+
+async def test_a_client_tool_round_trip_continues_with_the_result_and_the_tools(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(
+        provider,
+        ScriptedTurn(
+            tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1")]
+        ),
+        ScriptedTurn(text="Sunny in Oslo."),
+    )
+    cid = await create(client)
+    first = await finished(client, await send(client, cid, "Weather?", tools=[WEATHER]))
+    assert first[-1].data["status"] == "requires_action"
+
+    response = await client.post(
+        f"{CONVERSATIONS}/{cid}/tool-results",
+        json={"results": [{"toolCallId": "c1", "status": "success", "result": {"sky": "sunny"}}]},
+    )
+
+    assert response.status_code == 200, response.text
+    out = response.json()
+    assert out["waiting"] is False
+    second = await events(client, out["events_url"])
+    assert second[-1].data["status"] == "completed"
+    request = provider.requests[1]
+    assert [t.name for t in request.tools] == ["get_weather"]
+    [part] = [p for m in request.messages for p in m.parts() if isinstance(p, ToolPart)]
+    assert (part.id, part.data.status, part.data.result) == ("c1", "success", {"sky": "sunny"})
+    messages = (await conversation(client, cid))["messages"]
+    assert messages[-1]["content"][0]["data"]["text"] == "Sunny in Oslo."
+    provider.assert_all_used()
+
+
+async def test_a_result_for_an_unknown_tool_call_is_404(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id="c1")]))
+    cid = await create(client)
+    await finished(client, await send(client, cid, tools=[WEATHER]))
+
+    response = await client.post(
+        f"{CONVERSATIONS}/{cid}/tool-results",
+        json={"results": [{"toolCallId": "nope", "status": "success", "result": 1}]},
+    )
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "tool_call_not_found"
+
+
+async def test_a_result_for_an_answered_tool_call_is_409(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(
+        provider,
+        ScriptedTurn(
+            tool_calls=[
+                ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1"),
+                ScriptedToolCall(name="get_weather", args={"city": "Rome"}, id="c2"),
+            ]
+        ),
+    )
+    cid = await create(client)
+    await finished(client, await send(client, cid, tools=[WEATHER]))
+    body = {"results": [{"toolCallId": "c1", "status": "success", "result": "sunny"}]}
+    first = await client.post(f"{CONVERSATIONS}/{cid}/tool-results", json=body)
+    assert first.json()["waiting"] is True
+
+    again = await client.post(f"{CONVERSATIONS}/{cid}/tool-results", json=body)
+
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "tool_call_already_answered"
+
+
+# -- regenerate and edit ------------------------------------------------------------------
+
+
+async def test_regenerate_answers_again_and_keeps_the_old_answer_superseded(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="First answer."), ScriptedTurn(text="Second answer."))
+    cid = await create(client)
+    await finished(client, await send(client, cid, "Question?"))
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/regenerate", json={})
+
+    assert response.status_code == 202, response.text
+    await finished(client, response.json())
+    messages = (await conversation(client, cid))["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["content"][0]["data"]["text"] == "Second answer."
+    owner = client.services.settings.local_user_id
+    async with client.services.sessions() as session:
+        records = await MessageRepo(session).records(owner, cid, include_superseded=True)
+    old = [r for r in records if r.superseded_at is not None]
+    assert [r.message.text() for r in old] == ["First answer."]
+
+
+async def test_editing_the_last_user_message_reruns_it(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="About cats."), ScriptedTurn(text="About dogs."))
+    cid = await create(client)
+    await finished(client, await send(client, cid, "Tell me about cats"))
+    [question] = [m for m in (await conversation(client, cid))["messages"] if m["role"] == "user"]
+
+    response = await client.put(
+        f"{CONVERSATIONS}/{cid}/messages/{question['id']}", json={"content": "Tell me about dogs"}
+    )
+
+    assert response.status_code == 202, response.text
+    await finished(client, response.json())
+    messages = (await conversation(client, cid))["messages"]
+    assert [(m["role"], _text(m)) for m in messages] == [
+        ("user", "Tell me about dogs"),
+        ("assistant", "About dogs."),
+    ]
+    assert provider.requests[1].messages[-1].text() == "Tell me about dogs"
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(p["data"]["text"] for p in content if p["type"] == "text")
+
+
+# -- other users --------------------------------------------------------------------------
+
+
+async def _foreign_run(client: ApiClient, provider: ScriptedProvider) -> tuple[str, str]:
+    """A finished run in a conversation that belongs to someone else."""
+    play(provider, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id="c9")]))
+    async with client.services.sessions.begin() as session:
+        cid = (await ConversationRepo(session).create("someone-else", title="theirs")).id
+    run = await client.services.runs.send(
+        Caller(user_id="someone-else"),
+        cid,
+        "their secret",
+        TurnInput(client_tools=tools_from_openai([WEATHER])),
+    )
+    assert run.task is not None
+    await run.task
+    return cid, run.run_id
+
+
+async def test_sending_into_another_users_conversation_is_404(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    cid, _ = await _foreign_run(client, provider)
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/messages", json={"content": "hi"})
+
+    assert response.status_code == 404
+
+
+async def test_another_users_run_events_are_404(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    cid, run_id = await _foreign_run(client, provider)
+
+    response = await client.get(f"{CONVERSATIONS}/{cid}/runs/{run_id}/events")
+
+    assert response.status_code == 404
+    assert "their secret" not in response.text
+
+
+async def test_cancelling_another_users_run_is_404(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    cid, run_id = await _foreign_run(client, provider)
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/runs/{run_id}/cancel")
+
+    assert response.status_code == 404
+
+
+async def test_tool_results_into_another_users_conversation_are_404(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    cid, _ = await _foreign_run(client, provider)
+
+    response = await client.post(
+        f"{CONVERSATIONS}/{cid}/tool-results",
+        json={"results": [{"toolCallId": "c9", "status": "success", "result": "x"}]},
+    )
+
+    assert response.status_code == 404

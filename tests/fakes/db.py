@@ -1,19 +1,25 @@
 """Databases and an in-process API client for tests, as a pytest plugin.
 
-Every test that asks for `database_url` (directly or through the fixtures below) runs
-twice: on a fresh SQLite file and on a fresh Postgres database.
+Every test that asks for one of the database fixtures below runs twice: on SQLite and on
+Postgres, each time with a database made for this test alone.
 
-    database_url   parametrized "sqlite" | "postgres": the async SQLAlchemy URL of an empty
-                   database made for this test alone (SQLite: a file in tmp_path;
-                   Postgres: `CREATE DATABASE chatbff_t_<hex>`, dropped after the test,
-                   about 60 ms). The Postgres variant carries the `postgres` marker, so
-                   `-m "not postgres"` runs SQLite only.
-    postgres_url   the same fresh Postgres database, unparametrized (Postgres-only tests).
-    db_engine      an AsyncEngine on that database, migrated to head (Alembic).
+    database_kind  the parameter: "sqlite" | "postgres". The Postgres variant carries the
+                   `postgres` marker, so `-m "not postgres"` runs SQLite only.
+    database_url   async SQLAlchemy URL of an EMPTY database (SQLite: a file in tmp_path;
+                   Postgres: `CREATE DATABASE chatbff_t_<hex>`, dropped after the test).
+                   For tests of migrations themselves.
+    migrated_database_url
+                   the same, but already at Alembic head: a copy of a template migrated
+                   once per session (file copy / `CREATE DATABASE ... TEMPLATE`), so a
+                   test pays ~50 ms instead of a full migration.
+    postgres_url   an empty Postgres database, unparametrized (Postgres-only tests).
+    db_engine      an AsyncEngine on `migrated_database_url`.
     db_sessions    an async_sessionmaker on `db_engine` (expire_on_commit=False), e.g.
                    `async with db_sessions.begin() as s: await ConversationRepo(s).create(...)`.
-    app_settings   `Settings` for that database, built without reading `.env` or the
-                   environment's provider keys (environment="test", offline catalogue).
+    app_settings   `Settings` on `migrated_database_url`, built without reading `.env` or
+                   the environment's provider keys (environment="test", offline catalogue,
+                   no scripted pacing). Derive variants with `app_settings.model_copy(
+                   update={...})`.
     make_api       async context manager factory: `async with make_api(settings,
                    providers=...) as client` starts an app with its lifespan running and
                    yields an `ApiClient` (an httpx.AsyncClient over ASGITransport, base
@@ -29,7 +35,9 @@ with the reason, unless `CI` is set: then it fails, so CI can never go green wit
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -51,6 +59,7 @@ from app.store.migrate import upgrade_database
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 _unreachable: list[str] = []  # reason, remembered after the first failed connection
+_templates: dict[str, str] = {}  # kind -> migrated template (Postgres name / SQLite path)
 
 MakeApi = Callable[..., AbstractAsyncContextManager["ApiClient"]]
 
@@ -81,45 +90,92 @@ async def _admin() -> asyncpg.Connection:
         raise  # unreachable: skip/fail raise
 
 
-@asynccontextmanager
-async def _fresh_postgres() -> AsyncIterator[str]:
-    name = f"chatbff_t_{uuid.uuid4().hex[:16]}"
+def _pg_url(name: str) -> str:
+    return make_url(_postgres_url()).set(database=name).render_as_string(hide_password=False)
+
+
+async def _admin_execute(sql: str) -> None:
     admin = await _admin()
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.execute(sql)
     finally:
         await admin.close()
-    try:
-        yield make_url(_postgres_url()).set(database=name).render_as_string(hide_password=False)
-    finally:
-        admin = await _admin()
+
+
+async def _migrated_template(kind: str, tmp_root: Path) -> str:
+    """A database migrated to head once per test session; tests get copies of it, which
+    is much faster than migrating each test's database."""
+    if kind not in _templates:
+        if kind == "postgres":
+            name = f"chatbff_tpl_{uuid.uuid4().hex[:16]}"
+            await _admin_execute(f'CREATE DATABASE "{name}"')
+            _templates[kind] = name
+            url = _pg_url(name)
+        else:
+            path = tmp_root / f"template-{uuid.uuid4().hex[:8]}.db"
+            url = f"sqlite+aiosqlite:///{path}"
+        engine = create_engine(url)
         try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await upgrade_database(engine)
         finally:
-            await admin.close()
+            await engine.dispose()  # closes every connection: the template can be copied
+        if kind == "sqlite":
+            _templates[kind] = str(path)
+    return _templates[kind]
+
+
+@asynccontextmanager
+async def _fresh_database(
+    kind: str, tmp_path: Path, *, template_root: Path | None = None
+) -> AsyncIterator[str]:
+    """An empty database, or a copy of the migrated template when `template_root` is set."""
+    if kind == "sqlite":
+        path = tmp_path / f"chat-bff-{uuid.uuid4().hex[:8]}.db"
+        if template_root is not None:
+            shutil.copyfile(await _migrated_template(kind, template_root), path)
+        yield f"sqlite+aiosqlite:///{path}"
+        return
+    template = await _migrated_template(kind, tmp_path) if template_root else None
+    name = f"chatbff_t_{uuid.uuid4().hex[:16]}"
+    clause = f' TEMPLATE "{template}"' if template else ""
+    await _admin_execute(f'CREATE DATABASE "{name}"{clause}')
+    try:
+        yield _pg_url(name)
+    finally:
+        await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'chat-bff.db'}"
-        return
-    async with _fresh_postgres() as url:
+def database_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = request.param
+    return kind
+
+
+@pytest.fixture
+async def database_url(database_kind: str, tmp_path: Path) -> AsyncIterator[str]:
+    async with _fresh_database(database_kind, tmp_path) as url:
         yield url
 
 
 @pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
-    """A fresh, empty Postgres database only (for Postgres-specific behaviour)."""
-    async with _fresh_postgres() as url:
+async def migrated_database_url(
+    database_kind: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[str]:
+    root = tmp_path_factory.getbasetemp()
+    async with _fresh_database(database_kind, tmp_path, template_root=root) as url:
         yield url
 
 
 @pytest.fixture
-async def db_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
+async def postgres_url(tmp_path: Path) -> AsyncIterator[str]:
+    async with _fresh_database("postgres", tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+async def db_engine(migrated_database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(migrated_database_url)
     try:
-        await upgrade_database(engine)
         yield engine
     finally:
         await engine.dispose()
@@ -131,10 +187,10 @@ def db_sessions(db_engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 
 
 @pytest.fixture
-def app_settings(database_url: str) -> Settings:
+def app_settings(migrated_database_url: str) -> Settings:
     return Settings(
         _env_file=None,
-        database_url=database_url,
+        database_url=migrated_database_url,
         environment="test",
         log_json=False,
         scripted_delay_ms=0,
@@ -176,3 +232,10 @@ async def api(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiCli
 @pytest.fixture
 def api_services(api: ApiClient) -> Services:
     return api.services
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Drop the session's Postgres template database."""
+    name = _templates.pop("postgres", None)
+    if name is not None:
+        asyncio.run(_admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -1,0 +1,246 @@
+"""`/v1/chat/completions` driven by the official openai SDK, in process (ASGI)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx2
+import openai
+import pytest
+from openai import AsyncOpenAI
+
+from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
+from app.settings import Settings
+from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
+from tests.fakes.db import ApiClient, MakeApi
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def base_settings(tmp_path: Path, **overrides: object) -> Settings:
+    return Settings(
+        _env_file=None,
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'compat.db'}",
+        environment="test",
+        log_json=False,
+        scripted_delay_ms=0,
+        **overrides,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def provider() -> ScriptedProvider:
+    return ScriptedProvider(Script(mode="sequence", turns=[]), delay_ms=0)
+
+
+def play(provider: ScriptedProvider, *turns: ScriptedTurn) -> None:
+    provider._script = Script(mode="sequence", turns=list(turns))
+    provider._cursor = 0
+
+
+def sdk_for(api: ApiClient) -> AsyncOpenAI:
+    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=api.app), base_url="http://test")
+    return AsyncOpenAI(
+        base_url="http://test/v1", api_key="sk-not-used", http_client=http, max_retries=0
+    )
+
+
+@pytest.fixture
+async def sdk(
+    make_api: MakeApi, tmp_path: Path, provider: ScriptedProvider
+) -> AsyncIterator[AsyncOpenAI]:
+    async with make_api(base_settings(tmp_path), providers={"scripted": provider}) as api:
+        client = sdk_for(api)
+        yield client
+        await client.close()
+
+
+async def test_a_non_streamed_completion_reads_through_the_sdk(
+    sdk: AsyncOpenAI, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="Hello from the service."))
+
+    completion = await sdk.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "Hi"}]
+    )
+
+    assert completion.object == "chat.completion"
+    assert completion.choices[0].message.content == "Hello from the service."
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.usage is not None
+
+
+async def test_a_streamed_completion_ends_with_a_usage_chunk(
+    sdk: AsyncOpenAI, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="Streaming works fine."))
+
+    stream = await sdk.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "Hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in stream]
+
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "Streaming works fine."
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finishes[-1] == "stop"
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens > 0
+
+
+PARALLEL = ScriptedTurn(
+    tool_calls=[
+        ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="call_a"),
+        ScriptedToolCall(name="get_weather", args={"city": "Rome"}, id="call_b"),
+    ]
+)
+
+
+async def test_parallel_client_tool_calls_come_back_as_tool_calls(
+    sdk: AsyncOpenAI, provider: ScriptedProvider
+) -> None:
+    play(provider, PARALLEL)
+
+    completion = await sdk.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "Weather in Oslo and Rome?"}],
+        tools=[WEATHER],  # type: ignore[list-item]
+        parallel_tool_calls=True,
+    )
+
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    calls = choice.message.tool_calls or []
+    assert [(c.id, c.function.name) for c in calls] == [  # type: ignore[union-attr]
+        ("call_a", "get_weather"),
+        ("call_b", "get_weather"),
+    ]
+    assert [json.loads(c.function.arguments) for c in calls] == [  # type: ignore[union-attr]
+        {"city": "Oslo"},
+        {"city": "Rome"},
+    ]
+
+
+async def test_streamed_parallel_tool_calls_accumulate_by_index(
+    sdk: AsyncOpenAI, provider: ScriptedProvider
+) -> None:
+    play(provider, PARALLEL)
+
+    stream = await sdk.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "Weather in Oslo and Rome?"}],
+        tools=[WEATHER],  # type: ignore[list-item]
+        stream=True,
+    )
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    async for chunk in stream:
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for delta in choice.delta.tool_calls or []:
+                call = calls.setdefault(delta.index, {"id": "", "name": "", "args": ""})
+                call["id"] += delta.id or ""
+                if delta.function is not None:
+                    call["name"] += delta.function.name or ""
+                    call["args"] += delta.function.arguments or ""
+
+    assert finish == "tool_calls"
+    assert [(c["id"], c["name"], json.loads(c["args"])) for c in calls.values()] == [
+        ("call_a", "get_weather", {"city": "Oslo"}),
+        ("call_b", "get_weather", {"city": "Rome"}),
+    ]
+
+
+async def test_an_unknown_model_raises_not_found(sdk: AsyncOpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        await sdk.chat.completions.create(
+            model="gpt-99", messages=[{"role": "user", "content": "Hi"}]
+        )
+
+    assert caught.value.status_code == 404
+    assert caught.value.code == "model_not_found"
+
+
+async def test_empty_messages_raise_bad_request(sdk: AsyncOpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        await sdk.chat.completions.create(model="scripted", messages=[])
+
+    assert caught.value.status_code == 400
+    assert isinstance(caught.value.body, dict)
+    assert set(caught.value.body) >= {"message", "type", "param", "code"}
+
+
+ANTHROPIC_CATALOGUE = json.dumps(
+    [
+        {
+            "id": "claude-test",
+            "provider": "anthropic",
+            "upstream_model": "claude-haiku-4-5",
+            "context_window": 200_000,
+        }
+    ]
+)
+
+
+@pytest.fixture
+async def anthropic_sdk(
+    make_api: MakeApi, tmp_path: Path, anthropic_upstream: AnthropicUpstream
+) -> AsyncIterator[AsyncOpenAI]:
+    settings = base_settings(
+        tmp_path,
+        models_json=ANTHROPIC_CATALOGUE,
+        anthropic_api_key="sk-ant-test-key",
+        anthropic_base_url=anthropic_upstream.base_url,
+        provider_max_retries=0,
+    )
+    async with make_api(settings) as api:
+        client = sdk_for(api)
+        yield client
+        await client.close()
+
+
+async def test_an_anthropic_model_answers_through_the_openai_sdk(
+    anthropic_sdk: AsyncOpenAI, anthropic_upstream: AnthropicUpstream
+) -> None:
+    anthropic_upstream.message(MessageSpec([Text("Bonjour from Claude.")]))
+
+    completion = await anthropic_sdk.chat.completions.create(
+        model="claude-test", messages=[{"role": "user", "content": "Hi"}]
+    )
+
+    assert completion.choices[0].message.content == "Bonjour from Claude."
+    assert completion.model == "claude-test"
+    anthropic_upstream.assert_all_used()
+
+
+async def test_an_anthropic_model_streams_through_the_openai_sdk(
+    anthropic_sdk: AsyncOpenAI, anthropic_upstream: AnthropicUpstream
+) -> None:
+    anthropic_upstream.message(MessageSpec([Text("Streamed from Claude.")]))
+
+    stream = await anthropic_sdk.chat.completions.create(
+        model="claude-test",
+        messages=[{"role": "user", "content": "Hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [c async for c in stream]
+
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
+        "Streamed from Claude."
+    )
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.prompt_tokens == 25

@@ -1,0 +1,89 @@
+// Feeds chat-bff's /v1/responses stream to Gravity UI AIKit's real `useOpenAIStreamAdapter`
+// (rendered with react-test-renderer) and prints what AIKit made of it as JSON.
+//
+//   node check.mjs <base-url>
+//
+// Assertions live in tests/e2e/aikit/test_aikit_responses.py; this script only drives AIKit and
+// reports. It exits non-zero when a scenario cannot finish (timeout, HTTP failure).
+
+import React from 'react';
+import TestRenderer from 'react-test-renderer';
+import {openAIResponseToMessages, useOpenAIStreamAdapter} from '@gravity-ui/aikit/adapters';
+
+const base = process.argv[2];
+if (!base) {
+    console.error('usage: node check.mjs <base-url>');
+    process.exit(2);
+}
+
+const WEATHER = {
+    type: 'function',
+    name: 'get_weather',
+    description: 'Weather in a city.',
+    parameters: {type: 'object', properties: {city: {type: 'string'}}},
+};
+
+function post(body) {
+    return fetch(`${base}/v1/responses`, {
+        method: 'POST',
+        headers: {'content-type': 'application/json'},
+        body: JSON.stringify({model: 'scripted', ...body}),
+    });
+}
+
+function withTimeout(promise, ms, what) {
+    let timer;
+    const timeout = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: no end after ${ms} ms`)), ms);
+    });
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+/** Render the hook over a fetch Response, the way a page would, until the stream ends. */
+async function renderStream(name, response) {
+    let latest = null;
+    let resolveEnd;
+    const ended = new Promise((resolve) => {
+        resolveEnd = resolve;
+    });
+    function Probe() {
+        latest = useOpenAIStreamAdapter(response, {
+            assistantMessageId: 'assistant-1',
+            trackTokenUsage: true,
+            onStreamEnd: resolveEnd,
+        });
+        return null;
+    }
+    const renderer = TestRenderer.create(React.createElement(Probe));
+    const onStreamEnd = await withTimeout(ended, 20000, name);
+    await settle(); // let React apply the final setState calls
+    const state = {
+        status: latest.status,
+        error: latest.error ? latest.error.message : null,
+        responseId: latest.responseId,
+        messages: latest.messages,
+        onStreamEnd,
+    };
+    renderer.unmount();
+    return state;
+}
+
+const results = {};
+results.hello = await renderStream('hello', await post({input: 'hello', stream: true}));
+results.server_tool = await renderStream('server_tool', await post({input: 'find x', stream: true}));
+results.client_tool = await renderStream(
+    'client_tool',
+    await post({input: 'weather in Paris', tools: [WEATHER], stream: true}),
+);
+results.failure = await renderStream('failure', await post({input: 'fail now', stream: true}));
+
+const whole = await post({input: 'find x'});
+if (!whole.ok) {
+    console.error(`non-stream request failed: HTTP ${whole.status}`);
+    process.exit(1);
+}
+results.non_stream = openAIResponseToMessages(await whole.json());
+
+process.stdout.write(JSON.stringify(results));

@@ -1,0 +1,203 @@
+"""Gravity UI AIKit's real OpenAI stream adapter renders our `/v1/responses` stream.
+
+A real uvicorn process on a free loopback port serves a scripted model; `check.mjs` renders
+AIKit's `useOpenAIStreamAdapter` (react-test-renderer) over a `fetch` Response from it and
+prints the AIKit messages, which are asserted here. Skipped with the reason when `node` /
+`npm` are missing or the pinned install (`setup.sh`, `npm ci`) cannot run; under `CI` a
+failed install fails instead, so CI cannot go green without running the check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.providers.scripted import Script, ScriptedError, ScriptedToolCall, ScriptedTurn
+
+pytestmark = pytest.mark.e2e
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[2]
+SCRIPT = Script(
+    mode="rules",
+    turns=[
+        ScriptedTurn(match="^hello", thinking="Weighing a greeting.", text="Hello from chat-bff."),
+        ScriptedTurn(
+            match="^find",
+            tool_calls=[ScriptedToolCall(id="call_find", name="find_nodes", args={"query": "x"})],
+        ),
+        ScriptedTurn(after_tool="find_nodes", text="Nothing matches x."),
+        ScriptedTurn(
+            match="^weather",
+            text="Let me check.",
+            tool_calls=[ScriptedToolCall(id="call_w", name="get_weather", args={"city": "Paris"})],
+        ),
+        ScriptedTurn(match="^fail", error=ScriptedError(status=400, message="refused upstream")),
+    ],
+)
+
+
+def _node_modules() -> None:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the AIKit check")
+    if (HERE / "node_modules" / "@gravity-ui" / "aikit").is_dir():
+        return
+    try:
+        done = subprocess.run(
+            ["sh", str(HERE / "setup.sh")], capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        problem = "npm ci timed out"
+    else:
+        problem = "" if done.returncode == 0 else f"npm ci failed: {done.stderr[-2000:]}"
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(problem)
+        pytest.skip(problem)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _bind(port: int) -> list[str]:
+    return ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    script = tmp_path / "script.json"
+    script.write_text(SCRIPT.model_dump_json())
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "JWT_"))
+    }
+    env.update(
+        PYTHONPATH=str(REPO),
+        ENVIRONMENT="test",
+        DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'e2e.db'}",
+        SCRIPTED_SCRIPT=str(script),
+        SCRIPTED_DELAY_MS="2",
+        EXAMPLE_TOOLS_ENABLED="true",
+        DEFAULT_MODEL="scripted",
+        LOG_JSON="false",
+    )
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "uvicorn.log"
+    with log.open("wb") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "app.main:app", *_bind(port)],
+            cwd=tmp_path,  # no developer .env is read
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"uvicorn exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("uvicorn did not answer /healthz within 30 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+@pytest.fixture
+def aikit(server: str) -> dict[str, Any]:
+    """What AIKit's adapter made of each scenario (see check.mjs)."""
+    _node_modules()
+    done = subprocess.run(
+        ["node", str(HERE / "check.mjs"), server],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    results: dict[str, Any] = json.loads(done.stdout)
+    return results
+
+
+def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    if isinstance(content, str):
+        return [{"type": "text", "data": {"text": content}}]
+    parts: list[dict[str, Any]] = content
+    return parts
+
+
+def test_aikit_renders_our_stream(aikit: dict[str, Any]) -> None:
+    """One node run checks every scenario; each block below is one behaviour."""
+    # Thinking and text: one assistant message, the reasoning in a thinking part only.
+    hello = aikit["hello"]
+    assert (hello["status"], hello["error"]) == ("ready", None)
+    assert hello["responseId"].startswith("resp_")
+    [message] = hello["messages"]
+    thinking, text = _parts(message)
+    assert thinking["type"] == "thinking"
+    assert thinking["data"]["content"] == "Weighing a greeting."
+    assert thinking["data"]["status"] == "thought"
+    assert text == {"type": "text", "data": {"text": "Hello from chat-bff."}}
+    assert message["id"].startswith("msg_")  # AIKit adopted our message item id
+    assert message["metadata"]["outputTokens"] > 0
+    assert hello["onStreamEnd"] == hello["messages"]
+
+    # A server tool that ran in our loop: a finished tool card, then the answer.
+    server = aikit["server_tool"]
+    assert server["status"] == "ready"
+    [message] = server["messages"]
+    tool, text = _parts(message)
+    assert tool["type"] == "tool"
+    assert tool["id"] == "call_find"
+    assert (tool["data"]["toolName"], tool["data"]["status"]) == ("find_nodes", "success")
+    assert "nodes" in tool["data"]["bodyContent"]
+    assert json.loads(tool["data"]["mcpRequest"])["query"] == "x"
+    assert text["data"]["text"] == "Nothing matches x."
+
+    # A client tool: the text, then the call as a tool card for the page to act on.
+    client = aikit["client_tool"]
+    assert client["status"] == "ready"
+    said, call = client["messages"]
+    assert said["content"] == "Let me check."
+    [tool] = _parts(call)
+    assert tool["id"] == "call_w"
+    assert tool["data"]["toolName"] == "get_weather"
+    assert tool["data"]["status"] == "success"  # AIKit's reading of a completed function_call
+
+    # A failed run: AIKit ends in its error state.
+    failure = aikit["failure"]
+    assert failure["status"] == "error"
+    assert failure["error"]
+
+    # The non-streaming answer through AIKit's response adapter: the same parts in one message.
+    [whole] = aikit["non_stream"]
+    assert [p["type"] for p in _parts(whole)] == ["tool", "text"]
+    assert _parts(whole)[0]["data"]["status"] == "success"
+    assert _parts(whole)[1]["data"]["text"] == "Nothing matches x."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.domain.errors import NotFound
+from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.messages import Message
 from app.domain.parts import text_part, tool_part
 from app.store.repos import ConversationRepo, MessageRepo
@@ -172,3 +172,35 @@ async def test_a_new_version_goes_after_the_superseded_ones(
         history = await MessageRepo(s).history("alice", conversation_id)
 
     assert [m.text() for m in history] == ["one", "b"]
+
+
+async def test_appending_an_id_twice_is_a_conflict(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    message = Message(role="user", content="hi")
+    await _append(db_sessions, conversation_id, message)
+    async with db_sessions.begin() as s:
+        with pytest.raises(Conflict):
+            await MessageRepo(s).append("alice", conversation_id, message)
+
+
+async def test_an_overlong_message_id_is_refused(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    async with db_sessions.begin() as s:
+        with pytest.raises(InvalidRequest):
+            await MessageRepo(s).append(
+                "alice", conversation_id, Message(id="m" * 129, role="user", content="hi")
+            )
+
+
+async def test_the_same_message_id_may_live_in_two_conversations(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    async with db_sessions.begin() as s:
+        other = (await ConversationRepo(s).create("bob")).id
+    message = Message(id="msg_client_1", role="user", content="hi")
+    await _append(db_sessions, conversation_id, message)
+    async with db_sessions.begin() as s:
+        await MessageRepo(s).append("bob", other, message)
+        assert await MessageRepo(s).history("bob", other) == [message]

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.domain.errors import NotFound
+from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.store.message_codec import decode_message, encode_content
 from app.store.records import MessageRecord
@@ -21,6 +21,7 @@ from app.store.repos.conversations import conversation_not_found
 from app.store.tables import ConversationRow, MessageRow, utcnow
 
 TITLE_MAX_CHARS = 60
+MESSAGE_ID_MAX_CHARS = 128  # the column's width
 PREVIEW_MAX_CHARS = 200
 _SPACES = re.compile(r"\s+")
 
@@ -76,8 +77,13 @@ class MessageRepo:
         """Add `message` after the last one; keeps count, preview, title and updated_at.
 
         The conversation row is updated first: that takes its write lock, so two appends
-        to one conversation queue up instead of racing for the same position.
+        to one conversation queue up instead of racing for the same position (and for
+        the same message id).
         """
+        if len(message.id) > MESSAGE_ID_MAX_CHARS:
+            raise InvalidRequest(
+                f"A message id is at most {MESSAGE_ID_MAX_CHARS} characters.", param="id"
+            )
         values: dict[str, Any] = {
             "message_count": ConversationRow.message_count + 1,
             "updated_at": utcnow(),
@@ -98,6 +104,11 @@ class MessageRepo:
         )
         if touched.one_or_none() is None:
             raise conversation_not_found()
+        if await self._exists(conversation_id, message.id):
+            raise Conflict(
+                "This conversation already has a message with that id.",
+                code="message_id_taken",
+            )
         last = await self._session.scalar(
             select(func.max(MessageRow.position)).where(
                 MessageRow.conversation_id == conversation_id
@@ -210,6 +221,14 @@ class MessageRepo:
         )
         await self._refresh_preview(conversation_id)
         return [to_record(r).message for r in rows]
+
+    async def _exists(self, conversation_id: str, message_id: str) -> bool:
+        found = await self._session.scalar(
+            select(MessageRow.id).where(
+                MessageRow.conversation_id == conversation_id, MessageRow.id == message_id
+            )
+        )
+        return found is not None
 
     async def _check_conversation(self, owner_id: str, conversation_id: str) -> None:
         found = await self._session.scalar(

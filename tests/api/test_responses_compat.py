@@ -17,6 +17,22 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from app.api.encoders.responses import ResponsesEncoder
+from app.domain.events import (
+    ConfirmRequired,
+    MessageEnd,
+    RunEnd,
+    RunStart,
+    RunStatus,
+    SequencedEvent,
+    TextDeltaEvent,
+    ToolArgsDelta,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+)
+from app.domain.messages import Message
+from app.domain.parts import ToolData, ToolPart
 from app.providers.scripted import (
     Script,
     ScriptedError,
@@ -259,3 +275,134 @@ async def test_a_hosted_tool_type_is_a_clear_400(sdk: SdkFactory) -> None:
                 model="scripted", input="Hi", tools=[{"type": "web_search"}]
             )
     assert caught.value.param == "tools[0]"
+
+
+# --- the encoder alone (pure: events in, frames out) ------------------------------------
+
+
+def _frames(encoder: ResponsesEncoder, events: list[Any]) -> list[dict[str, Any]]:
+    batch = [SequencedEvent(seq=n, event=e) for n, e in enumerate(events, start=1)]
+    raw = encoder.encode(batch).decode()
+    frames = []
+    for block in raw.split("\n\n"):
+        if not block:
+            continue
+        name, data = block.split("\n")
+        body = json.loads(data.removeprefix("data: "))
+        assert name == f"event: {body['type']}"
+        EVENTS.validate_python(body)
+        frames.append(body)
+    return frames
+
+
+def _encoder(client_tools: frozenset[str] = frozenset()) -> ResponsesEncoder:
+    return ResponsesEncoder(
+        response_id="resp_r1", model="scripted", created_at=1, client_tools=client_tools
+    )
+
+
+def _tool(call_id: str, name: str, **data: Any) -> ToolPart:
+    return ToolPart(
+        id=call_id,
+        data=ToolData(toolName=name, toolCallId=call_id, **{"status": "loading", **data}),
+    )
+
+
+def _end(status: RunStatus) -> list[Any]:
+    message = Message(role="assistant", content=[])
+    if status != "completed":
+        message.metadata = {"status": "incomplete"}
+    return [MessageEnd(run_id="r1", message=message), RunEnd(run_id="r1", status=status)]
+
+
+START = RunStart(run_id="r1", model="scripted", message_id="m1")
+
+
+def test_a_refused_client_call_is_closed_and_left_out_of_the_output() -> None:
+    bad = _tool("call_b", "get_weather", status="error", bodyContent="not valid JSON")
+    frames = _frames(
+        _encoder(frozenset({"get_weather"})),
+        [
+            START,
+            ToolStart(run_id="r1", message_id="m1", part=_tool("call_b", "get_weather")),
+            ToolArgsDelta(run_id="r1", message_id="m1", tool_call_id="call_b", delta="{nope"),
+            ToolError(run_id="r1", message_id="m1", part=bad, error="not valid JSON"),
+            TextDeltaEvent(run_id="r1", message_id="m1", delta="Sorry."),
+            *_end("completed"),
+        ],
+    )
+    done = [f["item"] for f in frames if f["type"] == "response.output_item.done"]
+    assert (done[0]["type"], done[0]["status"]) == ("function_call", "incomplete")
+    final = frames[-1]["response"]
+    assert [i["type"] for i in final["output"]] == ["message"]
+
+
+def test_an_approval_closes_the_call_as_calling_and_adds_an_approval_request() -> None:
+    waiting = _tool("call_d", "delete_node", status="waitingConfirmation", args={"id": "n1"})
+    frames = _frames(
+        _encoder(),
+        [
+            START,
+            ToolStart(run_id="r1", message_id="m1", part=_tool("call_d", "delete_node")),
+            ConfirmRequired(
+                run_id="r1",
+                message_id="m1",
+                approval_id="appr_1",
+                part=waiting,
+                summary="Delete n1",
+            ),
+            *_end("requires_action"),
+        ],
+    )
+    final = frames[-1]
+    assert final["type"] == "response.completed"
+    call, request = final["response"]["output"]
+    assert (call["type"], call["status"], call["approval_request_id"]) == (
+        "mcp_call",
+        "calling",
+        "appr_1",
+    )
+    assert (request["type"], request["id"], json.loads(request["arguments"])) == (
+        "mcp_approval_request",
+        "appr_1",
+        {"id": "n1"},
+    )
+
+
+def test_a_cancelled_run_closes_open_items_and_ends_incomplete() -> None:
+    frames = _frames(
+        _encoder(),
+        [
+            START,
+            TextDeltaEvent(run_id="r1", message_id="m1", delta="Half"),
+            ToolStart(run_id="r1", message_id="m1", part=_tool("call_f", "find_nodes")),
+            *_end("cancelled"),
+        ],
+    )
+    added = [f for f in frames if f["type"] == "response.output_item.added"]
+    done = [f for f in frames if f["type"] == "response.output_item.done"]
+    assert len(added) == len(done) == 2
+    assert frames[-1]["type"] == "response.incomplete"
+    assert frames[-1]["response"]["status"] == "cancelled"
+    message, call = frames[-1]["response"]["output"]
+    assert (message["status"], message["content"][0]["text"]) == ("completed", "Half")
+    assert call["status"] == "incomplete"
+
+
+def test_text_after_tools_is_a_new_message_item() -> None:
+    ok = _tool("call_f", "find_nodes", status="success", args={}, result={"nodes": []})
+    frames = _frames(
+        _encoder(),
+        [
+            START,
+            TextDeltaEvent(run_id="r1", message_id="m1", delta="Looking."),
+            ToolStart(run_id="r1", message_id="m1", part=_tool("call_f", "find_nodes")),
+            ToolEnd(run_id="r1", message_id="m1", part=ok),
+            TextDeltaEvent(run_id="r1", message_id="m1", delta="Nothing."),
+            *_end("completed"),
+        ],
+    )
+    output = frames[-1]["response"]["output"]
+    assert [i["type"] for i in output] == ["message", "mcp_call", "message"]
+    assert output[1]["output"] == '{"nodes":[]}'
+    assert [f["sequence_number"] for f in frames] == list(range(len(frames)))

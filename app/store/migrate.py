@@ -7,7 +7,8 @@ concurrent starters: with several workers booting at once, one migrates and the 
 wait, then find the database at head and do nothing.
 
 The scripts live in `migrations/` at the repository root (`alembic.ini` there serves the
-`alembic` command line for authoring new revisions).
+`alembic` command line for authoring new revisions); an installed package looks for them
+in the working directory.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.store.db import Base
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+# Beside the package in a checkout; in the working directory when the package is installed
+# into a virtualenv and the scripts are shipped next to it (see the Dockerfile).
+MIGRATIONS_CANDIDATES = (Path(__file__).resolve().parents[2] / "migrations", Path("migrations"))
 # pg_advisory_lock key: "chatbff" + "\x01" as a big-endian 64-bit integer.
 MIGRATION_LOCK_KEY = int.from_bytes(b"chatbff\x01", "big")
 
@@ -47,9 +50,17 @@ def target_metadata() -> MetaData:
     return Base.metadata
 
 
+def migrations_dir() -> Path:
+    for candidate in MIGRATIONS_CANDIDATES:
+        if (candidate / "env.py").is_file():
+            return candidate.resolve()
+    tried = ", ".join(str(c) for c in MIGRATIONS_CANDIDATES)
+    raise RuntimeError(f"Alembic migrations not found (looked in {tried})")
+
+
 def alembic_config() -> Config:
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("script_location", str(migrations_dir()))
     return config
 
 

@@ -244,6 +244,38 @@ async def test_a_provider_failure_streams_error_then_response_failed(sdk: SdkFac
     assert events[-1].response.status == "failed"
 
 
+async def test_a_provider_failure_without_streaming_is_an_openai_error(sdk: SdkFactory) -> None:
+    async with sdk(ScriptedTurn(error=ScriptedError(status=400, message="refused"))) as (client, _):
+        with pytest.raises(openai.APIStatusError) as caught:
+            await client.responses.create(model="scripted", input="Hi")
+    assert caught.value.status_code >= 400
+
+
+async def test_replaying_our_output_as_input_keeps_the_server_tool_history(
+    sdk: SdkFactory,
+) -> None:
+    call = ScriptedToolCall(id="call_f1", name="find_nodes", args={"query": "x"})
+    async with sdk(
+        ScriptedTurn(tool_calls=[call]),
+        ScriptedTurn(text="Nothing found."),
+        ScriptedTurn(text="Still nothing."),
+        example_tools=True,
+    ) as (client, provider):
+        first = await client.responses.create(model="scripted", input="Find x")
+        await client.responses.create(
+            model="scripted",
+            input=[
+                {"role": "user", "content": "Find x"},
+                *[item.model_dump(exclude_none=True) for item in first.output],
+                {"role": "user", "content": "Again?"},
+            ],
+        )
+    _, assistant, _ = provider.requests[2].messages
+    [part] = assistant.tool_parts()
+    assert (part.id, part.data.toolName, part.data.status) == ("call_f1", "find_nodes", "success")
+    assert assistant.text() == "Nothing found."
+
+
 async def test_smuggled_fields_are_refused(sdk: SdkFactory) -> None:
     async with sdk() as (client, _):
         with pytest.raises(openai.BadRequestError) as caught:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -204,3 +206,21 @@ async def test_the_same_message_id_may_live_in_two_conversations(
     async with db_sessions.begin() as s:
         await MessageRepo(s).append("bob", other, message)
         assert await MessageRepo(s).history("bob", other) == [message]
+
+
+async def test_concurrent_appends_each_get_their_own_position(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    messages = [Message(role="user", content=f"m{i}") for i in range(6)]
+
+    async def append(message: Message) -> None:
+        async with db_sessions.begin() as s:
+            await MessageRepo(s).append("alice", conversation_id, message)
+
+    await asyncio.gather(*(append(m) for m in messages))
+    async with db_sessions() as s:
+        records = await MessageRepo(s).records("alice", conversation_id)
+        conversation = await ConversationRepo(s).get("alice", conversation_id)
+
+    assert sorted(r.position for r in records) == list(range(6))
+    assert conversation.message_count == 6

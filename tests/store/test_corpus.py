@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
+from app.domain.messages import MESSAGE_SCHEMA_VERSION
 from app.store.message_codec import decode_message, encode_content
 from app.store.repos import ConversationRepo, MessageRepo
 from app.store.tables import MessageRow, utcnow
@@ -64,15 +64,17 @@ async def test_the_corpus_loads_from_the_database(
                 "id": stored["id"],
                 "role": stored["role"],
                 "content": stored["content"],
-                "metadata": stored["metadata"],
+                "metadata_": stored["metadata"],
                 "schema_version": stored["schema_version"],
                 "created_at": utcnow(),
             }
             for position, stored in enumerate(_load(p) for p in CORPUS)
         ]
-        await s.execute(insert(MessageRow.__table__), rows)
+        await s.execute(insert(MessageRow), rows)
     async with db_sessions() as s:
         history = await MessageRepo(s).history("alice", conversation.id)
 
-    assert [m.id for m in history] == [r["id"] for r in rows]
-    assert all(isinstance(m, Message) for m in history)
+    expected = [
+        decode_message(stored, stored.pop("schema_version")) for stored in map(_load, CORPUS)
+    ]
+    assert history == expected

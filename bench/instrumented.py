@@ -1,0 +1,58 @@
+"""chat-bff with SQL statement counters, for the persistence benchmark.
+
+`uvicorn bench.instrumented:create --factory` serves the unchanged `app.main.create_app()`
+app, plus `GET /__bench/sql`: how many statements went through SQLAlchemy
+(`before_cursor_execute` on every Engine; an `executemany` counts once, as one round
+trip), by leading SQL verb and by statement text (its first 90 characters), and how many
+commits. The app has no such hook of its own,
+so the benchmark brings it; counting costs one dict increment per statement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+COUNTS: Counter[str] = Counter()
+
+
+def _on_execute(
+    _conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, executemany: bool
+) -> None:
+    verb = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "?"
+    COUNTS["statements"] += 1
+    COUNTS[f"verb:{verb}"] += 1
+    COUNTS["sql:" + " ".join(statement.split())[:90]] += 1
+    if executemany:
+        COUNTS["executemany"] += 1
+
+
+def _on_commit(_conn: Any) -> None:
+    COUNTS["commits"] += 1
+
+
+def create() -> ASGIApp:
+    from app.main import create_app
+
+    event.listen(Engine, "before_cursor_execute", _on_execute)
+    event.listen(Engine, "commit", _on_commit)
+    inner = create_app()
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/__bench/sql":
+            body = json.dumps(dict(COUNTS)).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await inner(scope, receive, send)
+
+    return app

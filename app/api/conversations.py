@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 
 from app.api.conversation_schemas import (
     ConversationCreate,
@@ -23,6 +23,7 @@ from app.store.repos import ConversationRepo, MessageRepo, record_audit
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 
+ConversationId = Annotated[str, Path(description="Conversation id (`conv_...`).")]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such conversation (or not yours)."}
 }
@@ -88,7 +89,7 @@ async def list_conversations(
     responses=NOT_FOUND,
 )
 async def get_conversation(
-    conversation_id: str, services: Svc, caller: CallerDep
+    conversation_id: ConversationId, services: Svc, caller: CallerDep
 ) -> ConversationDetail:
     async with services.sessions() as session:
         record = await ConversationRepo(session).get(caller.user_id, conversation_id)
@@ -103,7 +104,7 @@ async def get_conversation(
     responses=NOT_FOUND,
 )
 async def update_conversation(
-    conversation_id: str, body: ConversationPatch, services: Svc, caller: CallerDep
+    conversation_id: ConversationId, body: ConversationPatch, services: Svc, caller: CallerDep
 ) -> ConversationOut:
     async with services.sessions.begin() as session:
         repo = ConversationRepo(session)
@@ -135,7 +136,7 @@ async def update_conversation(
     responses=NOT_FOUND,
 )
 async def delete_conversation(
-    conversation_id: str,
+    conversation_id: ConversationId,
     services: Svc,
     caller: CallerDep,
     purge: Annotated[

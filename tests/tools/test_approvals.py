@@ -254,13 +254,13 @@ async def test_a_pending_approval_survives_a_restart(
     make_runtime: MakeRuntime,
     calls: Calls,
     db_engine: AsyncEngine,
-    database_url: str,
+    migrated_database_url: str,
 ) -> None:
     before = make_runtime(session_factory(db_engine))
     _, approval_id = await _pending(before, session_factory(db_engine))
     await db_engine.dispose()
 
-    engine = create_engine(database_url)
+    engine = create_engine(migrated_database_url)
     try:
         after = ApprovalService(make_runtime(session_factory(engine)))
         assert [a.id for a in await after.inbox(ALICE)] == [approval_id]

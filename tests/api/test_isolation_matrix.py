@@ -142,7 +142,7 @@ QUERIES: dict[tuple[str, str], list[dict[str, str]]] = {
 def _route_table() -> list[tuple[str, str, list[str], bool]]:
     """(method, path template, id params, takes a body) for every route with an id,
     including routers nested in routers (FastAPI keeps those as included-router nodes)."""
-    settings = Settings(_env_file=None, environment="test")  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, environment="test")
     app = create_app(settings)
     table = []
     for context in iter_route_contexts(app.routes):

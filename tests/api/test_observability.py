@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -158,7 +160,7 @@ async def test_sse_responses_count_as_active_streams_while_open(
     }
     sent_body = False
 
-    async def receive() -> dict[str, object]:
+    async def receive() -> MutableMapping[str, Any]:
         nonlocal sent_body
         if not sent_body:
             sent_body = True
@@ -170,7 +172,7 @@ async def test_sse_responses_count_as_active_streams_while_open(
     async with make_api(sqlite_settings(tmp_path)) as api:
         metrics: Metrics = api.app.state.metrics
 
-        async def send(message: dict[str, object]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.body" and not seen_during:
                 seen_during.append(metrics.render()[0].decode())
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr, ValidationError
@@ -15,8 +16,8 @@ from tests.fakes.db import MakeApi
 STRONG = "Vq3x-9LmZ_r8TkP2wYb7nC4dH6sJ0fGa"
 
 
-def production(**values: object) -> Settings:
-    return Settings(_env_file=None, environment="production", **values)  # type: ignore[call-arg]
+def production(**values: Any) -> Settings:
+    return Settings(_env_file=None, environment="production", **values)
 
 
 def test_production_refuses_to_start_without_auth() -> None:

@@ -113,6 +113,7 @@ def jwks(kid: str = "k1") -> dict[str, Any]:
     from jwt.algorithms import RSAAlgorithm
 
     public = serialization.load_pem_public_key(rsa_keys().public_pem.encode())
+    assert isinstance(public, rsa.RSAPublicKey)
     jwk = json.loads(RSAAlgorithm.to_jwk(public))
     jwk.update({"kid": kid, "use": "sig", "alg": "RS256"})
     return {"keys": [jwk]}
@@ -129,4 +130,4 @@ def sqlite_settings(tmp_path: Any, **overrides: Any) -> Any:
         "scripted_delay_ms": 0,
     }
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)

@@ -20,7 +20,7 @@ from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
 
 pytestmark = pytest.mark.e2e
 
-LONG = " ".join(f"token{i}" for i in range(300))
+LONG = " ".join(f"token{i}" for i in range(200))
 
 
 async def start_run(http: httpx.AsyncClient) -> tuple[str, str, str]:

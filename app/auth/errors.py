@@ -19,8 +19,3 @@ class Unauthorized(ChatBffError):
     def __init__(self, reason: str) -> None:
         super().__init__(UNAUTHORIZED_MESSAGE)
         self.reason = reason
-
-
-class Forbidden(ChatBffError):
-    status = 403
-    code = "forbidden"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 from sqlalchemy import text
 
@@ -145,3 +146,37 @@ async def test_a_key_body_cannot_smuggle_fields(make_api: MakeApi, app_settings:
             headers=ADMIN,
         )
     assert response.status_code == 422
+
+
+async def test_the_openai_sdk_authenticates_with_an_api_key(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    import httpx2
+    import openai
+
+    async with make_api(with_jwt(app_settings)) as api:
+        created = await create_key(api)
+        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=api.app))
+
+        def client(key: str) -> openai.AsyncOpenAI:
+            return openai.AsyncOpenAI(
+                api_key=key, base_url="http://test/v1", http_client=http, max_retries=0
+            )
+
+        messages: Any = [{"role": "user", "content": "hi"}]
+        completion = await client(created["key"]).chat.completions.create(
+            model="scripted", messages=messages
+        )
+        assert completion.choices[0].message.content
+        with pytest.raises(openai.AuthenticationError) as info:
+            await client("cbff_" + "z" * 43).chat.completions.create(
+                model="scripted", messages=messages
+            )
+        assert info.value.status_code == 401
+        assert info.value.body == {
+            "message": "Missing or invalid credentials.",
+            "type": "authentication_error",
+            "param": None,
+            "code": "unauthorized",
+        }
+        await http.aclose()

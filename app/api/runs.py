@@ -56,7 +56,11 @@ def _answer(
             native.frames,
             heartbeat=services.settings.heartbeat_seconds,
         )
-    body = RunStarted(run_id=run.run_id, events_url=events_url(run.conversation_id, run.run_id))
+    body = RunStarted(
+        run_id=run.run_id,
+        events_url=events_url(run.conversation_id, run.run_id),
+        truncated_input=run.truncated_input,
+    )
     return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
 
 

@@ -82,6 +82,7 @@ class ActiveRun:
     shutting_down: bool = False
     failure: ChatBffError | None = None
     final_message: Message | None = None
+    truncated_input: bool = False  # the user message was cut to fit (the answer says so)
 
     async def emit(self, event: RunEvent) -> None:
         item = self.log.append(event)

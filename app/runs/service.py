@@ -94,6 +94,7 @@ class Runs:
             user.metadata = {"truncated": True}
         run = await self.manager.start_in_conversation(request, conversation_id, user)
         assert run is not None
+        run.truncated_input = truncated
         return run
 
     async def submit_tool_results(
@@ -221,6 +222,7 @@ class Runs:
             request, conversation_id, user, prepare=supersede
         )
         assert run is not None
+        run.truncated_input = truncated
         return run
 
     # -- helpers ---------------------------------------------------------------------

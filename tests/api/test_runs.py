@@ -490,3 +490,45 @@ async def test_tool_results_into_another_users_conversation_are_404(
     )
 
     assert response.status_code == 404
+
+
+# -- answering a send ---------------------------------------------------------------------
+
+
+async def test_a_send_asking_for_sse_streams_the_whole_run(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="Streamed right away."))
+    cid = await create(client)
+
+    response = await client.post(
+        f"{CONVERSATIONS}/{cid}/messages",
+        json={"content": "Hi"},
+        headers={"Accept": "text/event-stream"},
+    )
+
+    assert response.status_code == 200
+    frames = parse(response.text)
+    assert [f.id for f in frames] == list(range(1, len(frames) + 1))
+    assert frames[-1].data["status"] == "completed"
+    assert "".join(f.data["delta"] for f in frames if f.event == "text_delta") == (
+        "Streamed right away."
+    )
+
+
+async def test_an_over_long_message_is_cut_and_the_answer_says_so(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="That was long."))
+    cid = await create(client)
+    text = "A sentence that repeats. " * 6000  # 150,000 characters
+
+    started = await send(client, cid, text)
+
+    assert started["truncated_input"] is True
+    frames = await finished(client, started)
+    assert frames[0].data["context"]["truncated_input"] is True
+    [question] = [m for m in (await conversation(client, cid))["messages"] if m["role"] == "user"]
+    stored = _text(question)
+    assert stored.endswith("[...truncated]")
+    assert len(stored) <= 100_000 + len("\n\n[...truncated]")

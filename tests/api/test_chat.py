@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from app.domain.parts import ToolPart
-from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
+from app.providers.scripted import (
+    Script,
+    ScriptedError,
+    ScriptedProvider,
+    ScriptedToolCall,
+    ScriptedTurn,
+)
 from app.settings import Settings
 from tests.api.sse_frames import Frame, parse
 from tests.fakes.db import ApiClient, MakeApi
@@ -253,3 +259,71 @@ async def test_the_aikit_reference_exchange_round_trips(
     assert part.data.status == "success"
     assert part.data.result == {"sky": "sunny"}
     provider.assert_all_used()
+
+
+async def test_a_failing_model_call_answers_502_with_an_error_body(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(error=ScriptedError(status=500, message="upstream exploded")))
+
+    response = await client.post(URL, json={"messages": [user("Hi")]})
+
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "provider_unavailable"
+
+
+async def test_a_rate_limited_model_call_answers_429(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(error=ScriptedError(status=429, message="slow down")))
+
+    response = await client.post(URL, json={"messages": [user("Hi")]})
+
+    assert response.status_code == 429
+    assert "error" in response.json()
+
+
+async def test_a_failing_model_call_streams_an_error_then_run_end_failed(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(error=ScriptedError(status=500)))
+
+    frames = await stream(client, {"messages": [user("Hi")], "stream": True})
+
+    assert [f.event for f in frames][-3:] == ["error", "message_end", "run_end"]
+    assert frames[-3].data["retryable"] is True
+    assert frames[-1].data["status"] == "failed"
+
+
+async def test_the_iteration_cap_finishes_with_length(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    cap = client.services.settings.max_iterations
+    play(
+        provider,
+        *(
+            ScriptedTurn(tool_calls=[ScriptedToolCall(name="missing", id=f"c{i}")])
+            for i in range(cap)
+        ),
+    )
+
+    response = await client.post(URL, json={"messages": [user("Loop")]})
+
+    body = response.json()
+    assert body["status"] == "max_iterations"
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["run_usage"]["model_calls"] == cap
+    provider.assert_all_used()
+
+
+async def test_an_idle_stream_carries_heartbeat_comments(
+    make_api: MakeApi, settings: Settings, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="Finally.", stall_seconds=0.5))
+    quick = settings.model_copy(update={"heartbeat_seconds": 0.05})
+
+    async with make_api(quick, providers={"scripted": provider}) as api:
+        response = await api.post(URL, json={"messages": [user("Hi")], "stream": True})
+
+    assert ": heartbeat" in response.text
+    assert parse(response.text)[-1].event == "run_end"

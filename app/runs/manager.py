@@ -339,8 +339,9 @@ class RunManager:
                 last = await self._store.events_after(run_id, position)
                 if last:
                     yield last
-                elif position > 0 and state is not None:
-                    # The reader saw events a crash never persisted: give it the end.
+                elif state is not None and position > state.last_seq:
+                    # The reader saw events a crash never persisted: give it the end. (A
+                    # reader at last_seq has seen run_end already: nothing is left.)
                     tail = await self._store.events_after(run_id, max(state.last_seq - 1, 0))
                     if tail and tail[-1].event.type == "run_end" and tail[-1].seq > 0:
                         yield tail[-1:]

@@ -101,7 +101,7 @@ async def test_any_cut_resumes_exactly_from_the_database_after_a_restart(
     data: st.DataObject,
 ) -> None:
     url, full = finished_run
-    k = data.draw(st.integers(min_value=0, max_value=len(full) - 1), label="cut")
+    k = data.draw(st.integers(min_value=0, max_value=len(full)), label="cut")
 
     # A second app on the same database has no memory of the run: it reads the table.
     async with make_api(
@@ -137,3 +137,16 @@ async def test_a_cut_while_the_run_is_live_resumes_exactly(
     assert [f.id for f in head + rest] == [f.id for f in full]
     assert [f.event for f in head + rest] == [f.event for f in full]
     assert rest == full[k:]
+
+
+async def test_a_reader_that_saw_run_end_gets_nothing_more_after_a_restart(
+    make_api: MakeApi, app_settings: Settings, finished_run: tuple[str, list[Frame]]
+) -> None:
+    url, full = finished_run
+
+    async with make_api(
+        app_settings, providers={"scripted": ScriptedProvider(Script(turns=[]))}
+    ) as fresh:
+        rest = await read(fresh, url, after=len(full))
+
+    assert rest == []

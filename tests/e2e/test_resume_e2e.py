@@ -3,6 +3,7 @@ and runs that survive a restart of the service (SIGTERM, and kill -9)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -159,3 +160,36 @@ async def test_a_run_killed_with_sigkill_is_closed_as_interrupted_at_the_next_st
     assert answer["metadata"]["status"] == "incomplete"
     assert answer["content"][0]["data"]["text"] == text_of(full)
     assert text_of(full).startswith("token0")
+
+
+async def test_a_reader_connected_through_sigterm_resumes_on_the_new_process(
+    launch: Launch,
+    paced: tuple[Service, httpx.AsyncClient],
+) -> None:
+    service, http = paced
+    _, _, url = await start_run(http)
+    seen: list[Frame] = []
+    ten = asyncio.Event()
+
+    async def follow() -> None:
+        try:
+            async with aconnect_sse(http, "GET", url) as source:
+                async for sse in source.aiter_sse():
+                    seen.append(Frame(int(sse.id), sse.event, json.loads(sse.data)))
+                    if len(seen) == 10:
+                        ten.set()
+        except httpx.TransportError:
+            pass  # the old process went away mid-stream; the browser would reconnect
+
+    reader = asyncio.create_task(follow())
+    await asyncio.wait_for(ten.wait(), timeout=10)
+    await asyncio.to_thread(service.stop)
+    await asyncio.wait_for(reader, timeout=10)
+    restarted = launch(db=service.db)
+
+    async with httpx.AsyncClient(base_url=restarted.base_url, timeout=10) as again:
+        rest = await read_events(again, url, after=seen[-1].id)
+        full = await read_events(again, url)
+    assert seen + rest == full
+    assert_gap_free(full)
+    assert full[-1].data["status"] == "interrupted"

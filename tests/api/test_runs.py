@@ -4,10 +4,12 @@ client tool results, regenerate and edit."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from app.domain.identity import Caller
 from app.domain.parts import ToolPart
@@ -17,6 +19,13 @@ from app.settings import Settings
 from app.store.repos import ConversationRepo, MessageRepo
 from app.translate.openai_chat import tools_from_openai
 from tests.api.sse_frames import Frame, parse
+from tests.fakes.anthropic_upstream import (
+    AnthropicUpstream,
+    MessageSpec,
+    Text,
+    ToolUse,
+    spec_frames,
+)
 from tests.fakes.db import ApiClient, MakeApi
 
 CONVERSATIONS = "/api/conversations"
@@ -532,3 +541,134 @@ async def test_an_over_long_message_is_cut_and_the_answer_says_so(
     stored = _text(question)
     assert stored.endswith("[...truncated]")
     assert len(stored) <= 100_000 + len("\n\n[...truncated]")
+
+
+# -- Anthropic behind a conversation ------------------------------------------------------
+
+CLAUDE = json.dumps(
+    [{"id": "claude-test", "provider": "anthropic", "upstream_model": "claude-haiku-4-5"}]
+)
+
+
+@pytest.fixture
+async def claude(
+    make_api: MakeApi, app_settings: Settings, anthropic_upstream: AnthropicUpstream
+) -> AsyncIterator[ApiClient]:
+    settings = app_settings.model_copy(
+        update={
+            "models_json": CLAUDE,
+            "anthropic_api_key": SecretStr("sk-ant-test"),
+            "anthropic_base_url": anthropic_upstream.base_url,
+            "provider_max_retries": 0,
+        }
+    )
+    async with make_api(settings) as api:
+        yield api
+
+
+async def test_a_client_tool_round_trip_through_anthropic(
+    claude: ApiClient, anthropic_upstream: AnthropicUpstream
+) -> None:
+    anthropic_upstream.message(
+        MessageSpec([Text("Checking."), ToolUse("get_weather", {"city": "Oslo"}, id="toolu_1")])
+    )
+    anthropic_upstream.message(MessageSpec([Text("Sunny in Oslo.")]))
+    cid = await create(claude)
+    first = await finished(claude, await send(claude, cid, "Weather?", tools=[WEATHER]))
+    assert first[-1].data["status"] == "requires_action"
+
+    response = await claude.post(
+        f"{CONVERSATIONS}/{cid}/tool-results",
+        json={"results": [{"toolCallId": "toolu_1", "status": "success", "result": "sunny"}]},
+    )
+
+    second = await events(claude, response.json()["events_url"])
+    assert second[-1].data["status"] == "completed", second[-1].data
+    request = anthropic_upstream.requests[1].json
+    assert [t["name"] for t in request["tools"]] == ["get_weather"]
+    results = [
+        b for m in request["messages"] if isinstance(m["content"], list) for b in m["content"]
+    ]
+    assert any(b["type"] == "tool_result" and b["tool_use_id"] == "toolu_1" for b in results)
+    anthropic_upstream.assert_all_used()
+
+
+async def test_after_a_cancel_mid_tool_call_anthropic_accepts_the_next_turn(
+    claude: ApiClient, anthropic_upstream: AnthropicUpstream
+) -> None:
+    spec = MessageSpec(
+        [Text("Let me look."), ToolUse("get_weather", {"city": "Oslo"}, id="toolu_1")]
+    )
+    frames = spec_frames(spec)
+    last_piece = max(i for i, f in enumerate(frames) if b"input_json_delta" in f)
+    anthropic_upstream.message(spec, hold_after=last_piece)
+    anthropic_upstream.message(MessageSpec([Text("Fine, never mind.")]))
+    cid = await create(claude)
+    started = await send(claude, cid, "Weather?", tools=[WEATHER])
+    await until(claude, cid, started["run_id"], "tool_args_delta")
+    await claude.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+    await finished(claude, started)
+
+    again = await finished(claude, await send(claude, cid, "Forget it."))
+
+    assert again[-1].data["status"] == "completed", again[-1].data
+    assert len(anthropic_upstream.requests) == 2
+    anthropic_upstream.assert_all_used()
+
+
+# -- refusals -----------------------------------------------------------------------------
+
+
+async def test_events_of_an_unknown_run_are_404(client: ApiClient) -> None:
+    cid = await create(client)
+
+    response = await client.get(f"{CONVERSATIONS}/{cid}/runs/run_nope/events")
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+async def test_a_last_event_id_that_is_not_a_number_is_refused(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="Hi."))
+    cid = await create(client)
+    started = await send(client, cid)
+    await finished(client, started)
+
+    response = await client.get(started["events_url"], headers={"Last-Event-ID": "abc"})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "Last-Event-ID"
+
+
+async def test_regenerate_while_a_run_is_active_is_409(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+    cid = await create(client)
+    started = await send(client, cid)
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/regenerate", json={})
+
+    assert response.status_code == 409
+    assert response.json()["error"]["active_run_id"] == started["run_id"]
+    await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+
+async def test_only_the_last_user_message_can_be_edited(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="One."), ScriptedTurn(text="Two."))
+    cid = await create(client)
+    await finished(client, await send(client, cid, "first"))
+    await finished(client, await send(client, cid, "second"))
+    first = (await conversation(client, cid))["messages"][0]
+
+    response = await client.put(
+        f"{CONVERSATIONS}/{cid}/messages/{first['id']}", json={"content": "changed"}
+    )
+
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "not_last_message"
+    assert len((await conversation(client, cid))["messages"]) == 4

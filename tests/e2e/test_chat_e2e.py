@@ -14,6 +14,7 @@ from openai import AsyncOpenAI
 
 from tests.api.sse_frames import parse
 from tests.e2e.conftest import Launch, Service, openai_backed
+from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream, ToolCall
 
 pytestmark = pytest.mark.e2e
@@ -173,3 +174,35 @@ async def test_a_client_hanging_up_closes_the_upstream_call(
     log = openai_upstream.wait_for_stream_end(timeout=1.0)
     assert log.outcome == "client_disconnected"
     assert log.closed_at is not None
+
+
+async def test_openai_sdk_works_with_an_anthropic_model_behind(
+    launch: Launch, anthropic_upstream: AnthropicUpstream
+) -> None:
+    catalogue = [{"id": "claude-test", "provider": "anthropic", "upstream_model": "claude-x"}]
+    service = launch(
+        MODELS_JSON=json.dumps(catalogue),
+        ANTHROPIC_API_KEY="sk-ant-e2e-not-real",
+        ANTHROPIC_BASE_URL=anthropic_upstream.base_url,
+        PROVIDER_MAX_RETRIES="0",
+    )
+    anthropic_upstream.message(MessageSpec([Text("Hello from Claude.")]))
+    anthropic_upstream.message(MessageSpec([Text("Streamed Claude.")]))
+    client = AsyncOpenAI(base_url=f"{service.base_url}/v1", api_key="sk-client", max_retries=0)
+
+    async with client:
+        whole = await client.chat.completions.create(model="claude-test", messages=ask())  # type: ignore[arg-type]
+        stream = await client.chat.completions.create(
+            model="claude-test",
+            messages=ask(),  # type: ignore[arg-type]
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        chunks = [c async for c in stream]
+
+    assert whole.choices[0].message.content == "Hello from Claude."
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
+        "Streamed Claude."
+    )
+    assert chunks[-1].usage is not None
+    anthropic_upstream.assert_all_used()

@@ -21,6 +21,7 @@ from app.domain.identity import Caller
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
+from app.observability.instrumented import instrument
 from app.observability.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.catalog import Catalog, ModelInfo, build_catalog
@@ -134,6 +135,7 @@ async def build_services(
     metrics = metrics or Metrics()
     catalog = build_catalog(settings)
     built = dict(providers) if providers is not None else build_providers(settings, catalog)
+    built = instrument(built, metrics)  # latency, TTFT, tokens, errors per model call
     if catalog.offline:
         log.warning(
             "no provider key configured: serving the offline scripted model",

@@ -205,3 +205,32 @@ async def test_cors_allows_only_configured_origins(make_api: MakeApi, tmp_path: 
     assert allowed.headers["access-control-allow-origin"] == "https://chat.example"
     assert "access-control-allow-origin" not in refused.headers
     assert "x-request-id" in simple.headers["access-control-expose-headers"].lower()
+
+
+async def test_model_calls_are_measured_without_the_caller_doing_anything(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    from app.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedTurn
+
+    script = Script(
+        mode="sequence",
+        turns=[
+            ScriptedTurn(text="Hello there, friend."),
+            ScriptedTurn(error=ScriptedError(status=503, message="down")),
+        ],
+    )
+    provider = ScriptedProvider(script, delay_ms=0)
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    async with make_api(sqlite_settings(tmp_path), providers={"scripted": provider}) as api:
+        assert (await api.post("/api/chat", json=chat)).status_code == 200
+        await api.post("/api/chat", json=chat)
+        text = (await api.get("/metrics")).text
+    provider.assert_all_used()
+    model = 'model="scripted-demo"'
+    assert f"chatbff_time_to_first_token_seconds_count{{{model}}} 1.0" in text
+    assert f'chatbff_provider_latency_seconds_count{{{model},provider="scripted"}} 2.0' in text
+    assert f"chatbff_tokens_output_total{{{model}}} 3.0" in text
+    assert (
+        f'chatbff_provider_errors_total{{code="provider_unavailable",{model},'
+        'provider="scripted"} 1.0'
+    ) in text

@@ -1,0 +1,73 @@
+"""A provider wrapper that measures every model call, so no caller has to.
+
+`InstrumentedProvider(inner, metrics)` is what the container hands out for each provider.
+Per call it records: latency (until the stream ends, fails or is closed), time to first
+token (the first text, thinking or tool-call delta), tokens in and out (usage reports are
+cumulative per call: the largest value of each field counts, once, at the end) and
+`ProviderError`s by code. Labels are the provider name and the upstream model name, both
+from the catalogue, never from user input.
+
+Anything else (a scripted provider's `requests`, `assert_all_used`) is delegated to the
+wrapped provider.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from app.domain.errors import ProviderError
+from app.domain.stream import (
+    ModelRequest,
+    ProviderEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
+)
+from app.observability.metrics import Metrics
+from app.providers.base import Provider
+
+
+class InstrumentedProvider:
+    def __init__(self, inner: Provider, metrics: Metrics) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._metrics = metrics
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
+        started = time.perf_counter()
+        first_token = True
+        input_tokens = output_tokens = 0
+        try:
+            async with aclosing(self.inner.stream(request)) as events:
+                async for event in events:
+                    if first_token and isinstance(event, TextDelta | ThinkingDelta | ToolCallDelta):
+                        first_token = False
+                        self._metrics.observe_ttft(request.model, time.perf_counter() - started)
+                    elif isinstance(event, Usage):
+                        input_tokens = max(input_tokens, event.input_tokens)
+                        output_tokens = max(output_tokens, event.output_tokens)
+                    yield event
+        except ProviderError as exc:
+            self._metrics.provider_error(self.name, request.model, exc.code)
+            raise
+        finally:
+            self._metrics.observe_provider_call(
+                self.name, request.model, time.perf_counter() - started
+            )
+            self._metrics.add_tokens(
+                request.model, input_tokens=input_tokens, output_tokens=output_tokens
+            )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def instrument(providers: dict[str, Provider], metrics: Metrics) -> dict[str, Provider]:
+    return {name: InstrumentedProvider(p, metrics) for name, p in providers.items()}

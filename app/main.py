@@ -28,7 +28,7 @@ from app.api import (
     tools_route,
 )
 from app.api.errors import install_error_handlers
-from app.api.middleware import install_middlewares
+from app.api.middleware import Drain, install_middlewares
 from app.container import build_services
 from app.observability.logging import configure_logging
 from app.observability.metrics import Metrics
@@ -67,6 +67,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics
+    app.state.drain = drain = Drain()  # `drain.begin()` on SIGTERM: new requests get 503
     install_error_handlers(app)
     auth_routes.install_auth_error_handler(app)
     install_middlewares(
@@ -74,6 +75,7 @@ def create_app(
         metrics=metrics,
         max_body_bytes=settings.max_body_bytes,
         cors_origins=settings.cors_origins,
+        drain=drain,
     )
     app.include_router(metrics_route.router)
     app.include_router(auth_routes.router)

@@ -8,10 +8,16 @@ Outermost first, as `install_middlewares` stacks them:
 - CORS, from `cors_origins`;
 - `BodySizeLimitMiddleware`: 413 with the standard error body when a body is too large,
   by `Content-Length` up front or by counting a chunked body as it arrives.
+
+`Drain` is the shutdown switch: once `begin()` is called (on SIGTERM, by whoever handles
+it), new requests get 503 `shutting_down` with `Retry-After` and `Connection: close`, while
+requests already in flight finish; SSE producers can `await drain.wait()` to send a final
+event and end their stream.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -46,10 +52,44 @@ def _route_template(scope: Scope) -> str:
     return path if isinstance(path, str) else "unmatched"
 
 
+class Drain:
+    """Set once when the service starts shutting down; never unset."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def begin(self) -> None:
+        self._event.set()
+
+    @property
+    def draining(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+def _json_response(
+    status: int, body: dict[str, object], headers: list[tuple[bytes, bytes]]
+) -> tuple[Message, Message]:
+    data = json.dumps(body).encode()
+    start: Message = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(data)).encode()),
+            *headers,
+        ],
+    }
+    return start, {"type": "http.response.body", "body": data}
+
+
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, *, metrics: Metrics, drain: Drain | None = None) -> None:
         self.app = app
         self.metrics = metrics
+        self.drain = drain
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -77,7 +117,20 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, receive, send_wrapper)
+            if self.drain is not None and self.drain.draining:
+                for message in _json_response(
+                    503,
+                    {
+                        "error": {
+                            "code": "shutting_down",
+                            "message": "The service is restarting; retry shortly.",
+                        }
+                    },
+                    [(b"retry-after", b"2"), (b"connection", b"close")],
+                ):
+                    await send_wrapper(message)
+            else:
+                await self.app(scope, receive, send_wrapper)
         finally:
             if streaming:
                 self.metrics.stream_closed()
@@ -181,7 +234,12 @@ class BodySizeLimitMiddleware:
 
 
 def install_middlewares(
-    app: FastAPI, *, metrics: Metrics, max_body_bytes: int, cors_origins: Sequence[str]
+    app: FastAPI,
+    *,
+    metrics: Metrics,
+    max_body_bytes: int,
+    cors_origins: Sequence[str],
+    drain: Drain | None = None,
 ) -> None:
     """Stack the middlewares; the last added runs first."""
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
@@ -195,4 +253,4 @@ def install_middlewares(
             expose_headers=[REQUEST_ID_HEADER, "Retry-After"],
             max_age=600,
         )
-    app.add_middleware(RequestContextMiddleware, metrics=metrics)
+    app.add_middleware(RequestContextMiddleware, metrics=metrics, drain=drain)

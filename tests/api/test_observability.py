@@ -234,3 +234,18 @@ async def test_model_calls_are_measured_without_the_caller_doing_anything(
         f'chatbff_provider_errors_total{{code="provider_unavailable",{model},'
         'provider="scripted"} 1.0'
     ) in text
+
+
+async def test_once_draining_new_requests_get_503_shutting_down(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    async with make_api(sqlite_settings(tmp_path)) as api:
+        before = await api.get("/api/models")
+        api.app.state.drain.begin()
+        after = await api.get("/api/models", headers={"X-Request-ID": "late-1"})
+    assert before.status_code == 200
+    assert after.status_code == 503
+    assert after.json()["error"]["code"] == "shutting_down"
+    assert after.headers["retry-after"] == "2"
+    assert after.headers["connection"] == "close"
+    assert after.headers["x-request-id"] == "late-1"

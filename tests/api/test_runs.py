@@ -672,3 +672,25 @@ async def test_only_the_last_user_message_can_be_edited(
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "not_last_message"
     assert len((await conversation(client, cid))["messages"]) == 4
+
+
+async def test_concurrent_sends_start_exactly_one_run(
+    client: ApiClient, provider: ScriptedProvider
+) -> None:
+    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+    cid = await create(client)
+    url = f"{CONVERSATIONS}/{cid}/messages"
+
+    responses = await asyncio.gather(
+        *(client.post(url, json={"content": f"message {i}"}) for i in range(5))
+    )
+
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [202, 409, 409, 409, 409], [r.text for r in responses]
+    [winner] = [r.json()["run_id"] for r in responses if r.status_code == 202]
+    assert {r.json()["error"]["active_run_id"] for r in responses if r.status_code == 409} == {
+        winner
+    }
+    await client.post(f"{CONVERSATIONS}/{cid}/runs/{winner}/cancel")
+    users = [m for m in (await conversation(client, cid))["messages"] if m["role"] == "user"]
+    assert len(users) == 1

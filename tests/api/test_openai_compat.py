@@ -15,6 +15,7 @@ from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, S
 from app.settings import Settings
 from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
 from tests.fakes.db import ApiClient, MakeApi
+from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream, unauthorized
 
 WEATHER = {
     "type": "function",
@@ -244,3 +245,52 @@ async def test_an_anthropic_model_streams_through_the_openai_sdk(
     )
     assert chunks[-1].usage is not None
     assert chunks[-1].usage.prompt_tokens == 25
+
+
+@pytest.fixture
+async def openai_sdk(
+    make_api: MakeApi, tmp_path: Path, openai_upstream: FakeOpenAIUpstream
+) -> AsyncIterator[AsyncOpenAI]:
+    settings = base_settings(
+        tmp_path,
+        openai_api_key="sk-test-not-real",
+        openai_base_url=openai_upstream.base_url,
+        provider_max_retries=0,
+    )
+    async with make_api(settings) as api:
+        client = sdk_for(api)
+        yield client
+        await client.close()
+
+
+async def test_an_upstream_stream_cut_midway_raises_in_the_sdk(
+    openai_sdk: AsyncOpenAI, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text="this answer will be cut short", cut_after=4))
+    stream = await openai_sdk.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}], stream=True
+    )
+    pieces: list[str] = []
+
+    async def read_all() -> None:
+        async for chunk in stream:
+            pieces.extend(c.delta.content or "" for c in chunk.choices)
+
+    with pytest.raises(openai.APIError):
+        await read_all()
+
+    assert "".join(pieces).startswith("this")
+
+
+async def test_an_upstream_auth_failure_is_a_server_error_without_the_upstream_message(
+    openai_sdk: AsyncOpenAI, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(unauthorized("sk-test-not-real"))
+
+    with pytest.raises(openai.InternalServerError) as caught:
+        await openai_sdk.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}]
+        )
+
+    assert caught.value.status_code == 502
+    assert "Incorrect API key" not in str(caught.value.body)

@@ -107,7 +107,7 @@ class Settings(BaseSettings):
         default=None, description="File holding the PEM public key (instead of JWT_PUBLIC_KEY)."
     )
     jwt_jwks_file: Path | None = Field(
-        default=None, description="JWKS file (`{\"keys\": [...]}`); keys chosen by `kid`."
+        default=None, description='JWKS file (`{"keys": [...]}`); keys chosen by `kid`.'
     )
     jwt_issuer: str | None = Field(default=None, description="Required `iss`, when set.")
     jwt_audience: str | None = Field(default=None, description="Required `aud`, when set.")
@@ -120,22 +120,25 @@ class Settings(BaseSettings):
         description="Signs EventSource stream tokens; derived from JWT_SECRET when unset.",
     )
     stream_token_ttl_seconds: int = Field(
-        default=300, description="Lifetime of a stream token (`?token=` on EventSource URLs)."
+        default=300,
+        ge=1,
+        le=86_400,
+        description="Lifetime of a stream token (`?token=` on EventSource URLs).",
     )
 
     # --- limits ----------------------------------------------------------------------
     rate_limit_requests_per_minute: int = Field(
-        default=600, description="Requests per caller per minute; 0 disables the limit."
+        default=600, ge=0, description="Requests per caller per minute; 0 disables the limit."
     )
     rate_limit_concurrent_runs: int = Field(
-        default=8, description="Runs one caller may have going at once; 0 disables."
+        default=8, ge=0, description="Runs one caller may have going at once; 0 disables."
     )
     rate_limit_tokens_per_day: int = Field(
-        default=0, description="Model tokens (in + out) per caller per UTC day; 0 disables."
+        default=0, ge=0, description="Model tokens (in + out) per caller per UTC day; 0 disables."
     )
     rate_limit_roles: dict[str, dict[str, int]] = Field(
         default_factory=dict,
-        description="Per-role overrides, e.g. `{\"admin\": {\"requests_per_minute\": 0}}`.",
+        description='Per-role overrides, e.g. `{"admin": {"requests_per_minute": 0}}`.',
     )
 
     @property

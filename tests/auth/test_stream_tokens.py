@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 from pydantic import SecretStr
 
+from app.auth.stream_tokens import derive_stream_key
 from tests.auth.tokens import HS_SECRET, bearer, hs_token, sqlite_settings
 from tests.fakes.db import MakeApi
 
@@ -83,14 +86,25 @@ async def test_a_stream_token_is_401_outside_its_scope(
     assert response.json() == UNAUTHORIZED
 
 
-async def test_an_expired_stream_token_is_401(make_api: MakeApi, tmp_path: Path) -> None:
-    settings = sqlite_settings(
-        tmp_path, jwt_secret=SecretStr(HS_SECRET), stream_token_ttl_seconds=-1
-    )
+async def test_an_expired_stream_token_is_401(make_api: MakeApi, settings: Any) -> None:
+    key, _ = derive_stream_key(HS_SECRET, None)
+    now = int(time.time())
+    claims = {
+        "typ": "stream",
+        "aud": "chat-bff:stream",
+        "sub": "alice",
+        "roles": ["user"],
+        "pfx": "/api/conversations/a",
+        "iat": now - 600,
+        "exp": now - 300,
+    }
+    expired = jwt.encode(claims, key, algorithm="HS256")
+    fresh = jwt.encode({**claims, "exp": now + 300}, key, algorithm="HS256")
     async with make_api(settings) as api:
-        token = await mint(api, path="/api/conversations/a")
-        response = await api.get("/api/conversations/a", params={"token": token})
-    assert response.status_code == 401
+        gone = await api.get("/api/conversations/a", params={"token": expired})
+        ok = await api.get("/api/conversations/a", params={"token": fresh})
+    assert gone.status_code == 401
+    assert ok.status_code == 404  # authenticated; the conversation does not exist
 
 
 async def test_a_stream_token_is_not_a_bearer_token_and_vice_versa(

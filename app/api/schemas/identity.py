@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app.domain.identity import AuthMethod
+
+RoleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
 
 
 class _Request(BaseModel):
@@ -41,7 +43,7 @@ class StreamTokenOut(BaseModel):
 class ApiKeyCreate(_Request):
     name: str = Field(min_length=1, max_length=255, description="What the key is for.")
     owner_id: str = Field(min_length=1, max_length=255, description="The caller the key acts as.")
-    roles: list[str] = Field(
+    roles: list[RoleName] = Field(
         default_factory=lambda: ["user"],
         description="Roles the key's caller gets.",
         max_length=32,

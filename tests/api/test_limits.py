@@ -205,3 +205,19 @@ async def test_the_openai_surface_gets_413_in_openai_shape(
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"
     assert error["code"] == "payload_too_large"
+
+
+async def test_instances_sharing_redis_share_the_limit(
+    make_api: MakeApi, tmp_path: Path, redis_backend: LimitBackend
+) -> None:
+    """Two instances behind a load balancer: the caller's budget is one, not one each."""
+    user = bearer(hs_token(sub=f"user-{uuid.uuid4().hex}"))
+    settings = limited(
+        tmp_path, rate_limit_requests_per_minute=3, redis_url="redis://127.0.0.1:6379/0"
+    )
+    async with make_api(settings) as first, make_api(settings) as second:
+        codes = [
+            (await api.get("/api/me", headers=user)).status_code
+            for api in (first, second, first, second)
+        ]
+    assert codes == [200, 200, 200, 429]

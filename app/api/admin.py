@@ -26,7 +26,7 @@ from app.store.api_key_repo import ApiKeyRecord
 from app.store.audit_reader import list_audit
 
 
-def require_admin(caller: CallerDep) -> Caller:
+async def require_admin(caller: CallerDep) -> Caller:
     if not caller.is_admin:
         raise NotFound("Not found.")
     return caller

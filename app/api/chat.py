@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.api.chat_common import build_run_request, completion_body
+from app.api.chat_common import build_run_request, completion_body, wait_for_run
 from app.api.deps import CallerDep, Svc
 from app.api.encoders import native
 from app.api.schemas.chat import ChatRequest, ChatResponse
@@ -65,12 +64,7 @@ async def chat(body: ChatRequest, request: Request, services: Svc, caller: Calle
             on_disconnect=stop_run,
         )
 
-    assert run.task is not None
-    try:
-        await asyncio.shield(run.task)
-    except asyncio.CancelledError:
-        await services.runs.cancel(caller.user_id, run.run_id, None)
-        raise
+    await wait_for_run(request, services, caller, run, cancel=body.on_disconnect == "cancel")
     if run.failure is not None and run.status == "failed":
         raise run.failure
     message = run.final_message

@@ -3,8 +3,11 @@ turning a request into a run, and a finished run into a Chat Completions answer.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
+
+from starlette.requests import Request
 
 from app.container import Services
 from app.domain.errors import InvalidRequest
@@ -87,3 +90,28 @@ def completion_body(
             "total_tokens": prompt + completion,
         },
     }
+
+
+async def wait_for_run(
+    request: Request, services: Services, caller: Caller, run: ActiveRun, *, cancel: bool = True
+) -> None:
+    """Wait for a stateless run to finish; with `cancel`, a client that hangs up first
+    cancels it, which closes the upstream call (Starlette never cancels the handler of a
+    non-streaming response on a disconnect, so the route has to listen for it)."""
+    assert run.task is not None
+    if not cancel:
+        await asyncio.shield(run.task)
+        return
+    hangup = asyncio.ensure_future(_hangup(request))
+    try:
+        await asyncio.wait({run.task, hangup}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        hangup.cancel()
+        if not run.task.done():
+            await services.runs.cancel(caller.user_id, run.run_id, None)
+
+
+async def _hangup(request: Request) -> None:
+    # The body has been read: the next message the server sends is the disconnect.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

@@ -8,15 +8,14 @@ OpenAI parameters we do not act on are accepted and ignored, as compatible serve
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.chat_common import build_run_request, completion_body
+from app.api.chat_common import build_run_request, completion_body, wait_for_run
 from app.api.deps import CallerDep, Svc
 from app.api.encoders.chat_chunks import ChatChunkEncoder
 from app.api.streaming import sse_response
@@ -75,7 +74,7 @@ class ChatCompletionRequest(BaseModel):
     },
 )
 async def chat_completions(
-    body: ChatCompletionRequest, services: Svc, caller: CallerDep
+    body: ChatCompletionRequest, request: Request, services: Svc, caller: CallerDep
 ) -> Response:
     history = messages_from_openai(body.messages)
     if not history:
@@ -112,12 +111,7 @@ async def chat_completions(
             on_disconnect=stop_run,
         )
 
-    assert run.task is not None
-    try:
-        await asyncio.shield(run.task)
-    except asyncio.CancelledError:
-        await services.runs.cancel(caller.user_id, run.run_id, None)
-        raise
+    await wait_for_run(request, services, caller, run)
     if run.failure is not None and run.status == "failed":
         raise run.failure
     if run.final_message is None:  # pragma: no cover

@@ -206,3 +206,27 @@ async def test_openai_sdk_works_with_an_anthropic_model_behind(
     )
     assert chunks[-1].usage is not None
     anthropic_upstream.assert_all_used()
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/chat", {"messages": ask()}),
+        ("/v1/chat/completions", {"model": "gpt-4o-mini", "messages": ask()}),
+    ],
+    ids=["api-chat", "v1-chat-completions"],
+)
+async def test_a_client_abandoning_a_non_streamed_answer_closes_the_upstream_call(
+    service: Service, openai_upstream: FakeOpenAIUpstream, path: str, body: dict[str, object]
+) -> None:
+    openai_upstream.enqueue(Completion(text=LONG, delay=0.05))  # ten seconds of answer
+    opened = len(openai_upstream.streams)
+    impatient = httpx.Timeout(10, read=0.5)
+
+    async with httpx.AsyncClient(base_url=service.base_url, timeout=impatient) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            await http.post(path, json=body)
+
+    assert len(openai_upstream.streams) == opened + 1
+    log = openai_upstream.wait_for_stream_end(timeout=1.0)
+    assert log.outcome == "client_disconnected"

@@ -230,3 +230,18 @@ async def test_a_client_abandoning_a_non_streamed_answer_closes_the_upstream_cal
     assert len(openai_upstream.streams) == opened + 1
     log = openai_upstream.wait_for_stream_end(timeout=1.0)
     assert log.outcome == "client_disconnected"
+
+
+async def test_a_stream_asked_to_continue_keeps_the_upstream_call_after_a_hang_up(
+    http: httpx.AsyncClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text=" ".join(f"token{i}" for i in range(20)), delay=0.05))
+    body = {"messages": ask(), "stream": True, "on_disconnect": "continue"}
+
+    async with http.stream("POST", "/api/chat", json=body) as response:
+        async for line in response.aiter_lines():
+            if "token1" in line:
+                break
+
+    log = openai_upstream.wait_for_stream_end(timeout=5.0)
+    assert log.outcome == "completed"

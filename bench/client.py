@@ -4,8 +4,9 @@ One `Conn` is one keep-alive connection carrying one request at a time. While a 
 streams in, `data_received` counts a marker (one per delivered token: ` zq` in OpenAI
 chunks, `event: text_delta` in native SSE) and stamps the arrival time, so time to first
 token and the gaps between delivered tokens are measured where the bytes land, at the
-cost of a `bytes.count` per read. Several tokens in one read count as one arrival with
-gaps of zero for the others: the gap a user would see.
+cost of a `bytes.count` per read. Several tokens in one read are one arrival: the gaps
+are the waits between arrivals, the stalls a reader sees (a server that holds tokens back
+and sends them in bursts shows long gaps, not many zero ones).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Result:
     first_token_at: float | None = None
     done_at: float = 0.0
     tokens: int = 0
+    reads: int = 0  # reads that carried at least one token
     gaps: list[float] = field(default_factory=list)
     body: bytes = b""
     error: str | None = None
@@ -142,10 +144,9 @@ class Conn(asyncio.Protocol):
                     result.first_token_at = now
                 elif self._gaps:
                     result.gaps.append(now - self._last)
-                if self._gaps and found > 1:
-                    result.gaps.extend([0.0] * (found - 1))
                 self._last = now
                 result.tokens += found
+                result.reads += 1
         if self._length is not None:
             self._received += len(data)
             done = self._received >= self._length

@@ -331,6 +331,10 @@ class Load:
             "ttft_p99_ms": ms(pct(ttfts, 99)),
             "gap_p50_ms": ms(pct(gaps, 50)),
             "gap_p99_ms": ms(pct(gaps, 99)),
+            "gap_max_ms": ms(max(gaps)) if gaps else None,
+            "tokens_per_read": round(tokens / reads, 2)
+            if (reads := sum(r.reads for r in self.ok))
+            else None,
             "service_cpu_ms": None if self.service_cpu_s is None else self.service_cpu_s * 1000,
             "upstream_cpu_ms": self.upstream_cpu_s * 1000,
             "client_cpu_ms": self.client_cpu_s * 1000,
@@ -376,6 +380,30 @@ async def measure(
     for conn in conns:
         conn.close()
     return Load(results, wall, svc, up, me, expected_tokens)
+
+
+async def one_at_a_time(
+    targets: Sequence[tuple[str, int, Sequence[bytes], bytes]], rounds: int, expected: int
+) -> dict[str, Any]:
+    """Time to first token with one stream in flight, the targets taking turns request by
+    request, so that whatever else the machine is doing weighs on all of them alike."""
+    conns = {name: (await open_conns(port, 1))[0] for name, port, _, _ in targets}
+    results: dict[str, list[Result]] = {name: [] for name, _, _, _ in targets}
+    started = time.perf_counter()
+    for n in range(rounds):
+        for name, _, requests, marker in targets:
+            try:
+                result = await asyncio.wait_for(conns[name].send(requests[n], marker=marker), 10)
+            except TimeoutError:
+                result = Result(error="timeout")
+            results[name].append(result)
+    wall = time.perf_counter() - started
+    for conn in conns.values():
+        conn.close()
+    return {
+        name: Load(found, wall, None, 0.0, 0.0, expected).summary()
+        for name, found in results.items()
+    }
 
 
 # --- the two kinds of stream request ----------------------------------------------------
@@ -436,18 +464,14 @@ async def issue2(size: Size, upstream: Upstream, tmp: Path, log: Any) -> dict[st
 
         for delay in (0, 5):
             key = f"ttft1_d{delay}"
-            out[key] = {}
-            for t, port in targets:
-                load = await measure(
-                    port,
-                    [t.request(port, 5, delay)] * size.ttft_n,
-                    concurrency=1,
-                    service=svc_for(t),
-                    upstream=upstream,
-                    marker=t.marker,
-                    expected_tokens=5,
-                )
-                out[key][t.name] = load.summary()
+            out[key] = await one_at_a_time(
+                [
+                    (t.name, port, [t.request(port, 5, delay)] * size.ttft_n, t.marker)
+                    for t, port in targets
+                ],
+                size.ttft_n,
+                5,
+            )
             log(f"TTFT at 1 stream, {delay} ms pacing: done")
 
         out["saturated"] = {}
@@ -579,25 +603,16 @@ async def issue3_on(
 
         # time to first token, one stream at a time
         ids = await create_conversations(port, size.persisted_ttft_n, 5)
-        persisted = await measure(
-            port,
-            send_requests(port, ids, 5),
-            concurrency=1,
-            service=service,
-            upstream=upstream,
-            marker=NATIVE_MARK,
-            expected_tokens=5,
+        n = size.persisted_ttft_n
+        ttft = await one_at_a_time(
+            [
+                ("stateless", port, [CHAT.request(port, 5, 0)] * n, NATIVE_MARK),
+                ("persisted", port, send_requests(port, ids, 5), NATIVE_MARK),
+            ],
+            n,
+            5,
         )
-        stateless = await measure(
-            port,
-            [CHAT.request(port, 5, 0)] * size.persisted_ttft_n,
-            concurrency=1,
-            service=service,
-            upstream=upstream,
-            marker=NATIVE_MARK,
-            expected_tokens=5,
-        )
-        out["ttft1"] = {"stateless": stateless.summary(), "persisted": persisted.summary()}
+        out["ttft1"] = ttft
 
         # CPU and statements under load; conversations are created before the window
         title = f"bench-{tag}-{uuid.uuid4().hex[:8]}"
@@ -665,7 +680,7 @@ async def issue3_on(
 
 @contextlib.asynccontextmanager
 async def postgres_database() -> Any:
-    import asyncpg  # type: ignore[import-untyped]
+    import asyncpg
 
     name = f"chatbff_bench_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     admin = await asyncpg.connect(PG_ADMIN_URL, timeout=5)
@@ -806,6 +821,8 @@ def table(results: dict[str, Any]) -> str:
     gaps = per(paced, "gap_p99_ms")
     add("  inter-chunk gap p50 ms", per(paced, "gap_p50_ms"), d=2)
     add("  inter-chunk gap p99 ms", gaps, d=2)
+    add("  inter-chunk gap max ms", per(paced, "gap_max_ms"), d=2)
+    add("  tokens per read (1 = no bursts)", per(paced, "tokens_per_read"), d=2)
     over = [None if v is None or gaps[0] is None else v - gaps[0] for v in gaps[1:]]
     add("  gap p99 over direct ms", ["", *over], "<= 10 ms", judge(over, lambda v: v <= 10), 2)
     add(
@@ -859,6 +876,19 @@ def table(results: dict[str, Any]) -> str:
             ),
             2,
         )
+        extra = [
+            x
+            for db in dbs
+            for x in (
+                "",
+                (
+                    i3[db]["load"]["persisted"]["service_cpu_ms"]
+                    - i3[db]["load"]["stateless"]["service_cpu_ms"]
+                )
+                / max(1, i3[db]["load"]["persisted"]["requests"]),
+            )
+        ]
+        add("  extra CPU ms per persisted run", pad(extra))
         add("chunks/s", pad(cols3("load", "chunks_per_s")), d=0)
         add("DB statements / 1k chunks", pad(cols3("load", "statements_per_1k_chunks")), d=2)
         wr = cols3("load", "writes_per_50_chunks")

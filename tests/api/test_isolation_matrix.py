@@ -7,7 +7,9 @@ with an id kind or a body this file does not know fails `test_every_id_route_is_
 so a new route cannot slip through untested: teach this file how to populate it.
 
 For routes with several ids, each id is also tried alone (the others the prober's own), so
-"my conversation, your run" is covered too. The model must not be called by any probe.
+"my conversation, your run" is covered too. GET routes are also probed the EventSource way,
+with a `?token=` stream token the prober minted for that path. The model must not be called
+by any probe.
 """
 
 from __future__ import annotations
@@ -249,6 +251,16 @@ async def test_another_users_id_is_404_like_a_missing_one(
                 assert _comparable(response, swapped) == _comparable(
                     baseline, [missing[p] for p in foreign]
                 ), f"{method} {path} with {ids}: {response.status_code} {response.text}"
+                if method == "GET":
+                    # The EventSource way in: a stream token the prober minted for this path.
+                    url = path.format(**ids)
+                    minted = await world.call(
+                        PROBER, "POST", "/api/stream-tokens", json={"path": url}
+                    )
+                    by_token = await api.get(url, params={**query, "token": minted["token"]})
+                    assert _comparable(by_token, swapped) == _comparable(
+                        baseline, [missing[p] for p in foreign]
+                    ), f"GET {url} with a stream token: {by_token.status_code} {by_token.text}"
             assert len(provider.requests) == model_calls, "a probe reached the model"
         if "conversation_id" in params:
             conversation_id = owners["conversation_id"]

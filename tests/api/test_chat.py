@@ -51,22 +51,18 @@ def settings(tmp_path: Path) -> Settings:
     )
 
 
-@pytest.fixture
-def provider() -> ScriptedProvider:
-    """Each test sets `provider._script` turns through `play`."""
-    return ScriptedProvider(Script(mode="sequence", turns=[]), delay_ms=0)
-
-
-def play(provider: ScriptedProvider, *turns: ScriptedTurn) -> None:
-    provider._script = Script(mode="sequence", turns=list(turns))
-    provider._cursor = 0
+def play(client: ApiClient, *turns: ScriptedTurn, delay_ms: float = 0) -> ScriptedProvider:
+    """Script the next model calls: a fresh sequence provider behind the `scripted` model."""
+    provider = ScriptedProvider(Script(mode="sequence", turns=list(turns)), delay_ms=delay_ms)
+    client.services.providers["scripted"] = provider
+    return provider
 
 
 @pytest.fixture
-async def client(
-    make_api: MakeApi, settings: Settings, provider: ScriptedProvider
-) -> AsyncIterator[ApiClient]:
-    async with make_api(settings, providers={"scripted": provider}) as api:
+async def client(make_api: MakeApi, settings: Settings) -> AsyncIterator[ApiClient]:
+    async with make_api(
+        settings, providers={"scripted": ScriptedProvider(Script(mode="sequence", turns=[]))}
+    ) as api:
         yield api
 
 
@@ -82,9 +78,9 @@ async def stream(client: ApiClient, body: dict[str, Any], **headers: str) -> lis
 
 
 async def test_a_non_streamed_answer_is_a_chat_completion_with_typed_parts(
-    client: ApiClient, provider: ScriptedProvider
+    client: ApiClient,
 ) -> None:
-    play(provider, ScriptedTurn(text="Hello there."))
+    play(client, ScriptedTurn(text="Hello there."))
 
     response = await client.post(URL, json={"messages": [user("Hi")]})
 
@@ -108,9 +104,9 @@ async def test_a_non_streamed_answer_is_a_chat_completion_with_typed_parts(
     ids=["stream-flag", "accept-header"],
 )
 async def test_a_streamed_answer_is_native_sse_with_gap_free_ids(
-    client: ApiClient, provider: ScriptedProvider, extra: dict[str, Any], headers: dict[str, str]
+    client: ApiClient, extra: dict[str, Any], headers: dict[str, str]
 ) -> None:
-    play(provider, ScriptedTurn(text="One two three four."))
+    play(client, ScriptedTurn(text="One two three four."))
 
     response = await client.post(URL, json={"messages": [user("Hi")], **extra}, headers=headers)
 
@@ -127,11 +123,9 @@ async def test_a_streamed_answer_is_native_sse_with_gap_free_ids(
     assert all(f.event == f.data["type"] for f in frames)
 
 
-async def test_text_that_looks_like_sse_stays_inside_one_event(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
+async def test_text_that_looks_like_sse_stays_inside_one_event(client: ApiClient) -> None:
     tricky = "Look:\n\nevent: x\ndata: y\n\nid: 99"
-    play(provider, ScriptedTurn(text=tricky))
+    play(client, ScriptedTurn(text=tricky))
 
     frames = await stream(client, {"messages": [user("Hi")], "stream": True})
 
@@ -146,17 +140,15 @@ async def test_text_that_looks_like_sse_stays_inside_one_event(
     assert end.data["message"]["content"][0]["data"]["text"] == tricky
 
 
-async def test_streaming_and_not_give_identical_parts(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
+async def test_streaming_and_not_give_identical_parts(client: ApiClient) -> None:
     turn = ScriptedTurn(
         text="Checking the weather.",
         tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="call_1")],
     )
     body = {"messages": [user("Weather in Oslo?")], "tools": [WEATHER]}
-    play(provider, turn)
+    play(client, turn)
     whole = (await client.post(URL, json=body)).json()["message"]["content"]
-    play(provider, turn)
+    play(client, turn)
 
     frames = await stream(client, {**body, "stream": True})
 
@@ -182,10 +174,8 @@ async def test_an_unknown_model_is_model_not_found(client: ApiClient) -> None:
     assert response.json()["error"]["code"] == "model_not_found"
 
 
-async def test_aikit_shaped_messages_are_accepted(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="Sure."))
+async def test_aikit_shaped_messages_are_accepted(client: ApiClient) -> None:
+    provider = play(client, ScriptedTurn(text="Sure."))
     history = [
         {"id": "m1", "role": "user", "content": [{"type": "text", "data": {"text": "Hi"}}]},
         {"id": "m2", "role": "assistant", "content": [{"type": "text", "data": {"text": "Hey"}}]},
@@ -204,11 +194,9 @@ async def test_aikit_shaped_messages_are_accepted(
     assert [m["id"] for m in response.json()["messages"][:3]] == ["m1", "m2", "m3"]
 
 
-async def test_a_client_tool_call_comes_back_as_tool_calls(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
+async def test_a_client_tool_call_comes_back_as_tool_calls(client: ApiClient) -> None:
     play(
-        provider,
+        client,
         ScriptedTurn(
             tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="call_1")]
         ),
@@ -225,11 +213,9 @@ async def test_a_client_tool_call_comes_back_as_tool_calls(
     assert response.json()["status"] == "requires_action"
 
 
-async def test_the_aikit_reference_exchange_round_trips(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(
-        provider,
+async def test_the_aikit_reference_exchange_round_trips(client: ApiClient) -> None:
+    provider = play(
+        client,
         ScriptedTurn(
             tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="call_w")]
         ),
@@ -261,10 +247,8 @@ async def test_the_aikit_reference_exchange_round_trips(
     provider.assert_all_used()
 
 
-async def test_a_failing_model_call_answers_502_with_an_error_body(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(error=ScriptedError(status=500, message="upstream exploded")))
+async def test_a_failing_model_call_answers_502_with_an_error_body(client: ApiClient) -> None:
+    play(client, ScriptedTurn(error=ScriptedError(status=500, message="upstream exploded")))
 
     response = await client.post(URL, json={"messages": [user("Hi")]})
 
@@ -272,10 +256,8 @@ async def test_a_failing_model_call_answers_502_with_an_error_body(
     assert response.json()["error"]["code"] == "provider_unavailable"
 
 
-async def test_a_rate_limited_model_call_answers_429(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(error=ScriptedError(status=429, message="slow down")))
+async def test_a_rate_limited_model_call_answers_429(client: ApiClient) -> None:
+    play(client, ScriptedTurn(error=ScriptedError(status=429, message="slow down")))
 
     response = await client.post(URL, json={"messages": [user("Hi")]})
 
@@ -283,10 +265,8 @@ async def test_a_rate_limited_model_call_answers_429(
     assert "error" in response.json()
 
 
-async def test_a_failing_model_call_streams_an_error_then_run_end_failed(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(error=ScriptedError(status=500)))
+async def test_a_failing_model_call_streams_an_error_then_run_end_failed(client: ApiClient) -> None:
+    play(client, ScriptedTurn(error=ScriptedError(status=500)))
 
     frames = await stream(client, {"messages": [user("Hi")], "stream": True})
 
@@ -295,12 +275,10 @@ async def test_a_failing_model_call_streams_an_error_then_run_end_failed(
     assert frames[-1].data["status"] == "failed"
 
 
-async def test_the_iteration_cap_finishes_with_length(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
+async def test_the_iteration_cap_finishes_with_length(client: ApiClient) -> None:
     cap = client.services.settings.max_iterations
-    play(
-        provider,
+    provider = play(
+        client,
         *(
             ScriptedTurn(tool_calls=[ScriptedToolCall(name="missing", id=f"c{i}")])
             for i in range(cap)
@@ -317,12 +295,14 @@ async def test_the_iteration_cap_finishes_with_length(
 
 
 async def test_an_idle_stream_carries_heartbeat_comments(
-    make_api: MakeApi, settings: Settings, provider: ScriptedProvider
+    make_api: MakeApi, settings: Settings
 ) -> None:
-    play(provider, ScriptedTurn(text="Finally.", stall_seconds=0.5))
+    stalling = ScriptedProvider(
+        Script(mode="sequence", turns=[ScriptedTurn(text="Finally.", stall_seconds=0.5)])
+    )
     quick = settings.model_copy(update={"heartbeat_seconds": 0.05})
 
-    async with make_api(quick, providers={"scripted": provider}) as api:
+    async with make_api(quick, providers={"scripted": stalling}) as api:
         response = await api.post(URL, json={"messages": [user("Hi")], "stream": True})
 
     assert ": heartbeat" in response.text

@@ -38,14 +38,11 @@ def base_settings(tmp_path: Path, **overrides: object) -> Settings:
     )
 
 
-@pytest.fixture
-def provider() -> ScriptedProvider:
-    return ScriptedProvider(Script(mode="sequence", turns=[]), delay_ms=0)
-
-
-def play(provider: ScriptedProvider, *turns: ScriptedTurn) -> None:
-    provider._script = Script(mode="sequence", turns=list(turns))
-    provider._cursor = 0
+def play(api: ApiClient, *turns: ScriptedTurn) -> ScriptedProvider:
+    """Script the next model calls: a fresh sequence provider behind the `scripted` model."""
+    provider = ScriptedProvider(Script(mode="sequence", turns=list(turns)), delay_ms=0)
+    api.services.providers["scripted"] = provider
+    return provider
 
 
 def sdk_for(api: ApiClient) -> AsyncOpenAI:
@@ -56,19 +53,23 @@ def sdk_for(api: ApiClient) -> AsyncOpenAI:
 
 
 @pytest.fixture
-async def sdk(
-    make_api: MakeApi, tmp_path: Path, provider: ScriptedProvider
-) -> AsyncIterator[AsyncOpenAI]:
-    async with make_api(base_settings(tmp_path), providers={"scripted": provider}) as api:
-        client = sdk_for(api)
+async def api(make_api: MakeApi, tmp_path: Path) -> AsyncIterator[ApiClient]:
+    idle = ScriptedProvider(Script(mode="sequence", turns=[]))
+    async with make_api(base_settings(tmp_path), providers={"scripted": idle}) as client:
         yield client
-        await client.close()
+
+
+@pytest.fixture
+async def sdk(api: ApiClient) -> AsyncIterator[AsyncOpenAI]:
+    client = sdk_for(api)
+    yield client
+    await client.close()
 
 
 async def test_a_non_streamed_completion_reads_through_the_sdk(
-    sdk: AsyncOpenAI, provider: ScriptedProvider
+    api: ApiClient, sdk: AsyncOpenAI
 ) -> None:
-    play(provider, ScriptedTurn(text="Hello from the service."))
+    play(api, ScriptedTurn(text="Hello from the service."))
 
     completion = await sdk.chat.completions.create(
         model="scripted", messages=[{"role": "user", "content": "Hi"}]
@@ -81,9 +82,9 @@ async def test_a_non_streamed_completion_reads_through_the_sdk(
 
 
 async def test_a_streamed_completion_ends_with_a_usage_chunk(
-    sdk: AsyncOpenAI, provider: ScriptedProvider
+    api: ApiClient, sdk: AsyncOpenAI
 ) -> None:
-    play(provider, ScriptedTurn(text="Streaming works fine."))
+    play(api, ScriptedTurn(text="Streaming works fine."))
 
     stream = await sdk.chat.completions.create(
         model="scripted",
@@ -111,9 +112,9 @@ PARALLEL = ScriptedTurn(
 
 
 async def test_parallel_client_tool_calls_come_back_as_tool_calls(
-    sdk: AsyncOpenAI, provider: ScriptedProvider
+    api: ApiClient, sdk: AsyncOpenAI
 ) -> None:
-    play(provider, PARALLEL)
+    play(api, PARALLEL)
 
     completion = await sdk.chat.completions.create(
         model="scripted",
@@ -136,9 +137,9 @@ async def test_parallel_client_tool_calls_come_back_as_tool_calls(
 
 
 async def test_streamed_parallel_tool_calls_accumulate_by_index(
-    sdk: AsyncOpenAI, provider: ScriptedProvider
+    api: ApiClient, sdk: AsyncOpenAI
 ) -> None:
-    play(provider, PARALLEL)
+    play(api, PARALLEL)
 
     stream = await sdk.chat.completions.create(
         model="scripted",

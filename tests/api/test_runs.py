@@ -39,21 +39,18 @@ WEATHER = {
 }
 
 
-@pytest.fixture
-def provider() -> ScriptedProvider:
-    return ScriptedProvider(Script(mode="sequence", turns=[]), delay_ms=0)
-
-
-def play(provider: ScriptedProvider, *turns: ScriptedTurn) -> None:
-    provider._script = Script(mode="sequence", turns=list(turns))
-    provider._cursor = 0
+def play(client: ApiClient, *turns: ScriptedTurn, delay_ms: float = 0) -> ScriptedProvider:
+    """Script the next model calls: a fresh sequence provider behind the `scripted` model."""
+    provider = ScriptedProvider(Script(mode="sequence", turns=list(turns)), delay_ms=delay_ms)
+    client.services.providers["scripted"] = provider
+    return provider
 
 
 @pytest.fixture
-async def client(
-    make_api: MakeApi, app_settings: Settings, provider: ScriptedProvider
-) -> AsyncIterator[ApiClient]:
-    async with make_api(app_settings, providers={"scripted": provider}) as api:
+async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
+    async with make_api(
+        app_settings, providers={"scripted": ScriptedProvider(Script(mode="sequence", turns=[]))}
+    ) as api:
         yield api
 
 
@@ -112,10 +109,8 @@ def tools_of(message: dict[str, Any]) -> list[dict[str, Any]]:
 # -- send and follow ----------------------------------------------------------------------
 
 
-async def test_a_sent_message_starts_a_run_with_an_events_url(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="Hello."))
+async def test_a_sent_message_starts_a_run_with_an_events_url(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="Hello."))
     cid = await create(client)
 
     started = await send(client, cid)
@@ -125,10 +120,8 @@ async def test_a_sent_message_starts_a_run_with_an_events_url(
     await finished(client, started)
 
 
-async def test_the_events_replay_every_event_and_close_after_run_end(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="A fairly short answer."))
+async def test_the_events_replay_every_event_and_close_after_run_end(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="A fairly short answer."))
     cid = await create(client)
     started = await send(client, cid)
 
@@ -144,10 +137,8 @@ async def test_the_events_replay_every_event_and_close_after_run_end(
 
 
 @pytest.mark.parametrize("how", ["header", "query"])
-async def test_resuming_after_n_gives_exactly_the_later_events(
-    client: ApiClient, provider: ScriptedProvider, how: str
-) -> None:
-    play(provider, ScriptedTurn(text="one two three four five six"))
+async def test_resuming_after_n_gives_exactly_the_later_events(client: ApiClient, how: str) -> None:
+    play(client, ScriptedTurn(text="one two three four five six"))
     cid = await create(client)
     started = await send(client, cid)
     full = await events(client, started["events_url"])
@@ -162,10 +153,10 @@ async def test_resuming_after_n_gives_exactly_the_later_events(
 
 
 async def test_the_stored_conversation_holds_the_user_and_assistant_messages(
-    client: ApiClient, provider: ScriptedProvider
+    client: ApiClient,
 ) -> None:
     play(
-        provider,
+        client,
         ScriptedTurn(
             text="Let me check.",
             tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1")],
@@ -193,10 +184,8 @@ async def test_the_stored_conversation_holds_the_user_and_assistant_messages(
 # -- one run at a time --------------------------------------------------------------------
 
 
-async def test_a_second_send_while_a_run_is_active_is_409_with_its_id(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+async def test_a_second_send_while_a_run_is_active_is_409_with_its_id(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="slow", stall_seconds=30))
     cid = await create(client)
     started = await send(client, cid)
 
@@ -207,10 +196,8 @@ async def test_a_second_send_while_a_run_is_active_is_409_with_its_id(
     await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
 
 
-async def test_the_conversation_shows_its_active_run(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+async def test_the_conversation_shows_its_active_run(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="slow", stall_seconds=30))
     cid = await create(client)
     started = await send(client, cid)
 
@@ -225,10 +212,8 @@ async def test_the_conversation_shows_its_active_run(
 # -- cancel -------------------------------------------------------------------------------
 
 
-async def test_cancel_keeps_the_partial_text_marked_incomplete(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="First words then a great deal more", delay_ms=500))
+async def test_cancel_keeps_the_partial_text_marked_incomplete(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="First words then a great deal more", delay_ms=500))
     cid = await create(client)
     started = await send(client, cid)
     await until(client, cid, started["run_id"], "text_delta")
@@ -248,11 +233,9 @@ async def test_cancel_keeps_the_partial_text_marked_incomplete(
     assert streamed.startswith("First")
 
 
-async def test_cancel_closes_a_tool_call_in_flight_as_cancelled(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
+async def test_cancel_closes_a_tool_call_in_flight_as_cancelled(client: ApiClient) -> None:
     play(
-        provider,
+        client,
         ScriptedTurn(
             text="Checking.",
             tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1")],
@@ -275,8 +258,8 @@ async def test_cancel_closes_a_tool_call_in_flight_as_cancelled(
     assert tools_of(stored)[0]["data"]["status"] == "cancelled"
 
 
-async def test_cancelling_twice_is_harmless(client: ApiClient, provider: ScriptedProvider) -> None:
-    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+async def test_cancelling_twice_is_harmless(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="slow", stall_seconds=30))
     cid = await create(client)
     started = await send(client, cid)
     url = f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel"
@@ -290,10 +273,8 @@ async def test_cancelling_twice_is_harmless(client: ApiClient, provider: Scripte
     assert [f.event for f in frames].count("run_end") == 1
 
 
-async def test_cancel_after_the_run_finished_changes_nothing(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="Done already."))
+async def test_cancel_after_the_run_finished_changes_nothing(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="Done already."))
     cid = await create(client)
     started = await send(client, cid)
     before = await finished(client, started)
@@ -313,10 +294,10 @@ async def test_cancel_after_the_run_finished_changes_nothing(
 
 
 async def test_a_client_tool_round_trip_continues_with_the_result_and_the_tools(
-    client: ApiClient, provider: ScriptedProvider
+    client: ApiClient,
 ) -> None:
-    play(
-        provider,
+    provider = play(
+        client,
         ScriptedTurn(
             tool_calls=[ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1")]
         ),
@@ -345,10 +326,8 @@ async def test_a_client_tool_round_trip_continues_with_the_result_and_the_tools(
     provider.assert_all_used()
 
 
-async def test_a_result_for_an_unknown_tool_call_is_404(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id="c1")]))
+async def test_a_result_for_an_unknown_tool_call_is_404(client: ApiClient) -> None:
+    play(client, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id="c1")]))
     cid = await create(client)
     await finished(client, await send(client, cid, tools=[WEATHER]))
 
@@ -361,11 +340,9 @@ async def test_a_result_for_an_unknown_tool_call_is_404(
     assert response.json()["error"]["code"] == "tool_call_not_found"
 
 
-async def test_a_result_for_an_answered_tool_call_is_409(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
+async def test_a_result_for_an_answered_tool_call_is_409(client: ApiClient) -> None:
     play(
-        provider,
+        client,
         ScriptedTurn(
             tool_calls=[
                 ScriptedToolCall(name="get_weather", args={"city": "Oslo"}, id="c1"),
@@ -389,9 +366,9 @@ async def test_a_result_for_an_answered_tool_call_is_409(
 
 
 async def test_regenerate_answers_again_and_keeps_the_old_answer_superseded(
-    client: ApiClient, provider: ScriptedProvider
+    client: ApiClient,
 ) -> None:
-    play(provider, ScriptedTurn(text="First answer."), ScriptedTurn(text="Second answer."))
+    play(client, ScriptedTurn(text="First answer."), ScriptedTurn(text="Second answer."))
     cid = await create(client)
     await finished(client, await send(client, cid, "Question?"))
 
@@ -409,10 +386,8 @@ async def test_regenerate_answers_again_and_keeps_the_old_answer_superseded(
     assert [r.message.text() for r in old] == ["First answer."]
 
 
-async def test_editing_the_last_user_message_reruns_it(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="About cats."), ScriptedTurn(text="About dogs."))
+async def test_editing_the_last_user_message_reruns_it(client: ApiClient) -> None:
+    provider = play(client, ScriptedTurn(text="About cats."), ScriptedTurn(text="About dogs."))
     cid = await create(client)
     await finished(client, await send(client, cid, "Tell me about cats"))
     [question] = [m for m in (await conversation(client, cid))["messages"] if m["role"] == "user"]
@@ -441,9 +416,9 @@ def _text(message: dict[str, Any]) -> str:
 # -- other users --------------------------------------------------------------------------
 
 
-async def _foreign_run(client: ApiClient, provider: ScriptedProvider) -> tuple[str, str]:
+async def _foreign_run(client: ApiClient) -> tuple[str, str]:
     """A finished run in a conversation that belongs to someone else."""
-    play(provider, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id="c9")]))
+    play(client, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id="c9")]))
     async with client.services.sessions.begin() as session:
         cid = (await ConversationRepo(session).create("someone-else", title="theirs")).id
     run = await client.services.runs.send(
@@ -457,20 +432,16 @@ async def _foreign_run(client: ApiClient, provider: ScriptedProvider) -> tuple[s
     return cid, run.run_id
 
 
-async def test_sending_into_another_users_conversation_is_404(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    cid, _ = await _foreign_run(client, provider)
+async def test_sending_into_another_users_conversation_is_404(client: ApiClient) -> None:
+    cid, _ = await _foreign_run(client)
 
     response = await client.post(f"{CONVERSATIONS}/{cid}/messages", json={"content": "hi"})
 
     assert response.status_code == 404
 
 
-async def test_another_users_run_events_are_404(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    cid, run_id = await _foreign_run(client, provider)
+async def test_another_users_run_events_are_404(client: ApiClient) -> None:
+    cid, run_id = await _foreign_run(client)
 
     response = await client.get(f"{CONVERSATIONS}/{cid}/runs/{run_id}/events")
 
@@ -478,20 +449,16 @@ async def test_another_users_run_events_are_404(
     assert "their secret" not in response.text
 
 
-async def test_cancelling_another_users_run_is_404(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    cid, run_id = await _foreign_run(client, provider)
+async def test_cancelling_another_users_run_is_404(client: ApiClient) -> None:
+    cid, run_id = await _foreign_run(client)
 
     response = await client.post(f"{CONVERSATIONS}/{cid}/runs/{run_id}/cancel")
 
     assert response.status_code == 404
 
 
-async def test_tool_results_into_another_users_conversation_are_404(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    cid, _ = await _foreign_run(client, provider)
+async def test_tool_results_into_another_users_conversation_are_404(client: ApiClient) -> None:
+    cid, _ = await _foreign_run(client)
 
     response = await client.post(
         f"{CONVERSATIONS}/{cid}/tool-results",
@@ -504,10 +471,8 @@ async def test_tool_results_into_another_users_conversation_are_404(
 # -- answering a send ---------------------------------------------------------------------
 
 
-async def test_a_send_asking_for_sse_streams_the_whole_run(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="Streamed right away."))
+async def test_a_send_asking_for_sse_streams_the_whole_run(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="Streamed right away."))
     cid = await create(client)
 
     response = await client.post(
@@ -525,10 +490,8 @@ async def test_a_send_asking_for_sse_streams_the_whole_run(
     )
 
 
-async def test_an_over_long_message_is_cut_and_the_answer_says_so(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="That was long."))
+async def test_an_over_long_message_is_cut_and_the_answer_says_so(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="That was long."))
     cid = await create(client)
     text = "A sentence that repeats. " * 6000  # 150,000 characters
 
@@ -628,10 +591,8 @@ async def test_events_of_an_unknown_run_are_404(client: ApiClient) -> None:
     assert response.json()["error"]["code"] == "not_found"
 
 
-async def test_a_last_event_id_that_is_not_a_number_is_refused(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="Hi."))
+async def test_a_last_event_id_that_is_not_a_number_is_refused(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="Hi."))
     cid = await create(client)
     started = await send(client, cid)
     await finished(client, started)
@@ -642,10 +603,8 @@ async def test_a_last_event_id_that_is_not_a_number_is_refused(
     assert response.json()["error"]["param"] == "Last-Event-ID"
 
 
-async def test_regenerate_while_a_run_is_active_is_409(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+async def test_regenerate_while_a_run_is_active_is_409(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="slow", stall_seconds=30))
     cid = await create(client)
     started = await send(client, cid)
 
@@ -656,10 +615,8 @@ async def test_regenerate_while_a_run_is_active_is_409(
     await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
 
 
-async def test_only_the_last_user_message_can_be_edited(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="One."), ScriptedTurn(text="Two."))
+async def test_only_the_last_user_message_can_be_edited(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="One."), ScriptedTurn(text="Two."))
     cid = await create(client)
     await finished(client, await send(client, cid, "first"))
     await finished(client, await send(client, cid, "second"))
@@ -674,10 +631,8 @@ async def test_only_the_last_user_message_can_be_edited(
     assert len((await conversation(client, cid))["messages"]) == 4
 
 
-async def test_concurrent_sends_start_exactly_one_run(
-    client: ApiClient, provider: ScriptedProvider
-) -> None:
-    play(provider, ScriptedTurn(text="slow", stall_seconds=30))
+async def test_concurrent_sends_start_exactly_one_run(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="slow", stall_seconds=30))
     cid = await create(client)
     url = f"{CONVERSATIONS}/{cid}/messages"
 

@@ -649,3 +649,54 @@ async def test_concurrent_sends_start_exactly_one_run(client: ApiClient) -> None
     await client.post(f"{CONVERSATIONS}/{cid}/runs/{winner}/cancel")
     users = [m for m in (await conversation(client, cid))["messages"] if m["role"] == "user"]
     assert len(users) == 1
+
+
+async def test_a_run_is_not_reachable_through_another_conversation(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="Mine."))
+    home = await create(client)
+    other = await create(client)
+    started = await send(client, home)
+    await finished(client, started)
+
+    events_elsewhere = await client.get(f"{CONVERSATIONS}/{other}/runs/{started['run_id']}/events")
+    cancel_elsewhere = await client.post(f"{CONVERSATIONS}/{other}/runs/{started['run_id']}/cancel")
+
+    assert (events_elsewhere.status_code, cancel_elsewhere.status_code) == (404, 404)
+
+
+async def test_a_message_sent_as_typed_parts_is_stored_as_parts(client: ApiClient) -> None:
+    provider = play(client, ScriptedTurn(text="Got it."))
+    cid = await create(client)
+    parts = [
+        {"type": "text", "data": {"text": "Look at this"}},
+        {"type": "file", "data": {"id": "f1", "name": "plan.pdf", "mimeType": "application/pdf"}},
+    ]
+
+    await finished(client, await send(client, cid, parts))
+
+    [question] = [m for m in (await conversation(client, cid))["messages"] if m["role"] == "user"]
+    assert [p["type"] for p in question["content"]] == ["text", "file"]
+    assert question["content"][1]["data"]["name"] == "plan.pdf"
+    assert provider.requests[0].messages[-1].text() == "Look at this"
+
+
+async def test_a_run_over_its_time_limit_fails_and_keeps_its_partial_text(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    slow = ScriptedProvider(
+        Script(mode="sequence", turns=[ScriptedTurn(text="Some words and then more", delay_ms=200)])
+    )
+    settings = app_settings.model_copy(update={"run_timeout_seconds": 0.5})
+
+    async with make_api(settings, providers={"scripted": slow}) as api:
+        cid = await create(api)
+        frames = await finished(api, await send(api, cid))
+        answer = (await conversation(api, cid))["messages"][-1]
+
+    assert frames[-1].data["status"] == "failed"
+    assert frames[-1].data["error"]["code"] == "run_timeout"
+    assert [f.event for f in frames if f.event == "error"] == ["error"]
+    assert answer["metadata"]["status"] == "incomplete"
+    assert answer["content"][0]["data"]["text"] == "".join(
+        f.data["delta"] for f in frames if f.event == "text_delta"
+    )

@@ -21,7 +21,7 @@ from app.domain.identity import Caller
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
-from app.observability.instrumented import instrument
+from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
 from app.providers.base import Provider
 from app.providers.catalog import Catalog, ModelInfo, build_catalog
@@ -148,7 +148,7 @@ async def build_services(
     tools: ToolRuntime = build_tool_runtime(settings, sessions)
     manager = RunManager(
         store=RunStore(sessions),
-        tools=tools,
+        tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
         max_iterations=settings.max_iterations,
         run_timeout=settings.run_timeout_seconds,
     )

@@ -1,4 +1,4 @@
-"""A provider wrapper that measures every model call, so no caller has to.
+"""Wrappers that measure every model call and every tool call, so no caller has to.
 
 `InstrumentedProvider(inner, metrics)` is what the container hands out for each provider.
 Per call it records: latency (until the stream ends, fails or is closed), time to first
@@ -9,22 +9,31 @@ from the catalogue, never from user input.
 
 Anything else (a scripted provider's `requests`, `assert_all_used`) is delegated to the
 wrapped provider.
+
+`InstrumentedTools(inner, metrics)` wraps the tool runtime the run manager uses and counts
+each server tool call by tool and outcome: `success`, `error`, `approval_needed`,
+`cancelled`, `crashed` (the runtime itself raised). A name the runtime does not know is
+counted as `unknown`, so a model cannot mint label values.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
+from app.agent.ports import ApprovalNeeded, RunContext, ToolOutcome, ToolRuntime
 from app.domain.errors import ProviderError
+from app.domain.parts import ToolPart
 from app.domain.stream import (
     ModelRequest,
     ProviderEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
+    ToolSpec,
     Usage,
 )
 from app.observability.metrics import Metrics
@@ -71,3 +80,33 @@ class InstrumentedProvider:
 
 def instrument(providers: dict[str, Provider], metrics: Metrics) -> dict[str, Provider]:
     return {name: InstrumentedProvider(p, metrics) for name, p in providers.items()}
+
+
+class InstrumentedTools:
+    def __init__(self, inner: ToolRuntime, metrics: Metrics) -> None:
+        self.inner = inner
+        self._metrics = metrics
+
+    def specs(self, ctx: RunContext) -> list[ToolSpec]:
+        return self.inner.specs(ctx)
+
+    def knows(self, name: str) -> bool:
+        return self.inner.knows(name)
+
+    async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
+        name = part.data.toolName if self.inner.knows(part.data.toolName) else "unknown"
+        try:
+            result = await self.inner.invoke(part, ctx)
+        except asyncio.CancelledError:
+            self._metrics.tool_call(name, "cancelled")
+            raise
+        except Exception:
+            self._metrics.tool_call(name, "crashed")
+            raise
+        self._metrics.tool_call(
+            name, "approval_needed" if isinstance(result, ApprovalNeeded) else result.status
+        )
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

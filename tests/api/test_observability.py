@@ -249,3 +249,32 @@ async def test_once_draining_new_requests_get_503_shutting_down(
     assert after.headers["retry-after"] == "2"
     assert after.headers["connection"] == "close"
     assert after.headers["x-request-id"] == "late-1"
+
+
+async def test_server_tool_calls_are_counted_by_tool_and_outcome(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
+
+    script = Script(
+        mode="sequence",
+        turns=[
+            ScriptedTurn(
+                tool_calls=[
+                    ScriptedToolCall(name="add_node", args={"label": "Person", "name": "Ada"}),
+                    ScriptedToolCall(name="add_node", args={"label": 3}),
+                ]
+            ),
+            ScriptedTurn(tool_calls=[ScriptedToolCall(name="delete_node", args={"id": "Ada"})]),
+        ],
+    )
+    provider = ScriptedProvider(script, delay_ms=0)
+    settings = sqlite_settings(tmp_path, example_tools_enabled=True)
+    async with make_api(settings, providers={"scripted": provider}) as api:
+        chat = {"messages": [{"role": "user", "content": "add Ada, then delete her"}]}
+        assert (await api.post("/api/chat", json=chat)).status_code == 200
+        text = (await api.get("/metrics")).text
+    provider.assert_all_used()
+    assert 'chatbff_tool_calls_total{outcome="success",tool="add_node"} 1.0' in text
+    assert 'chatbff_tool_calls_total{outcome="error",tool="add_node"} 1.0' in text
+    assert 'chatbff_tool_calls_total{outcome="approval_needed",tool="delete_node"} 1.0' in text

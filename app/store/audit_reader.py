@@ -35,11 +35,14 @@ def _cursor(record: AuditRecord) -> str:
 
 
 def _parse_cursor(cursor: str) -> tuple[datetime, str]:
+    at, _, audit_id = cursor.partition("|")
     try:
-        at, _, audit_id = cursor.partition("|")
-        return datetime.fromisoformat(at), audit_id
+        parsed = datetime.fromisoformat(at)
     except ValueError:
-        raise InvalidRequest("Invalid cursor.", param="cursor") from None
+        parsed = None
+    if parsed is None or parsed.tzinfo is None or not audit_id:
+        raise InvalidRequest("Invalid cursor.", param="cursor")
+    return parsed, audit_id
 
 
 async def list_audit(

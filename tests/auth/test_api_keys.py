@@ -180,3 +180,15 @@ async def test_the_openai_sdk_authenticates_with_an_api_key(
             "code": "unauthorized",
         }
         await http.aclose()
+
+
+@pytest.mark.parametrize(
+    "cursor", ["garbage", "2026-01-01T00:00:00|aud_x", "2026-01-01T00:00:00+00:00|"]
+)
+async def test_a_bad_audit_cursor_is_400(
+    make_api: MakeApi, app_settings: Settings, cursor: str
+) -> None:
+    async with make_api(with_jwt(app_settings)) as api:
+        response = await api.get("/api/admin/audit", params={"cursor": cursor}, headers=ADMIN)
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "cursor"

@@ -22,6 +22,7 @@ from jwt import PyJWK
 
 from app.auth.errors import Unauthorized
 
+MAX_SUBJECT_LENGTH = 255  # owner ids are String(255) in every table
 _RSA_ALGS = ("RS256", "RS384", "RS512")
 _EC_ALGS = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}
 _EC_CURVES = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
@@ -106,6 +107,8 @@ class JwtVerifier:
         subject = payload.get("sub")
         if not isinstance(subject, str) or not subject.strip():
             raise Unauthorized("jwt: empty subject")
+        if len(subject) > MAX_SUBJECT_LENGTH:
+            raise Unauthorized("jwt: subject longer than an owner id column")
         return Claims(subject=subject, roles=self._roles(payload), payload=payload)
 
     def _roles(self, payload: Mapping[str, Any]) -> frozenset[str]:

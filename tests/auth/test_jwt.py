@@ -74,6 +74,7 @@ async def test_a_valid_hs256_token_makes_its_subject_the_caller(
         pytest.param(lambda: rs_token(good()), id="rs256-without-public-key"),
         pytest.param(lambda: "not-a-jwt", id="garbage"),
         pytest.param(lambda: hs_token(good(sub="")), id="empty-subject"),
+        pytest.param(lambda: hs_token(good(sub="x" * 256)), id="overlong-subject"),
     ],
 )
 async def test_every_bad_token_is_the_same_401(

@@ -31,6 +31,7 @@ class StreamTokenRequest(_Request):
     run_id: str | None = Field(
         default=None,
         description="Or: the run whose event streams the token opens.",
+        min_length=1,
         max_length=128,
     )
 

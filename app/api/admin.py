@@ -6,7 +6,7 @@ not exist: the admin surface is not something a user can probe.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, status
 
@@ -34,7 +34,10 @@ async def require_admin(caller: CallerDep) -> Caller:
 
 AdminDep = Annotated[Caller, Depends(require_admin)]
 
-router = APIRouter(prefix="/api/admin", tags=["admin"])
+_NOT_FOR_YOU: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Not found (also what a caller without the `admin` role gets)."}
+}
+router = APIRouter(prefix="/api/admin", tags=["admin"], responses=_NOT_FOR_YOU)
 
 
 def _key_out(record: ApiKeyRecord) -> ApiKeyOut:
@@ -51,7 +54,12 @@ def _key_out(record: ApiKeyRecord) -> ApiKeyOut:
     )
 
 
-@router.get("/audit", response_model=AuditPageOut, summary="Read the audit log (admins).")
+@router.get(
+    "/audit",
+    response_model=AuditPageOut,
+    summary="Read the audit log (admins).",
+    responses={400: {"description": "The cursor is not one this endpoint gave out."}},
+)
 async def read_audit(
     services: Svc,
     admin: AdminDep,
@@ -66,7 +74,7 @@ async def read_audit(
         page = await list_audit(
             session,
             limit=limit,
-            cursor=cursor,
+            cursor=cursor or None,
             actor_id=actor_id,
             action=action,
             target_type=target_type,

@@ -183,7 +183,7 @@ async def test_the_openai_sdk_authenticates_with_an_api_key(
 
 
 @pytest.mark.parametrize(
-    "cursor", ["garbage", "2026-01-01T00:00:00|aud_x", "2026-01-01T00:00:00+00:00|"]
+    "cursor", ["garbage", "2026-01-01T00:00:00|aud_x", "2026-01-01T00:00:00+00:00|", "|"]
 )
 async def test_a_bad_audit_cursor_is_400(
     make_api: MakeApi, app_settings: Settings, cursor: str

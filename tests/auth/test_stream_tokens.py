@@ -128,6 +128,11 @@ async def test_a_stream_token_is_not_a_bearer_token_and_vice_versa(
         {"path": "/api/conversations"},
         {"path": "/api/conversations/../admin"},
         {"path": "relative/path"},
+        {"path": "/api/conversations/a?x=1"},
+        {"path": "/api/conversations//a"},
+        {"path": "/api/conversations/./a"},
+        {"path": ""},
+        {"run_id": ""},
         {"path": "/api/conversations/a", "run_id": "r"},
     ],
 )
@@ -136,8 +141,8 @@ async def test_only_narrow_scopes_can_be_minted(
 ) -> None:
     async with make_api(settings) as api:
         response = await api.post("/api/stream-tokens", json=body, headers=ALICE)
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == "invalid_request"
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "validation_error"
 
 
 async def test_minting_needs_a_caller(make_api: MakeApi, settings: Any) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from app.domain.identity import AuthMethod
 
+# Segments under /api/, at least two, none of them `.` or `..`; no query or fragment.
+STREAM_PATH_PATTERN = r"^/api(/(?!\.\.?(/|$))[^/?#\s]+){2,}/?$"
 RoleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
 
 
@@ -23,10 +25,17 @@ class MeOut(BaseModel):
 
 
 class StreamTokenRequest(_Request):
+    """Exactly one of `path` or `run_id`."""
+
+    # The path pattern needs a lookahead, which pydantic's default regex engine lacks.
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+
     path: str | None = Field(
         default=None,
-        description="Path prefix the token is good for, e.g. `/api/conversations/{id}`.",
+        description="Path prefix the token is good for, e.g. `/api/conversations/{id}`: at "
+        "least two segments under `/api/`, no query, no dot segments.",
         max_length=512,
+        pattern=STREAM_PATH_PATTERN,
     )
     run_id: str | None = Field(
         default=None,
@@ -34,6 +43,12 @@ class StreamTokenRequest(_Request):
         min_length=1,
         max_length=128,
     )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> StreamTokenRequest:
+        if (self.path is None) == (self.run_id is None):
+            raise ValueError("give exactly one of `path` or `run_id`")
+        return self
 
 
 class StreamTokenOut(BaseModel):

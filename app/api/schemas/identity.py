@@ -9,8 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from app.domain.identity import AuthMethod
 
-# Segments under /api/, at least two, none of them `.` or `..`; no query or fragment.
-STREAM_PATH_PATTERN = r"^/api(/(?!\.\.?(/|$))[^/?#\s]+){2,}/?$"
+# Segments under /api/, at least two, none of them `.` or `..`; no query, fragment, space
+# or control character (spelled out: `\s` differs between Python and ECMA regexes).
+STREAM_PATH_PATTERN = r"^/api(/(?!\.\.?(/|$))[^/?#\x00-\x20\x7f]+){2,}/?$"
 RoleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
 
 
@@ -28,7 +29,22 @@ class StreamTokenRequest(_Request):
     """Exactly one of `path` or `run_id`."""
 
     # The path pattern needs a lookahead, which pydantic's default regex engine lacks.
-    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+    model_config = ConfigDict(
+        extra="forbid",
+        regex_engine="python-re",
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["path"],
+                    "properties": {"path": {"type": "string"}, "run_id": {"type": "null"}},
+                },
+                {
+                    "required": ["run_id"],
+                    "properties": {"run_id": {"type": "string"}, "path": {"type": "null"}},
+                },
+            ]
+        },
+    )
 
     path: str | None = Field(
         default=None,

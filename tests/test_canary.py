@@ -126,3 +126,17 @@ def test_settings_never_print_their_secrets(app_settings: Settings) -> None:
     seen.add("repr", repr(settings))
     seen.add("json", settings.model_dump_json())
     assert seen.find(CANARIES) == []
+
+
+async def test_the_identity_objects_never_print_a_secret(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    """A repr lands in tracebacks and debug lines: none of these may show the JWT secret."""
+    async with make_api(canary_settings(app_settings)) as api:
+        authenticator = api.services.authenticator
+        verifier = authenticator._config.jwt
+        assert verifier is not None
+        seen = Seen()
+        for obj in (authenticator, authenticator._config, verifier, verifier._secret):
+            seen.add("repr", repr(obj))
+    assert seen.find(CANARIES) == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,8 @@ class Claims:
 
 @dataclass(frozen=True)
 class _Key:
-    key: Any
-    algorithms: tuple[str, ...]
+    key: Any = field(repr=False)  # the shared secret must not show up in a repr or traceback
+    algorithms: tuple[str, ...] = ()
 
 
 class JwtVerifier:

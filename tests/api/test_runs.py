@@ -27,6 +27,8 @@ from tests.fakes.anthropic_upstream import (
     spec_frames,
 )
 from tests.fakes.db import ApiClient, MakeApi
+from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
+from tests.fakes.openai_upstream import ToolCall as OpenAIToolCall
 
 CONVERSATIONS = "/api/conversations"
 WEATHER = {
@@ -700,3 +702,46 @@ async def test_a_run_over_its_time_limit_fails_and_keeps_its_partial_text(
     assert answer["content"][0]["data"]["text"] == "".join(
         f.data["delta"] for f in frames if f.event == "text_delta"
     )
+
+
+async def test_a_new_message_while_a_client_tool_waits_is_accepted_by_anthropic(
+    claude: ApiClient, anthropic_upstream: AnthropicUpstream
+) -> None:
+    anthropic_upstream.message(
+        MessageSpec([ToolUse("get_weather", {"city": "Oslo"}, id="toolu_1")])
+    )
+    anthropic_upstream.message(MessageSpec([Text("Sure, something else then.")]))
+    cid = await create(claude)
+    first = await finished(claude, await send(claude, cid, "Weather?", tools=[WEATHER]))
+    assert first[-1].data["status"] == "requires_action"
+
+    second = await finished(claude, await send(claude, cid, "Never mind, tell me a joke."))
+
+    assert second[-1].data["status"] == "completed", second[-1].data
+    anthropic_upstream.assert_all_used()
+
+
+async def test_a_new_message_while_a_client_tool_waits_answers_the_call_for_openai(
+    make_api: MakeApi, app_settings: Settings, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    settings = app_settings.model_copy(
+        update={
+            "openai_api_key": SecretStr("sk-test"),
+            "openai_base_url": openai_upstream.base_url,
+            "provider_max_retries": 0,
+        }
+    )
+    openai_upstream.enqueue(
+        Completion(tool_calls=[OpenAIToolCall("get_weather", {"city": "Oslo"}, id="call_1")]),
+        Completion(text="Sure, something else then."),
+    )
+    async with make_api(settings) as api:
+        cid = await create(api)
+        await finished(api, await send(api, cid, "Weather?", tools=[WEATHER]))
+        await finished(api, await send(api, cid, "Never mind."))
+
+    sent = openai_upstream.request_bodies()[1]["messages"]
+    [asked] = [i for i, m in enumerate(sent) if m.get("tool_calls")]
+    assert sent[asked + 1]["role"] == "tool"
+    assert sent[asked + 1]["tool_call_id"] == "call_1"
+    assert sent[-1] == {"role": "user", "content": "Never mind."}

@@ -18,7 +18,7 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
-from app.store.tables import new_id, utcnow
+from app.store.tables import ConversationRow, new_id, utcnow
 from app.store.tool_tables import (
     ApprovalRow,
     GraphEdgeRow,
@@ -31,6 +31,20 @@ from app.store.tool_tables import (
 def _rowcount(result: Any) -> int:
     count: int = result.rowcount
     return count
+
+
+async def lock_conversation(session: AsyncSession, owner_id: str, conversation_id: str) -> bool:
+    """Serialise writers of one conversation's tool state until the transaction ends.
+
+    Postgres: a row lock (`FOR UPDATE`). SQLite has one writer at a time already, as long
+    as the transaction has written before it reads what it will base a write on.
+    """
+    found = await session.scalar(
+        select(ConversationRow.id)
+        .where(ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id)
+        .with_for_update()
+    )
+    return found is not None
 
 
 # -- approvals ---------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agent.ports import ToolOutcome
@@ -32,8 +31,7 @@ from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart
 from app.store.repos import MessageRepo, record_audit
-from app.store.tables import ConversationRow
-from app.store.tool_repos import ApprovalRecord, ApprovalRepo
+from app.store.tool_repos import ApprovalRecord, ApprovalRepo, lock_conversation
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 from app.tools.runtime import REJECTED, ServerToolRuntime, error_outcome, visible_args
 
@@ -193,15 +191,7 @@ class ApprovalService:
             if record.conversation_id is not None:
                 # Take the conversation's write lock first, so two decisions on one message
                 # queue up instead of overwriting each other's part.
-                await session.execute(
-                    update(ConversationRow)
-                    .where(
-                        ConversationRow.id == record.conversation_id,
-                        ConversationRow.owner_id == owner,
-                    )
-                    .values(updated_at=_now())
-                    .execution_options(synchronize_session=False)
-                )
+                await lock_conversation(session, owner, record.conversation_id)
                 found = await _find_part(session, record)
                 if found is not None:
                     message, run_id = found[0]

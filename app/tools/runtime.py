@@ -32,7 +32,13 @@ from app.domain.identity import Caller
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
 from app.settings import Settings
-from app.store.tool_repos import ApprovalRecord, ApprovalRepo, ProposalRecord, ProposalRepo
+from app.store.tool_repos import (
+    ApprovalRecord,
+    ApprovalRepo,
+    ProposalRecord,
+    ProposalRepo,
+    lock_conversation,
+)
 from app.tools.base import (
     PROVISIONAL_PREFIX,
     ServerTool,
@@ -255,6 +261,9 @@ class ServerToolRuntime:
             )
         owner = ctx.caller.user_id
         async with self.sessions.begin() as session:
+            # One proposer of this conversation at a time, so `queued` is exact.
+            if not await lock_conversation(session, owner, ctx.conversation_id):
+                return error_outcome("The conversation no longer exists.", args=shown)
             repo = ProposalRepo(session)
             record = await repo.by_call(owner, ctx.run_id, part.id)
             if record is None:

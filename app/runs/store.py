@@ -14,11 +14,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.domain.errors import Conflict, NotFound
 from app.domain.events import (
+    ConfirmRequired,
     MessageEnd,
     RunEnd,
     RunStatus,
     SequencedEvent,
     TextDeltaEvent,
+    ToolEnd,
+    ToolError,
+    ToolStart,
     UsageInfo,
 )
 from app.domain.messages import Message
@@ -210,6 +214,17 @@ def _partial_message(record: RunRecord, events: list[SequencedEvent]) -> Message
             text = ""
         elif isinstance(event, TextDeltaEvent):
             text += event.delta
+        elif isinstance(event, ToolStart | ToolEnd | ToolError | ConfirmRequired):
+            # Tool calls (and the results of those that ran) are part of the answer: a
+            # model that never sees a result it already got may run the tool again.
+            if text:
+                parts.append(TextPart(data=TextData(text=text)))
+                text = ""
+            at = next((i for i, p in enumerate(parts) if p.id == event.part.id), None)
+            if at is None:
+                parts.append(event.part)
+            else:
+                parts[at] = event.part
     if text:
         parts.append(TextPart(data=TextData(text=text)))
     closed: list[Part] = []

@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from app.domain.events import RunStart, SequencedEvent, TextDeltaEvent, ToolEnd, ToolStart
 from app.domain.identity import Caller
+from app.domain.messages import Message
 from app.domain.parts import ToolPart
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.runs.service import TurnInput
+from app.runs.store import RunStore
 from app.settings import Settings
 from app.store.repos import ConversationRepo, MessageRepo
 from app.translate.openai_chat import tools_from_openai
@@ -745,3 +748,64 @@ async def test_a_new_message_while_a_client_tool_waits_answers_the_call_for_open
     assert sent[asked + 1]["role"] == "tool"
     assert sent[asked + 1]["tool_call_id"] == "call_1"
     assert sent[-1] == {"role": "user", "content": "Never mind."}
+
+
+# -- crash recovery -----------------------------------------------------------------------
+
+
+async def _dead_run(client: ApiClient, cid: str, events: list[Any]) -> str:
+    """Leave a run `running` with `events` stored, as a process killed mid-run would."""
+    store = RunStore(client.services.sessions)
+    run_id, message_id = "run_dead", "msg_dead"
+    await store.begin(
+        owner_id=client.services.settings.local_user_id,
+        conversation_id=cid,
+        run_id=run_id,
+        model_id="scripted",
+        assistant_message_id=message_id,
+        user_message=Message(role="user", content="Weather and advice?"),
+    )
+    sequenced = [SequencedEvent(seq=i + 1, event=e) for i, e in enumerate(events)]
+    await store.append_events(run_id, sequenced)
+    return run_id
+
+
+async def test_a_run_a_dead_process_left_keeps_its_finished_tool_calls(
+    make_api: MakeApi, app_settings: Settings, client: ApiClient
+) -> None:
+    cid = await create(client)
+    ran = ToolPart.model_validate(
+        {
+            "id": "c1",
+            "data": {
+                "toolName": "get_weather",
+                "toolCallId": "c1",
+                "args": {"city": "Oslo"},
+                "status": "success",
+                "result": {"sky": "sunny"},
+            },
+        }
+    )
+    started = ran.model_copy(update={"data": ran.data.model_copy(update={"status": "loading"})})
+    ids = {"run_id": "run_dead", "message_id": "msg_dead"}
+    await _dead_run(
+        client,
+        cid,
+        [
+            RunStart(model="scripted", conversation_id=cid, **ids),
+            TextDeltaEvent(delta="Let me check. ", **ids),
+            ToolStart(part=started, **ids),
+            ToolEnd(part=ran, **ids),
+            TextDeltaEvent(delta="It is sunny", **ids),
+        ],
+    )
+
+    async with make_api(app_settings) as restarted:  # start-up closes the dead run
+        answer = (await conversation(restarted, cid))["messages"][-1]
+
+    assert answer["metadata"]["status"] == "incomplete"
+    assert [p["type"] for p in answer["content"]] == ["text", "tool", "text"]
+    assert answer["content"][0]["data"]["text"] == "Let me check. "
+    assert answer["content"][1]["data"]["status"] == "success"
+    assert answer["content"][1]["data"]["result"] == {"sky": "sunny"}
+    assert answer["content"][2]["data"]["text"] == "It is sunny"

@@ -29,7 +29,7 @@ from app.agent.ports import ToolOutcome
 from app.domain.errors import ChatBffError, Conflict
 from app.domain.identity import Caller
 from app.domain.messages import Message
-from app.domain.parts import ToolPart
+from app.domain.parts import ToolPart, tool_part
 from app.store.repos import MessageRepo, record_audit
 from app.store.tool_repos import ApprovalRecord, ApprovalRepo, lock_conversation
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
@@ -222,6 +222,15 @@ class ApprovalService:
                     "outcome": outcome.status,
                     "reason": outcome.error if outcome.status == "error" else None,
                 },
+            )
+        if part is None:  # no stored message (a stateless run): the part as it now stands
+            part = _updated_part(
+                tool_part(
+                    tool_call_id=record.tool_call_id,
+                    tool_name=record.tool_name,
+                    status="waitingConfirmation",
+                ),
+                outcome,
             )
         return part, ready
 

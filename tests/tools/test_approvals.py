@@ -291,3 +291,18 @@ async def test_delete_node_asks_first_and_deletes_only_after_approval(
     assert result.part is not None and result.part.data.result["name"] == "Ada"
     async with db_sessions() as s:
         assert (await s.scalars(select(GraphNodeRow))).all() == []
+
+
+async def test_an_approval_of_a_stateless_run_answers_the_part_and_does_not_resume(
+    runtime: ServerToolRuntime, calls: Calls
+) -> None:
+    needed = await runtime.invoke(call("danger", {"target": "prod"}), run_ctx(ALICE, None))
+    assert isinstance(needed, ApprovalNeeded)
+
+    result = await ApprovalService(runtime).decide(ALICE, needed.approval_id, "approve")
+
+    assert calls.danger == [{"target": "prod", "user_id": "alice"}]
+    assert result.ready_to_resume is False
+    assert result.part is not None
+    assert result.part.data.status == "success"
+    assert result.part.data.args == {"target": "prod"}

@@ -147,6 +147,7 @@ async def test_streamed_parallel_tool_calls_accumulate_by_index(
         tools=[WEATHER],  # type: ignore[list-item]
         stream=True,
     )
+    assert isinstance(stream, openai.AsyncStream)
     calls: dict[int, dict[str, str]] = {}
     finish = None
     async for chunk in stream:

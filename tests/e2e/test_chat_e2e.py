@@ -11,6 +11,7 @@ import httpx
 import openai
 import pytest
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
 
 from tests.api.sse_frames import parse
 from tests.e2e.conftest import Launch, Service, openai_backed
@@ -54,7 +55,7 @@ async def sdk(service: Service) -> AsyncIterator[AsyncOpenAI]:
     await client.close()
 
 
-def ask(text: str = "Hi") -> list[dict[str, str]]:
+def ask(text: str = "Hi") -> list[ChatCompletionMessageParam]:
     return [{"role": "user", "content": text}]
 
 
@@ -92,7 +93,7 @@ async def test_api_chat_streams_native_sse(
 async def test_openai_sdk_non_stream(sdk: AsyncOpenAI, openai_upstream: FakeOpenAIUpstream) -> None:
     openai_upstream.enqueue(Completion(text="Plain answer."))
 
-    completion = await sdk.chat.completions.create(model="gpt-4o-mini", messages=ask())  # type: ignore[arg-type]
+    completion = await sdk.chat.completions.create(model="gpt-4o-mini", messages=ask())
 
     assert completion.choices[0].message.content == "Plain answer."
     assert completion.model == "gpt-4o-mini"
@@ -105,7 +106,7 @@ async def test_openai_sdk_stream_with_usage(
 
     stream = await sdk.chat.completions.create(
         model="gpt-4o-mini",
-        messages=ask(),  # type: ignore[arg-type]
+        messages=ask(),
         stream=True,
         stream_options={"include_usage": True},
     )
@@ -133,7 +134,7 @@ async def test_openai_sdk_parallel_client_tool_calls(
 
     completion = await sdk.chat.completions.create(
         model="gpt-4o-mini",
-        messages=ask("Oslo and Rome?"),  # type: ignore[arg-type]
+        messages=ask("Oslo and Rome?"),
         tools=[WEATHER],  # type: ignore[list-item]
     )
 
@@ -145,7 +146,7 @@ async def test_openai_sdk_parallel_client_tool_calls(
 
 async def test_openai_sdk_sees_errors_as_its_own_exceptions(sdk: AsyncOpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
-        await sdk.chat.completions.create(model="no-such-model", messages=ask())  # type: ignore[arg-type]
+        await sdk.chat.completions.create(model="no-such-model", messages=ask())
     with pytest.raises(openai.BadRequestError):
         await sdk.chat.completions.create(model="gpt-4o-mini", messages=[])
 
@@ -191,10 +192,10 @@ async def test_openai_sdk_works_with_an_anthropic_model_behind(
     client = AsyncOpenAI(base_url=f"{service.base_url}/v1", api_key="sk-client", max_retries=0)
 
     async with client:
-        whole = await client.chat.completions.create(model="claude-test", messages=ask())  # type: ignore[arg-type]
+        whole = await client.chat.completions.create(model="claude-test", messages=ask())
         stream = await client.chat.completions.create(
             model="claude-test",
-            messages=ask(),  # type: ignore[arg-type]
+            messages=ask(),
             stream=True,
             stream_options={"include_usage": True},
         )

@@ -66,6 +66,7 @@ async def conversation(http: httpx.AsyncClient, cid: str) -> dict[str, Any]:
 
 def assistant_of(detail: dict[str, Any]) -> dict[str, Any]:
     [message] = [m for m in detail["messages"] if m["role"] == "assistant"]
+    assert isinstance(message, dict)
     return message
 
 
@@ -188,7 +189,7 @@ async def test_a_reader_connected_through_sigterm_resumes_on_the_new_process(
     restarted = launch(db=service.db)
 
     async with httpx.AsyncClient(base_url=restarted.base_url, timeout=10) as again:
-        rest = await read_events(again, url, after=seen[-1].id)
+        rest = await read_events(again, url, after=seen[-1].id or 0)
         full = await read_events(again, url)
     assert seen + rest == full
     assert_gap_free(full)

@@ -10,7 +10,7 @@ assistant message still waits, the conversation continues in a new run (`run_id`
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter
@@ -38,8 +38,9 @@ class ApprovalOut(BaseModel):
     tool_name: str = Field(description="Tool to run.")
     args: dict[str, Any] = Field(description="Arguments it will run with.")
     summary: str = Field(description="Human-readable summary of what will happen.")
-    status: Literal["pending", "approved", "rejected", "expired"] = Field(
-        description="`pending` until decided or expired."
+    status: Literal["pending", "approved", "rejected", "expired", "cancelled"] = Field(
+        description="`pending` until decided; `expired` past `expires_at`; `cancelled` when "
+        "its run was cancelled."
     )
     created_at: datetime = Field(description="When approval was asked.")
     expires_at: datetime = Field(description="After this it can no longer be approved.")
@@ -74,6 +75,9 @@ class DecisionOut(BaseModel):
 
 
 def _out(record: ApprovalRecord) -> ApprovalOut:
+    status = record.status
+    if status == "pending" and record.expires_at <= datetime.now(UTC):
+        status = "expired"
     return ApprovalOut(
         id=record.id,
         conversation_id=record.conversation_id,
@@ -82,7 +86,7 @@ def _out(record: ApprovalRecord) -> ApprovalOut:
         tool_name=record.tool_name,
         args={k: v for k, v in record.args.items() if k not in DEFAULT_SCOPE_ARGS},
         summary=record.summary,
-        status=record.status,
+        status=status,
         created_at=record.created_at,
         expires_at=record.expires_at,
         decided_at=record.decided_at,

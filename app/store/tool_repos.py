@@ -215,18 +215,29 @@ class ApprovalRepo:
         )
         return _rowcount(result) == 1
 
-    async def mark_expired(self, owner_id: str, approval_id: str, *, now: datetime) -> None:
-        await self._session.execute(
-            update(ApprovalRow)
-            .where(
-                ApprovalRow.id == approval_id,
-                ApprovalRow.owner_id == owner_id,
-                ApprovalRow.status == "pending",
-                ApprovalRow.expires_at <= now,
-            )
-            .values(status="expired")
-            .execution_options(synchronize_session=False)
+    async def cancel_pending(
+        self,
+        owner_id: str,
+        *,
+        now: datetime,
+        approval_id: str | None = None,
+        run_id: str | None = None,
+    ) -> int:
+        """Close pending approvals whose tool call was closed otherwise (a cancelled run):
+        they leave the inbox and can no longer be decided."""
+        query = update(ApprovalRow).where(
+            ApprovalRow.owner_id == owner_id, ApprovalRow.status == "pending"
         )
+        if approval_id is not None:
+            query = query.where(ApprovalRow.id == approval_id)
+        if run_id is not None:
+            query = query.where(ApprovalRow.run_id == run_id)
+        result = await self._session.execute(
+            query.values(status="cancelled", decided_at=now).execution_options(
+                synchronize_session=False
+            )
+        )
+        return _rowcount(result)
 
     async def record_outcome(
         self, owner_id: str, approval_id: str, *, outcome_status: str, result: Any

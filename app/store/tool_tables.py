@@ -43,7 +43,7 @@ class ApprovalRow(Base):
     scope: Mapped[dict[str, Any]] = mapped_column(JSONType)
     model_id: Mapped[str] = mapped_column(String(255))
     summary: Mapped[str] = mapped_column(Text)
-    # pending -> approved | rejected | expired; never back to pending.
+    # pending -> approved | rejected | cancelled; never back to pending (expiry is by time).
     status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -65,6 +65,11 @@ class ApprovalService:
         async with self.sessions() as session:
             return await ApprovalRepo(session).pending(caller.user_id, now=_now())
 
+    async def cancel_run(self, owner_id: str, run_id: str) -> int:
+        """Close the pending approvals of a cancelled run (for the run manager)."""
+        async with self.sessions.begin() as session:
+            return await ApprovalRepo(session).cancel_pending(owner_id, run_id=run_id, now=_now())
+
     async def get(self, caller: Caller, approval_id: str) -> ApprovalRecord:
         async with self.sessions() as session:
             return await ApprovalRepo(session).get(caller.user_id, approval_id)
@@ -127,9 +132,7 @@ class ApprovalService:
         return DecisionResult(await self.get(caller, approval_id), part, ready)
 
     def _refuse_if_closed(self, record: ApprovalRecord, *, now: datetime | None = None) -> None:
-        if record.status == "expired" or (
-            record.status == "pending" and record.expires_at <= (now or _now())
-        ):
+        if record.status == "pending" and record.expires_at <= (now or _now()):
             raise Conflict(
                 "This approval has expired; ask the assistant again.",
                 code="approval_expired",
@@ -156,7 +159,16 @@ class ApprovalService:
             )
         _, part = found
         if part.data.status != "waitingConfirmation":
-            raise Conflict("This tool call is no longer waiting.", code="already_decided")
+            async with self.sessions.begin() as session:
+                await ApprovalRepo(session).cancel_pending(
+                    record.owner_id, approval_id=record.id, now=_now()
+                )
+            raise Conflict(
+                "This tool call is no longer waiting (its run was cancelled or it was "
+                "answered otherwise).",
+                code="already_decided",
+                decision="cancelled",
+            )
         tool = self.runtime.registry.get(record.tool_name)
         try:
             assert tool is not None

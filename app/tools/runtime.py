@@ -223,6 +223,8 @@ class ServerToolRuntime:
         self, tool: ServerTool[Any], record: ApprovalRecord
     ) -> ToolOutcome | ApprovalNeeded:
         shown = visible_args(tool, record.args)
+        if record.status == "pending" and record.expires_at <= datetime.now(UTC):
+            return error_outcome("The approval for this call expired.", args=shown)
         if record.status == "pending":
             return ApprovalNeeded(
                 approval_id=record.id,
@@ -233,8 +235,8 @@ class ServerToolRuntime:
         # A replay of a decided call: the stored decision answers, nothing runs again.
         if record.status == "rejected":
             return error_outcome(REJECTED, args=shown, reason=record.reason)
-        if record.status == "expired":
-            return error_outcome("The approval for this call expired.", args=shown)
+        if record.status == "cancelled":
+            return error_outcome("The call was cancelled before anyone decided.", args=shown)
         if record.outcome_status == "success":
             return ToolOutcome(
                 status="success", result=record.result, mutates=tool.mutates, args=shown

@@ -11,7 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.agent.ports import ApprovalNeeded, ToolOutcome
 from app.domain.errors import ChatBffError, Conflict, NotFound
+from app.domain.messages import Message
 from app.store.db import create_engine, session_factory
+from app.store.repos import MessageRepo
 from app.store.tables import AuditRow
 from app.store.tool_tables import GraphNodeRow
 from app.tools.approvals import ApprovalService, Unprocessable
@@ -306,3 +308,41 @@ async def test_an_approval_of_a_stateless_run_answers_the_part_and_does_not_resu
     assert result.part is not None
     assert result.part.data.status == "success"
     assert result.part.data.args == {"target": "prod"}
+
+
+async def test_an_approval_whose_call_was_cancelled_leaves_the_inbox_and_never_runs(
+    runtime: ServerToolRuntime, calls: Calls, db_sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    cid = await new_conversation(db_sessions, "alice")
+    part = call("danger", {"target": "prod"})
+    needed = await runtime.invoke(part, run_ctx(ALICE, cid))
+    assert isinstance(needed, ApprovalNeeded)
+    cancelled = part.model_copy(
+        update={"data": part.data.model_copy(update={"status": "cancelled"})}
+    )
+    async with db_sessions.begin() as s:
+        await MessageRepo(s).append(
+            "alice", cid, Message(role="assistant", content=[cancelled]), run_id="run_1"
+        )
+    service = ApprovalService(runtime)
+
+    with pytest.raises(Conflict) as caught:
+        await service.decide(ALICE, needed.approval_id, "approve")
+
+    assert caught.value.extra["decision"] == "cancelled"
+    assert await service.inbox(ALICE) == []
+    assert calls.danger == []
+
+
+async def test_the_run_manager_can_close_a_cancelled_runs_approvals(
+    runtime: ServerToolRuntime, calls: Calls, db_sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    _, approval_id = await _pending(runtime, db_sessions)
+    service = ApprovalService(runtime)
+
+    assert await service.cancel_run("alice", "run_1") == 1
+
+    assert await service.inbox(ALICE) == []
+    with pytest.raises(Conflict):
+        await service.decide(ALICE, approval_id, "approve")
+    assert calls.danger == []

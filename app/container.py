@@ -23,6 +23,7 @@ from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
 from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
+from app.observability.run_hooks import ServiceRunHooks
 from app.providers.base import Provider
 from app.providers.catalog import Catalog, ModelInfo, build_catalog
 from app.providers.factory import build_providers
@@ -146,11 +147,13 @@ async def build_services(
         await upgrade_database(engine)
     sessions = session_factory(engine)
     tools: ToolRuntime = build_tool_runtime(settings, sessions)
+    limits = build_limiter(settings, metrics)
     manager = RunManager(
         store=RunStore(sessions),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
         max_iterations=settings.max_iterations,
         run_timeout=settings.run_timeout_seconds,
+        hooks=ServiceRunHooks(limits, metrics),
     )
     runs = Runs(manager=manager, sessions=sessions, catalog=catalog, providers=built, tools=tools)
     interrupted = await manager.recover()
@@ -165,6 +168,6 @@ async def build_services(
         tools=tools,
         runs=runs,
         authenticator=build_authenticator(settings, sessions),
-        limits=build_limiter(settings, metrics),
+        limits=limits,
         metrics=metrics,
     )

@@ -38,6 +38,7 @@ from app.domain.messages import Message, new_message_id
 from app.domain.stream import ToolChoice, ToolSpec
 from app.providers.base import Provider
 from app.providers.catalog import ModelInfo
+from app.runs.hooks import NoHooks, RunHooks
 from app.runs.log import RunLog
 from app.runs.store import Prepare, RunStore
 from app.runs.writer import EventWriter
@@ -98,13 +99,13 @@ class RunManager:
         tools: ToolRuntime,
         max_iterations: int,
         run_timeout: float,
-        metrics: Any = None,
+        hooks: RunHooks | None = None,
     ) -> None:
         self._store = store
         self._tools = tools
         self._max_iterations = max_iterations
         self._run_timeout = run_timeout
-        self._metrics = metrics
+        self._hooks: RunHooks = hooks or NoHooks()
         self._active: dict[str, ActiveRun] = {}
         self._finished: OrderedDict[str, ActiveRun] = OrderedDict()
 
@@ -121,6 +122,7 @@ class RunManager:
             writer=None,
         )
         run.log.run_id = run.run_id
+        await self._hooks.admit(request.caller, run.run_id)
         self._launch(run, request, history)
         return run
 
@@ -140,17 +142,23 @@ class RunManager:
         """
         run_id = new_run_id()
         message_id = new_message_id()
-        history = await self._store.begin(
-            owner_id=request.caller.user_id,
-            conversation_id=conversation_id,
-            run_id=run_id,
-            model_id=request.model.id,
-            assistant_message_id=message_id,
-            user_message=user_message,
-            prepare=prepare,
-            options=_options(request),
-        )
+        await self._hooks.admit(request.caller, run_id)
+        try:
+            history = await self._store.begin(
+                owner_id=request.caller.user_id,
+                conversation_id=conversation_id,
+                run_id=run_id,
+                model_id=request.model.id,
+                assistant_message_id=message_id,
+                user_message=user_message,
+                prepare=prepare,
+                options=_options(request),
+            )
+        except BaseException:
+            await self._hooks.abandon(request.caller, run_id)
+            raise
         if history is None:
+            await self._hooks.abandon(request.caller, run_id)
             return None
         run = ActiveRun(
             run_id=run_id,
@@ -166,9 +174,12 @@ class RunManager:
 
     def _launch(self, run: ActiveRun, request: RunRequest, history: list[Message]) -> None:
         self._active[run.run_id] = run
-        run.task = asyncio.get_running_loop().create_task(
-            self._drive(run, request, history), name=f"run {run.run_id}"
-        )
+        self._hooks.started(run.run_id)
+        # The task copies the current context, so its log lines carry the run id.
+        with self._hooks.bind(run.run_id):
+            run.task = asyncio.get_running_loop().create_task(
+                self._drive(run, request, history), name=f"run {run.run_id}"
+            )
 
     # -- the run task ---------------------------------------------------------------
 
@@ -259,8 +270,17 @@ class RunManager:
             "usage": usage.model_dump(),
         }
         run.final_message = message
-        await run.emit(MessageEnd(run_id=run.run_id, message=message))
-        await self._finish(run, status, message, usage, error)
+        try:
+            await run.emit(MessageEnd(run_id=run.run_id, message=message))
+            await self._finish(run, status, message, usage, error)
+        finally:
+            await self._hooks.finished(
+                request.caller,
+                run.run_id,
+                status,
+                time.monotonic() - run.started_at,
+                usage,
+            )
 
     async def _finish(
         self,

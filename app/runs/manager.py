@@ -48,6 +48,10 @@ log = logging.getLogger("chat_bff.runs")
 FINISHED_LOGS_KEPT = 256
 
 
+class _StoppedBeforeStart(Exception):
+    """Cancel (or shutdown) arrived before the run's task began."""
+
+
 def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
 
@@ -81,6 +85,10 @@ class ActiveRun:
     status: RunStatus = "running"
     started_at: float = field(default_factory=time.monotonic)
     shutting_down: bool = False
+    # Set when the task's body has begun; a task cancelled before that would never run
+    # its body (and never close the run), so cancel() only flags such a run instead.
+    started: bool = False
+    cancel_requested: bool = False
     failure: ChatBffError | None = None
     final_message: Message | None = None
     truncated_input: bool = False  # the user message was cut to fit (the answer says so)
@@ -184,6 +192,7 @@ class RunManager:
     # -- the run task ---------------------------------------------------------------
 
     async def _drive(self, run: ActiveRun, request: RunRequest, history: list[Message]) -> None:
+        run.started = True
         ctx = RunContext(
             caller=request.caller,
             run_id=run.run_id,
@@ -227,15 +236,17 @@ class RunManager:
             )
         )
         try:
+            if run.cancel_requested:
+                raise _StoppedBeforeStart
             async with asyncio.timeout(self._run_timeout):
                 result = await agent.run(history)
             status, message = result.status, result.message
             if result.note:
                 error = {"code": "max_iterations", "message": result.note}
                 message.metadata = {**(message.metadata or {}), "note": result.note}
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _StoppedBeforeStart) as stop:
             task = asyncio.current_task()
-            if task is not None:
+            if isinstance(stop, asyncio.CancelledError) and task is not None:
                 task.uncancel()
             status = "interrupted" if run.shutting_down else "cancelled"
             message = agent.snapshot(interrupted=status)
@@ -388,18 +399,23 @@ class RunManager:
                 raise NotFound("Run not found.")
             return record.status  # type: ignore[return-value]
         if run.task is not None and not run.task.done():
-            run.task.cancel()
+            self._stop(run)
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(run.task)
         return run.status
+
+    @staticmethod
+    def _stop(run: ActiveRun) -> None:
+        run.cancel_requested = True
+        if run.started and run.task is not None:
+            run.task.cancel()
 
     async def shutdown(self, grace_seconds: float) -> None:
         """Checkpoint every running run as interrupted (SIGTERM), within `grace_seconds`."""
         runs = list(self._active.values())
         for run in runs:
             run.shutting_down = True
-            if run.task is not None:
-                run.task.cancel()
+            self._stop(run)
         tasks = [r.task for r in runs if r.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=grace_seconds)

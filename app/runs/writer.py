@@ -21,7 +21,7 @@ Flush = Callable[[list[SequencedEvent]], Awaitable[None]]
 
 
 class EventWriter:
-    def __init__(self, flush: Flush, *, batch_size: int = 64, max_delay: float = 0.5) -> None:
+    def __init__(self, flush: Flush, *, batch_size: int = 256, max_delay: float = 1.0) -> None:
         self._flush = flush
         self._batch_size = batch_size
         self._max_delay = max_delay

@@ -32,14 +32,24 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 
 
 def create_engine(url: str) -> AsyncEngine:
     """An async engine for SQLite (aiosqlite) or Postgres (asyncpg)."""
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        # One connection: SQLite has one writer anyway, and a transaction that reads then
+        # writes can fail at once with "database is locked" when another connection holds
+        # the write lock (no busy wait helps there). With one pooled connection, sessions
+        # queue in the event loop instead. Nothing may hold a session while opening another.
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": 30},
+            pool_size=1,
+            max_overflow=0,
+            pool_timeout=60,
+        )
         sync_engine: Engine = engine.sync_engine
         event.listen(sync_engine, "connect", _sqlite_pragmas)
         return engine

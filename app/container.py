@@ -7,6 +7,8 @@ their own with injected providers.
 from __future__ import annotations
 
 import logging
+import socket
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -149,14 +151,15 @@ async def build_services(
     tools: ToolRuntime = build_tool_runtime(settings, sessions)
     limits = build_limiter(settings, metrics)
     manager = RunManager(
-        store=RunStore(sessions),
+        store=RunStore(sessions, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
         max_iterations=settings.max_iterations,
         run_timeout=settings.run_timeout_seconds,
         hooks=ServiceRunHooks(limits, metrics),
+        lease_seconds=settings.run_lease_seconds,
     )
     runs = Runs(manager=manager, sessions=sessions, catalog=catalog, providers=built, tools=tools)
-    interrupted = await manager.recover()
+    interrupted = await manager.start()
     if interrupted:
         log.warning("closed runs left running by a stopped process", extra={"runs": interrupted})
     return Services(

@@ -70,6 +70,12 @@ class Settings(BaseSettings):
     max_iterations: int = Field(default=8, description="Model calls allowed in one run.")
     tool_timeout_seconds: float = Field(default=30.0, description="Default per-tool timeout.")
     run_timeout_seconds: float = Field(default=600.0, description="Wall-clock cap of a run.")
+    run_lease_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        description="A run whose process has not renewed it for this long is closed as "
+        "interrupted (the process died).",
+    )
 
     # --- tools -----------------------------------------------------------------------
     tool_modules: list[str] = Field(

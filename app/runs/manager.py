@@ -108,8 +108,11 @@ class RunManager:
         max_iterations: int,
         run_timeout: float,
         hooks: RunHooks | None = None,
+        lease_seconds: float = 15.0,
     ) -> None:
         self._store = store
+        self._lease = lease_seconds
+        self._keepalive: asyncio.Task[None] | None = None
         self._tools = tools
         self._max_iterations = max_iterations
         self._run_timeout = run_timeout
@@ -412,6 +415,10 @@ class RunManager:
 
     async def shutdown(self, grace_seconds: float) -> None:
         """Checkpoint every running run as interrupted (SIGTERM), within `grace_seconds`."""
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keepalive
         runs = list(self._active.values())
         for run in runs:
             run.shutting_down = True
@@ -423,9 +430,34 @@ class RunManager:
     async def stored_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
         return await self._store.latest_options(owner_id, conversation_id)
 
+    async def start(self) -> int:
+        """Close what dead processes left running, then keep leases and sweep for more.
+
+        Returns how many runs were closed now. A process killed just before this one
+        started still holds fresh leases: the sweep closes its runs once they lapse.
+        """
+        closed = await self.recover()
+        self._keepalive = asyncio.get_running_loop().create_task(
+            self._keep_leases(), name="run leases"
+        )
+        return closed
+
     async def recover(self) -> int:
         """Close runs a dead process left running: status interrupted, message kept."""
-        return await self._store.recover_interrupted()
+        return await self._store.recover_interrupted(lease_seconds=self._lease)
+
+    async def _keep_leases(self) -> None:
+        interval = max(self._lease / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                mine = [r.run_id for r in self._active.values() if r.conversation_id]
+                await self._store.renew(mine)
+                closed = await self.recover()
+                if closed:
+                    log.warning("closed runs of a stopped instance", extra={"runs": closed})
+            except Exception:
+                log.exception("could not renew run leases")
 
     @property
     def active_count(self) -> int:

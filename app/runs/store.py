@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -39,8 +40,9 @@ Prepare = Callable[[AsyncSession], Awaitable[bool]]
 
 
 class RunStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, instance_id: str) -> None:
         self._sessions = sessions
+        self.instance_id = instance_id
 
     async def begin(
         self,
@@ -88,6 +90,7 @@ class RunStore:
                         model_id,
                         assistant_message_id,
                         options=options,
+                        instance_id=self.instance_id,
                     )
                 history = await messages.history(owner_id, conversation_id)
                 await session.commit()
@@ -150,14 +153,24 @@ class RunStore:
         async with self._sessions() as session:
             return await EventRepo(session).after(run_id, seq, limit=1000)
 
-    async def recover_interrupted(self) -> int:
-        """Close runs left `running` by a dead process; keep their partial message.
-
-        The partial message is rebuilt from the persisted events (the last `message_end`
-        if there is one, else the text deltas), marked `metadata.status: incomplete`.
-        """
+    async def renew(self, run_ids: list[str]) -> None:
         async with self._sessions() as session:
-            stale = await RunRepo(session).list_unfinished()
+            await RunRepo(session).renew(run_ids, self.instance_id)
+            await session.commit()
+
+    async def recover_interrupted(self, *, lease_seconds: float) -> int:
+        """Close runs a dead process left `running`; keep their partial message.
+
+        A run is a dead process's when its lease (heartbeat) is older than `lease_seconds`:
+        a live instance renews its runs' leases well within that, so starting a second
+        instance on the same database never closes the first one's runs. The partial
+        message is rebuilt from the persisted events, marked `metadata.status: incomplete`.
+        """
+        stale_before = datetime.now(UTC) - timedelta(seconds=lease_seconds)
+        async with self._sessions() as session:
+            stale = await RunRepo(session).list_unfinished(
+                stale_before=stale_before, exclude_instance=self.instance_id
+            )
         for record in stale:
             try:
                 await self._close_interrupted(record)

@@ -145,6 +145,10 @@ class RunRow(Base):
     # What a continuation needs to offer the model the same turn again (client tools,
     # tool_choice): the browser sends them once, with the user message.
     options: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # The process running it and when that process last said so: a run whose heartbeat
+    # is older than the lease belongs to a dead process and is closed as interrupted.
+    instance_id: Mapped[str | None] = mapped_column(String(64))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class RunEventRow(Base):

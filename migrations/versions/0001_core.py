@@ -95,6 +95,8 @@ def upgrade() -> None:
         sa.Column("error", _json(), nullable=True),
         sa.Column("last_seq", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("options", _json(), nullable=True),
+        sa.Column("instance_id", sa.String(length=64), nullable=True),
+        sa.Column("heartbeat_at", _ts(), nullable=True),
         sa.ForeignKeyConstraint(
             ["conversation_id"],
             ["conversations.id"],

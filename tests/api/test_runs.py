@@ -755,7 +755,7 @@ async def test_a_new_message_while_a_client_tool_waits_answers_the_call_for_open
 
 async def _dead_run(client: ApiClient, cid: str, events: list[Any]) -> str:
     """Leave a run `running` with `events` stored, as a process killed mid-run would."""
-    store = RunStore(client.services.sessions)
+    store = RunStore(client.services.sessions, instance_id="a-process-since-killed")
     run_id, message_id = "run_dead", "msg_dead"
     await store.begin(
         owner_id=client.services.settings.local_user_id,
@@ -800,8 +800,14 @@ async def test_a_run_a_dead_process_left_keeps_its_finished_tool_calls(
         ],
     )
 
-    async with make_api(app_settings) as restarted:  # start-up closes the dead run
-        answer = (await conversation(restarted, cid))["messages"][-1]
+    # The dead process's lease lapses quickly here; the restarted instance closes its run.
+    lapsing = app_settings.model_copy(update={"run_lease_seconds": 0.2})
+    async with make_api(lapsing) as restarted:
+        deadline = asyncio.get_running_loop().time() + 5
+        while (detail := await conversation(restarted, cid))["active_run_id"] is not None:
+            assert asyncio.get_running_loop().time() < deadline, "the dead run was never closed"
+            await asyncio.sleep(0.05)
+        answer = detail["messages"][-1]
 
     assert answer["metadata"]["status"] == "incomplete"
     assert [p["type"] for p in answer["content"]] == ["text", "tool", "text"]
@@ -811,11 +817,6 @@ async def test_a_run_a_dead_process_left_keeps_its_finished_tool_calls(
     assert answer["content"][2]["data"]["text"] == "It is sunny"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="start-up recovery closes every `running` run, also those a live instance on the "
-    "same database is running (no per-instance ownership or lease): see the report",
-)
 async def test_a_second_instance_starting_leaves_the_first_instances_runs_alone(
     make_api: MakeApi, app_settings: Settings, client: ApiClient
 ) -> None:

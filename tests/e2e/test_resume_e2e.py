@@ -147,7 +147,8 @@ async def test_a_run_killed_with_sigkill_is_closed_as_interrupted_at_the_next_st
         time.sleep(0.05)
 
     service.kill()
-    restarted = launch(db=service.db)
+    # The killed process's leases lapse after RUN_LEASE_SECONDS; the new one closes its run.
+    restarted = launch(db=service.db, RUN_LEASE_SECONDS="1")
 
     async with httpx.AsyncClient(base_url=restarted.base_url, timeout=10) as again:
         full = await read_events(again, url)

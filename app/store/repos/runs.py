@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
@@ -47,6 +48,7 @@ class RunRepo:
         assistant_message_id: str | None,
         *,
         options: dict[str, Any] | None = None,
+        instance_id: str | None = None,
     ) -> RunRecord:
         """A new run in status `running` (`conversation_id` None for stateless runs)."""
         row = RunRow(
@@ -62,6 +64,8 @@ class RunRepo:
             error=None,
             last_seq=0,
             options=options,
+            instance_id=instance_id,
+            heartbeat_at=utcnow(),
         )
         self._session.add(row)
         await self._session.flush()
@@ -113,12 +117,33 @@ class RunRepo:
         if getattr(result, "rowcount", 1) == 0:
             raise NotFound(RUN_NOT_FOUND_MESSAGE)
 
-    async def list_unfinished(self) -> list[RunRecord]:
-        """Runs still marked `running`: at start-up these belong to a dead process."""
-        rows = await self._session.execute(
-            select(RunRow).where(RunRow.status == "running").order_by(RunRow.created_at)
-        )
+    async def list_unfinished(
+        self, *, stale_before: datetime | None = None, exclude_instance: str | None = None
+    ) -> list[RunRecord]:
+        """Runs still marked `running`; with `stale_before`, only those whose process has
+        not renewed their lease since then (a dead process's), never `exclude_instance`'s."""
+        query = select(RunRow).where(RunRow.status == "running")
+        if stale_before is not None:
+            query = query.where(
+                or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before)
+            )
+        if exclude_instance is not None:
+            query = query.where(
+                or_(RunRow.instance_id.is_(None), RunRow.instance_id != exclude_instance)
+            )
+        rows = await self._session.execute(query.order_by(RunRow.created_at))
         return [to_record(r) for r in rows.scalars()]
+
+    async def renew(self, run_ids: list[str], instance_id: str) -> None:
+        """Renew this process's lease on the runs it is running."""
+        if not run_ids:
+            return
+        await self._session.execute(
+            update(RunRow)
+            .where(RunRow.id.in_(run_ids), RunRow.instance_id == instance_id)
+            .values(heartbeat_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
 
     async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
         """The options of the conversation's newest run that had any (client tools)."""

@@ -69,6 +69,10 @@ class ToolRuntime(Protocol):
         """
         ...
 
+    async def run_cancelled(self, owner_id: str, run_id: str) -> None:
+        """A run was stopped: whatever it left waiting for a human no longer applies."""
+        ...
+
 
 class EventSink(Protocol):
     async def emit(self, event: RunEvent) -> None: ...
@@ -85,3 +89,6 @@ class NoTools:
 
     async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
         raise AssertionError(f"no server tool named {part.data.toolName!r}")
+
+    async def run_cancelled(self, owner_id: str, run_id: str) -> None:
+        return None

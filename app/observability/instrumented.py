@@ -93,6 +93,9 @@ class InstrumentedTools:
     def knows(self, name: str) -> bool:
         return self.inner.knows(name)
 
+    async def run_cancelled(self, owner_id: str, run_id: str) -> None:
+        await self.inner.run_cancelled(owner_id, run_id)
+
     async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
         name = part.data.toolName if self.inner.knows(part.data.toolName) else "unknown"
         try:

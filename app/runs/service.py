@@ -7,6 +7,7 @@ continuation after a human decided an approval. It knows no HTTP.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -70,7 +71,27 @@ class Runs:
         return await self.manager.start_stateless(request, history)
 
     async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:
-        return await self.manager.cancel(owner_id, run_id, conversation_id)
+        """Stop a run. One that already ended waiting for a human (requires_action) is
+        closed too: its pending approvals lapse and its waiting tool calls become
+        `cancelled`, so the next turn starts from a valid history."""
+        status = await self.manager.cancel(owner_id, run_id, conversation_id)
+        if conversation_id is not None and status in ("cancelled", "requires_action"):
+            await self._tools.run_cancelled(owner_id, run_id)
+            if status == "requires_action":
+                await self._close_waiting(owner_id, conversation_id, run_id)
+        return status
+
+    async def _close_waiting(self, owner_id: str, conversation_id: str, run_id: str) -> None:
+        async with self._sessions.begin() as session:
+            messages = MessageRepo(session)
+            for message in await messages.history(owner_id, conversation_id):
+                if (message.metadata or {}).get("run_id") != run_id:
+                    continue
+                parts = [_cancel_waiting(p) for p in message.parts()]
+                if parts != message.parts():
+                    await messages.upsert(
+                        owner_id, conversation_id, message.model_copy(update={"content": parts})
+                    )
 
     def follow(
         self, owner_id: str, run_id: str, *, conversation_id: str | None, after: int = 0
@@ -154,7 +175,21 @@ class Runs:
         )
 
     async def resume(self, caller: Caller, conversation_id: str) -> ActiveRun | None:
-        """Continue after approvals were decided (no new user message)."""
+        """Continue after approvals were decided (no new user message).
+
+        A human can decide in the instant between the paused run storing its message and
+        releasing the conversation: the run is about to end, so wait for it briefly.
+        """
+        for attempt in range(20):
+            try:
+                return await self._resume_once(caller, conversation_id)
+            except Conflict as exc:
+                if exc.code != "run_active" or attempt == 19:
+                    raise
+                await asyncio.sleep(0.05)
+        return None  # pragma: no cover - the loop returns or raises
+
+    async def _resume_once(self, caller: Caller, conversation_id: str) -> ActiveRun | None:
         conversation = await self._conversation(caller, conversation_id)
         turn = await self._continuation(caller, conversation_id)
         request = self._request(caller, conversation, turn)
@@ -264,8 +299,9 @@ class Runs:
             )
         scope = {str(k): str(v) for k, v in conversation.scope.items() if v is not None}
         scope.update(user_id=caller.user_id, conversation_id=conversation.id)
+        # By default a conversation is its own scope; a client binds a workspace or a
+        # session at creation to share data across conversations.
         scope.setdefault("session_id", conversation.id)
-        scope.setdefault("workspace_id", f"user:{caller.user_id}")
         return RunRequest(
             caller=caller,
             model=model,
@@ -290,6 +326,17 @@ def _truncate(content: str | list[Part]) -> tuple[str | list[Part], bool]:
             part = TextPart(id=part.id, data=TextData(text=text))
         out.append(part)
     return out, cut
+
+
+def _cancel_waiting(part: Part) -> Part:
+    if isinstance(part, ToolPart) and part.data.status not in FINAL_TOOL_STATUSES:
+        return ToolPart(
+            id=part.id,
+            data=part.data.model_copy(
+                update={"status": "cancelled", "result": {"error": "cancelled by the user"}}
+            ),
+        )
+    return part
 
 
 def _last_index(history: list[Message], role: str) -> int | None:

@@ -65,11 +65,6 @@ class ApprovalService:
         async with self.sessions() as session:
             return await ApprovalRepo(session).pending(caller.user_id, now=_now())
 
-    async def cancel_run(self, owner_id: str, run_id: str) -> int:
-        """Close the pending approvals of a cancelled run (for the run manager)."""
-        async with self.sessions.begin() as session:
-            return await ApprovalRepo(session).cancel_pending(owner_id, run_id=run_id, now=_now())
-
     async def get(self, caller: Caller, approval_id: str) -> ApprovalRecord:
         async with self.sessions() as session:
             return await ApprovalRepo(session).get(caller.user_id, approval_id)

@@ -114,6 +114,13 @@ class ServerToolRuntime:
 
     # -- the call -----------------------------------------------------------------------
 
+    async def run_cancelled(self, owner_id: str, run_id: str) -> None:
+        """Close the stopped run's pending approvals: deciding one later must not run it."""
+        async with self.sessions.begin() as session:
+            await ApprovalRepo(session).cancel_pending(
+                owner_id, run_id=run_id, now=datetime.now(UTC)
+            )
+
     async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
         # Taken before any await, so parallel calls keep the order the model made them in.
         position = self._next_position()

@@ -367,6 +367,29 @@ async def test_a_result_for_an_answered_tool_call_is_409(client: ApiClient) -> N
     assert again.json()["error"]["code"] == "tool_call_already_answered"
 
 
+async def test_cancelling_a_run_that_waits_for_the_browser_closes_its_tool_calls(
+    client: ApiClient,
+) -> None:
+    play(
+        client,
+        ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", args={}, id="c1")]),
+        ScriptedTurn(text="Fine, something else."),
+    )
+    cid = await create(client)
+    started = await send(client, cid, tools=[WEATHER])
+    assert (await finished(client, started))[-1].data["status"] == "requires_action"
+
+    stop = await client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+    assert stop.json()["status"] == "requires_action"
+    [part] = tools_of((await conversation(client, cid))["messages"][-1])
+    assert part["data"]["status"] == "cancelled"
+    late = {"results": [{"toolCallId": "c1", "status": "success", "result": "sunny"}]}
+    assert (await client.post(f"{CONVERSATIONS}/{cid}/tool-results", json=late)).status_code == 409
+    nxt = await finished(client, await send(client, cid, "Never mind."))
+    assert nxt[-1].data["status"] == "completed"
+
+
 # -- regenerate and edit ------------------------------------------------------------------
 
 

@@ -340,7 +340,7 @@ async def test_the_run_manager_can_close_a_cancelled_runs_approvals(
     _, approval_id = await _pending(runtime, db_sessions)
     service = ApprovalService(runtime)
 
-    assert await service.cancel_run("alice", "run_1") == 1
+    await runtime.run_cancelled("alice", "run_1")
 
     assert await service.inbox(ALICE) == []
     with pytest.raises(Conflict):

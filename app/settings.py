@@ -32,7 +32,9 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(
         default=True, description="Run Alembic upgrade head at start-up."
     )
-    redis_url: str | None = Field(default=None, description="Redis for cross-instance tails.")
+    redis_url: str | None = Field(
+        default=None, description="Redis, to share rate limits between instances."
+    )
     cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, description="Request body size cap.")
     heartbeat_seconds: float = Field(default=15.0, description="SSE heartbeat interval.")

@@ -8,18 +8,28 @@ caller, who has already shown part of the answer.
 Every SDK and transport exception is mapped to `app.domain.errors` in `_mapped_errors`
 and nowhere else; the messages are ours, and the only upstream text that can reach
 them (a 4xx explanation) is redacted of keys and credentials first.
+
+The SDK sends the request, retries it and maps HTTP errors; the body of a 200 is read as
+raw SSE (`app.providers._sse`) and each event's data parsed with `json.loads` into the
+dict `stream_event_to_events` reads: the SDK's typed event object per SSE event took
+several times as long as parsing and translating it. The SDK stream's rules are kept:
+`ping` and unnamed events are skipped, an `error` event raises as the SDK's
+`APIStatusError` would, and closing the generator closes the response.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import re
+import ssl
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any
 
 import anthropic
+import anyio
 import httpx2
 
 from app.domain.errors import (
@@ -31,6 +41,7 @@ from app.domain.errors import (
     ProviderUnavailable,
 )
 from app.domain.stream import ModelRequest, ProviderEvent
+from app.providers import _sse
 from app.translate.anthropic import (
     messages_to_anthropic,
     stream_event_to_events,
@@ -130,22 +141,53 @@ class AnthropicProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         params = self._params(request)
-        async with self._mapped_errors():
-            upstream = await self._client.messages.create(**params, stream=True)
-            try:
-                complete = False
-                async for event in upstream:
-                    for item in stream_event_to_events(event):
+        # Leaving the SDK's context, also on `aclose()` from a disconnect or a cancel,
+        # closes the response: that stops the upstream spend now.
+        async with (
+            self._mapped_errors(),
+            self._client.messages.with_streaming_response.create(**params, stream=True) as upstream,
+        ):
+            response = upstream.http_response
+            complete = False
+            async with aclosing(_sse.events(response)) as events:
+                async for event in events:
+                    data = self._event_data(event, response)
+                    if data is None:
+                        continue
+                    for item in stream_event_to_events(data):
                         yield item
-                    complete = event.type == "message_stop"
-                if not complete:
-                    raise ProviderUnavailable(
-                        "Anthropic ended the response before it was complete.",
-                        provider=self.name,
-                    )
-            finally:
-                # Also on `aclose()` from a disconnect or a cancel: stop the upstream spend now.
-                await upstream.close()
+                    complete = data.get("type") == "message_stop"
+            if not complete:
+                raise ProviderUnavailable(
+                    "Anthropic ended the response before it was complete.",
+                    provider=self.name,
+                )
+
+    def _event_data(self, event: _sse.SSEvent, response: httpx2.Response) -> dict[str, Any] | None:
+        """One event's data as a dict, None for one to skip; an `error` event raises."""
+        if event.event == b"error":
+            body: object = event.data.decode(errors="replace")
+            with suppress(json.JSONDecodeError):  # the SDK keeps an unreadable body as text
+                body = json.loads(event.data)
+            raise anthropic.APIStatusError(
+                "Anthropic sent an error event inside the stream.", response=response, body=body
+            )
+        if not event.event or event.event == b"ping" or _sse.is_blank(event.data):
+            return None
+        try:
+            data = json.loads(event.data)
+        except json.JSONDecodeError as exc:
+            raise self._unreadable(response) from exc
+        if not isinstance(data, dict):
+            raise self._unreadable(response)
+        return data
+
+    def _unreadable(self, response: httpx2.Response) -> ProviderUnavailable:
+        return ProviderUnavailable(
+            "Anthropic sent a response this service could not read.",
+            provider=self.name,
+            upstream_status=response.status_code,
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -161,7 +203,14 @@ class AnthropicProvider:
             raise self._status_error(exc) from exc
         except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
             raise ProviderTimeout("Anthropic did not answer in time.", provider=self.name) from exc
-        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+        except (
+            anthropic.APIConnectionError,
+            httpx2.RequestError,
+            httpx2.StreamError,
+            ssl.SSLError,
+            anyio.EndOfStream,
+        ) as exc:
+            # The body is read with httpx2 itself, so its errors arrive unwrapped.
             raise ProviderUnavailable(
                 "The connection to Anthropic failed or was cut off.", provider=self.name
             ) from exc

@@ -7,20 +7,28 @@ Retries. The SDK retries before the first byte of the answer (429 honouring Retr
 408/409, 5xx, connection errors), bounded by `max_retries`. Once the stream has started we
 never retry: events already yielded have reached the user, and a second call would repeat
 them. A stream that breaks is `ProviderUnavailable` and the caller decides.
+
+Reading the stream. The SDK sends the request, retries it and maps HTTP errors; the body of
+a 200 is read as raw SSE (`app.providers._sse`) and each chunk parsed with `json.loads`
+into the dict `chunk_to_events` reads: the SDK's stream (its decoder and a typed
+`ChatCompletionChunk` per chunk) took about ten times as long. What it did besides, this
+does too: an `{"error": ...}` payload inside the stream is an error, `[DONE]` ends it (the
+rest of the body is drained briefly so the connection can be reused), and closing the
+generator closes the response.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import ssl
 from collections.abc import AsyncGenerator, Iterator
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from typing import Any
 
+import anyio
 import httpx2
 import openai
-from openai import AsyncStream
-from openai.types.chat import ChatCompletionChunk
 
 from app.domain.errors import (
     ProviderAuthError,
@@ -31,6 +39,7 @@ from app.domain.errors import (
     ProviderUnavailable,
 )
 from app.domain.stream import Finish, ModelRequest, ProviderEvent
+from app.providers import _sse
 from app.translate.openai_chat import (
     chunk_to_events,
     messages_to_openai,
@@ -45,7 +54,7 @@ _MAX_UPSTREAM_MESSAGE = 300
 
 
 class OpenAIProvider:
-    """`stream(request)` over `chat.completions.create(stream=True)`."""
+    """`stream(request)` over `chat.completions.create(stream=True)`, its body read raw."""
 
     def __init__(
         self,
@@ -99,27 +108,49 @@ class OpenAIProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         params = self._params(request)
+        # Closing the context (also on aclose() when the client is gone or the run is
+        # cancelled) closes the upstream response now, which is what stops the spend.
         with self._mapped_errors():
-            upstream: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(
+            async with self._client.chat.completions.with_streaming_response.create(
                 **params
-            )
-        finished = False
-        try:
-            with self._mapped_errors():
+            ) as upstream:
+                response = upstream.http_response
+                finished = False
                 first = True
-                async for chunk in upstream:
-                    for event in chunk_to_events(chunk, first=first):
-                        finished = finished or isinstance(event, Finish)
-                        yield event
-                    first = False
-            if not finished:
-                raise ProviderUnavailable(
-                    "The model's answer stopped before it was finished.", provider=self.name
-                )
-        finally:
-            # On aclose() (client gone, run cancelled) this ends the upstream request now,
-            # which is what stops the spend.
-            await upstream.close()
+                async with aclosing(_sse.events(response, end=b"[DONE]")) as events:
+                    async for event in events:
+                        chunk = self._chunk(event, response)
+                        if chunk is None:
+                            continue
+                        for item in chunk_to_events(chunk, first=first):
+                            finished = finished or isinstance(item, Finish)
+                            yield item
+                        first = False
+                if not finished:
+                    raise ProviderUnavailable(
+                        "The model's answer stopped before it was finished.", provider=self.name
+                    )
+
+    def _chunk(self, event: _sse.SSEvent, response: httpx2.Response) -> dict[str, Any] | None:
+        """One event's chunk; None for a keep-alive. An error in the stream raises.
+
+        The `{"error": ...}` check is the SDK stream's own; an `event: error` counts too,
+        whatever its data, so a compatible server's error is not read as an empty chunk.
+        """
+        try:
+            data = json.loads(event.data)
+        except json.JSONDecodeError:
+            if _sse.is_blank(event.data):
+                return None
+            raise
+        if isinstance(data, dict) and not data.get("error") and event.event != b"error":
+            return data
+        error = data.get("error") if isinstance(data, dict) else data
+        raise openai.APIError(
+            "The model provider sent an error inside the stream.",
+            response.request,
+            body=error,
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -135,7 +166,15 @@ class OpenAIProvider:
             raise ProviderTimeout(
                 "The model provider did not answer in time.", provider=self.name
             ) from exc
-        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+        except (
+            openai.APIConnectionError,
+            httpx2.RequestError,
+            httpx2.StreamError,
+            ssl.SSLError,
+            anyio.EndOfStream,
+        ) as exc:
+            # The body is read with httpx2 itself, so its errors arrive unwrapped; the
+            # SDK's stream counted TLS failures and an early end of stream among them.
             raise ProviderUnavailable(
                 "The connection to the model provider failed.", provider=self.name
             ) from exc

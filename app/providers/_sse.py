@@ -1,0 +1,134 @@
+"""Server-sent events read straight from a response body, for the providers' streams.
+
+Why not the SDKs' own streams: they build a typed pydantic object per event, which our
+translators turn straight back into a dict; that was about half of the service's CPU
+per streamed chunk. The SDK still sends the request, retries it and maps HTTP errors;
+from the first byte of a 200 body on, the provider reads the bytes through this module
+and parses each event's data with `json.loads`.
+
+The decoder keeps the parts of the WHATWG event-stream rules a model API can exercise:
+lines end in LF, CRLF or a lone CR (also when a CRLF is split across two reads); a blank
+line ends an event; `:` lines are comments (keep-alives); several `data:` lines join with
+LF; an event without a `data:` line is not dispatched; a leading BOM is skipped; a
+partial event at the end of the body is dropped. `id` and `retry` are ignored: a model
+stream is never resumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import NamedTuple
+
+import anyio
+import httpx2
+
+_BOM = b"\xef\xbb\xbf"
+_DRAIN_SECONDS = 0.1
+
+
+class SSEvent(NamedTuple):
+    """One dispatched event: its `event:` name (b"" when it had none) and its data."""
+
+    event: bytes
+    data: bytes
+
+
+class SSEDecoder:
+    """Incremental: `feed` each network read, get back the events it completed."""
+
+    __slots__ = ("_buffer", "_skip_lf", "_started")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._skip_lf = False  # the last read ended in CR: a leading LF is its CRLF's end
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[SSEvent]:
+        if not chunk:
+            return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            self._skip_lf = chunk[-1:] == b"\r"
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buffer = self._buffer + chunk if self._buffer else chunk
+        if not self._started:
+            if len(buffer) < len(_BOM) and _BOM.startswith(buffer):
+                self._buffer = buffer  # perhaps a BOM split across reads
+                return []
+            self._started = True
+            if buffer.startswith(_BOM):
+                buffer = buffer[len(_BOM) :]
+        if b"\n\n" not in buffer:
+            self._buffer = buffer
+            return []
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()
+        events: list[SSEvent] = []
+        for block in blocks:
+            if block[:6] == b"data: " and b"\n" not in block:
+                # The shape nearly every frame has: one `data: ` line, nothing else.
+                events.append(SSEvent(b"", block[6:]))
+            else:
+                event = _parse_block(block)
+                if event is not None:
+                    events.append(event)
+        return events
+
+
+def _parse_block(block: bytes) -> SSEvent | None:
+    name = b""
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if not line or line[:1] == b":":
+            continue
+        field, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            name = value
+    if not data:
+        return None
+    return SSEvent(name, b"\n".join(data))
+
+
+def is_blank(data: bytes) -> bool:
+    """Data with nothing to parse (`data:` alone, or spaces): a keep-alive, not an error."""
+    return not data.strip()
+
+
+async def events(
+    response: httpx2.Response, *, end: bytes | None = None
+) -> AsyncGenerator[SSEvent, None]:
+    """The events of `response`'s body, in order, as they arrive.
+
+    `end` is a data value that ends the stream (OpenAI's `[DONE]`): it is not yielded,
+    and the body after it is read for at most 100 ms so that an HTTP/1.1 connection can
+    go back to the pool (it can only once its body has been read to the end; the marker
+    usually comes with the body's last bytes, so this costs one read). HTTP/2 closes a
+    single stream, so there is nothing to wait for. Transport errors pass through for
+    the provider to map, except while draining: the answer is complete by then.
+    """
+    decoder = SSEDecoder()
+    async with aclosing(response.aiter_bytes()) as chunks:
+        async for chunk in chunks:
+            for event in decoder.feed(chunk):
+                if end is not None and event.data.startswith(end):
+                    if response.http_version == "HTTP/1.1":
+                        await _drain(chunks)
+                    return
+                yield event
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        try:
+            async for _ in chunks:
+                pass
+        except (httpx2.RequestError, httpx2.StreamError):
+            pass  # the connection will not be reused; nothing else is lost

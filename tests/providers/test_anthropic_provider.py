@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -439,6 +440,68 @@ async def test_error_event_in_the_stream_raises_unavailable(
     with pytest.raises(ProviderUnavailable, match="overloaded_error"):
         await fold(provider.stream(request()))
     assert len(anthropic_upstream.requests) == 1
+
+
+# ---- the raw stream reader -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+async def test_a_recorded_stream_sent_with_crlf_in_odd_pieces_folds_the_same(
+    name: str, anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider
+) -> None:
+    body = (FIXTURES / f"{name}.sse").read_bytes().replace(b"\n", b"\r\n")
+    pieces = [body[i : i + 97] for i in range(0, len(body), 97)]  # cuts frames and CRLFs
+    anthropic_upstream.respond(lambda _request: Reply(frames=pieces, delay=0.001))
+    parts, finish, usage = RECORDED[name]
+    response = await fold(provider.stream(request()))
+    assert summary(response.parts) == parts
+    assert (response.finish_reason, (response.input_tokens, response.output_tokens)) == (
+        finish,
+        usage,
+    )
+
+
+async def test_comments_pings_empty_data_and_unnamed_events_are_skipped(
+    anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider
+) -> None:
+    noise = [b": keep-alive\n\n", b"event: ping\ndata:\n\n", b'data: {"type":"odd"}\n\n']
+    frames = [f for frame in spec_frames(MessageSpec([Text("one two")])) for f in (frame, *noise)]
+    anthropic_upstream.respond(lambda _request: Reply(frames=frames))
+    response = await fold(provider.stream(request()))
+    assert summary(response.parts) == [("text", "one two")]
+
+
+async def test_an_error_event_gives_our_message_and_none_of_the_upstream_text(
+    anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider
+) -> None:
+    error = {"type": "error", "error": {"type": "api_error", "message": f"boom {KEY}"}}
+    frames = [
+        *spec_frames(MessageSpec([Text("one two three")]))[:4],
+        f"event: error\ndata: {json.dumps(error)}\n\n".encode(),
+    ]
+    anthropic_upstream.respond(lambda _request: Reply(frames=frames))
+    with pytest.raises(ProviderUnavailable) as caught:
+        await fold(provider.stream(request()))
+    assert caught.value.message == "Anthropic stopped the response mid-stream (api_error)."
+    assert isinstance(caught.value.__cause__, anthropic.APIStatusError)
+    assert KEY not in str(caught.value.to_body())
+    assert "boom" not in str(caught.value.to_body())
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pytest.param(b"event: content_block_delta\ndata: {nope\n\n", id="not-json"),
+        pytest.param(b"event: content_block_delta\ndata: [1]\n\n", id="not-an-object"),
+    ],
+)
+async def test_an_unreadable_event_raises_unavailable(
+    anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider, frame: bytes
+) -> None:
+    frames = [*spec_frames(MessageSpec([Text("one two")]))[:3], frame]
+    anthropic_upstream.respond(lambda _request: Reply(frames=frames))
+    with pytest.raises(ProviderUnavailable, match="could not read"):
+        await fold(provider.stream(request()))
 
 
 async def test_no_answer_in_time_raises_timeout(anthropic_upstream: AnthropicUpstream) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -484,6 +485,149 @@ async def test_unreachable_upstream_raises_unavailable() -> None:
     finally:
         await provider.aclose()
     assert_no_key(caught.value)
+
+
+# --- the raw stream reader ---------------------------------------------------------------
+
+SSE = (("content-type", "text/event-stream; charset=utf-8"),)
+
+
+def frames_of(spec: Completion) -> tuple[bytes, ...]:
+    frames = spec.streamed.frames
+    assert frames is not None
+    return frames
+
+
+def text_of(response: ModelResponse) -> str:
+    (part,) = response.parts
+    assert isinstance(part, TextPart)
+    return part.data.text
+
+
+async def test_a_crlf_stream_reads_like_an_lf_stream(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    frames = frames_of(Completion(text="one two three"))
+    openai_upstream.enqueue(
+        Encoded(headers=SSE, frames=tuple(f.replace(b"\n", b"\r\n") for f in frames))
+    )
+    response = await answer(provider)
+    assert text_of(response) == "one two three"
+    assert response.finish_reason == "stop"
+
+
+async def test_frames_split_mid_json_across_network_reads_are_reassembled(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    body = b"".join(frames_of(Completion(text="one two three", usage=(5, 3))))
+    pieces = tuple(body[i : i + 7] for i in range(0, len(body), 7))  # 7 bytes per write
+    openai_upstream.enqueue(Encoded(headers=SSE, frames=pieces, delay=0.001))
+    response = await answer(provider)
+    assert text_of(response) == "one two three"
+    assert (response.input_tokens, response.output_tokens) == (5, 3)
+
+
+async def test_comments_pings_and_empty_data_lines_are_skipped(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    first, *rest = frames_of(Completion(text="still here"))
+    noise = (b": OPENROUTER PROCESSING\n\n", b"data:\n\n", b"data: \r\n\r\n", b"event: ping\n\n")
+    openai_upstream.enqueue(Encoded(headers=SSE, frames=(*noise, first, *noise, *rest)))
+    assert text_of(await answer(provider)) == "still here"
+
+
+async def test_done_ends_the_stream_and_nothing_after_it_is_parsed(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    frames = frames_of(Completion(text="done here"))
+    assert frames[-1] == b"data: [DONE]\n\n"
+    openai_upstream.enqueue(Encoded(headers=SSE, frames=(*frames, b"data: {not json\n\n")))
+    assert text_of(await answer(provider)) == "done here"
+    log = await openai_upstream.stream_ended()
+    assert log.outcome == "completed"  # drained to the end, not hung up on
+
+
+async def test_after_done_the_connection_goes_back_to_the_pool(
+    openai_upstream: FakeOpenAIUpstream,
+) -> None:
+    connections: list[object] = []
+
+    async def on_response(response: httpx2.Response) -> None:
+        connections.append(response.extensions.get("network_stream"))
+
+    http = httpx2.AsyncClient(event_hooks={"response": [on_response]})
+    provider = make_provider(openai_upstream, http_client=http)
+    openai_upstream.enqueue(Completion(text="first"), Completion(text="second"))
+    try:
+        assert text_of(await answer(provider)) == "first"
+        assert text_of(await answer(provider)) == "second"
+    finally:
+        await provider.aclose()
+    first, second = connections
+    assert first is not None
+    assert first is second
+
+
+async def test_an_error_payload_in_the_stream_raises_unavailable_with_our_message(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    first, second, *_ = frames_of(Completion(text="partial answer"))
+    error = (
+        b'data: {"error":{"message":"overloaded for key '
+        + KEY.encode()
+        + b' Bearer abc.def","type":"server_error"}}\n\n'
+    )
+    openai_upstream.enqueue(Encoded(headers=SSE, frames=(first, second, error)))
+    seen: list[ProviderEvent] = []
+
+    async def consume() -> None:
+        async for event in provider.stream(ask()):
+            seen.append(event)
+
+    with pytest.raises(ProviderUnavailable) as caught:
+        await consume()
+    assert any(isinstance(e, TextDelta) for e in seen)
+    assert caught.value.message == "The model provider reported an error while answering."
+    assert "overloaded" not in str(caught.value.to_body())
+    assert "abc.def" not in str(caught.value.to_body())
+    assert_no_key(caught.value)
+    assert isinstance(caught.value.__cause__, openai.APIError)
+    assert len(openai_upstream.requests) == 1  # not retried once the answer has begun
+
+
+async def test_an_error_event_raises_unavailable(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    first, *_ = frames_of(Completion(text="partial"))
+    error = b'event: error\ndata: {"message":"upstream gave up"}\n\n'
+    openai_upstream.enqueue(Encoded(headers=SSE, frames=(first, error)))
+    with pytest.raises(ProviderUnavailable):
+        await answer(provider)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pytest.param(b"data: {not json\n\n", id="not-json"),
+        pytest.param(b'data: ["a list"]\n\n', id="not-an-object"),
+    ],
+)
+async def test_an_unreadable_chunk_raises_unavailable(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream, frame: bytes
+) -> None:
+    first, *_ = frames_of(Completion(text="partial"))
+    openai_upstream.enqueue(Encoded(headers=SSE, frames=(first, frame)))
+    with pytest.raises(ProviderUnavailable):
+        await answer(provider)
+
+
+async def test_a_gzip_encoded_stream_is_decoded(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    body = gzip.compress(b"".join(frames_of(Completion(text="squeezed words"))))
+    headers = (*SSE, ("content-encoding", "gzip"))
+    openai_upstream.enqueue(Encoded(headers=headers, frames=(body[:20], body[20:]), delay=0.001))
+    assert text_of(await answer(provider)) == "squeezed words"
 
 
 # --- closing ------------------------------------------------------------------------------

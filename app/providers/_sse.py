@@ -16,6 +16,7 @@ stream is never resumed.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import NamedTuple
@@ -130,5 +131,5 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
         try:
             async for _ in chunks:
                 pass
-        except (httpx2.RequestError, httpx2.StreamError):
+        except (httpx2.RequestError, httpx2.StreamError, ssl.SSLError, anyio.EndOfStream):
             pass  # the connection will not be reused; nothing else is lost

@@ -7,6 +7,7 @@ is assigned once, before anything is sent, and is the SSE `id:`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -34,6 +35,8 @@ class _Event(BaseModel):
 
 
 class UsageInfo(BaseModel):
+    """Token usage of a run, including how many model calls it made."""
+
     input_tokens: int = Field(default=0, description="Prompt tokens over all model calls.")
     output_tokens: int = Field(default=0, description="Completion tokens over all model calls.")
     model_calls: int = Field(default=0, description="Model calls made in this run.")
@@ -145,8 +148,13 @@ RunEvent = Annotated[
 RUN_EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 
-class SequencedEvent(BaseModel):
-    """An event at its place in a run's log; `seq` starts at 1 and has no gaps."""
+@dataclass(frozen=True, slots=True)
+class SequencedEvent:
+    """An event at its place in a run's log; `seq` starts at 1 and has no gaps.
+
+    A plain dataclass, not a model: one is made per streamed token, and the event inside
+    is already validated.
+    """
 
     seq: int
     event: RunEvent

@@ -31,6 +31,8 @@ log = logging.getLogger("chat_bff.approvals")
 
 
 class ApprovalOut(BaseModel):
+    """A `confirm` tool call waiting for (or past) a human decision."""
+
     id: str = Field(description="Approval id.")
     conversation_id: str | None = Field(description="Conversation of the tool call.")
     run_id: str = Field(description="Run that asked for the approval.")
@@ -52,10 +54,14 @@ class ApprovalOut(BaseModel):
 
 
 class ApprovalList(BaseModel):
+    """A caller's inbox of tool calls waiting for a human, across conversations."""
+
     data: list[ApprovalOut] = Field(description="Pending approvals, oldest first.")
 
 
 class DecisionIn(BaseModel):
+    """A human's decision on a pending tool call; the only way a `confirm` tool runs."""
+
     model_config = ConfigDict(extra="forbid")
 
     decision: Literal["approve", "reject"] = Field(description="Run the tool, or refuse it.")
@@ -68,6 +74,8 @@ class DecisionIn(BaseModel):
 
 
 class DecisionOut(BaseModel):
+    """The decided approval, the updated tool part and the run that continues."""
+
     approval: ApprovalOut = Field(description="The approval, decided.")
     part: ToolPart | None = Field(description="The updated tool part, upsert it by id.")
     run_id: str | None = Field(description="The run continuing the conversation, if one did.")

@@ -54,6 +54,8 @@ class _Request(BaseModel):
 
 
 class ScopeIn(_Request):
+    """The scope a conversation is bound to; tools get these ids pinned."""
+
     workspace_id: str | None = Field(
         default=None, max_length=255, description="Workspace the conversation is bound to."
     )
@@ -63,6 +65,8 @@ class ScopeIn(_Request):
 
 
 class ConversationCreate(_Request):
+    """A new conversation; unknown fields are refused."""
+
     title: str | None = TITLE_FIELD
     model: str | None = Field(
         default=None, description="Catalogue model id for this conversation; default if absent."
@@ -84,6 +88,8 @@ class ConversationCreate(_Request):
 
 
 class ConversationPatch(_Request):
+    """A partial update: only the fields present change."""
+
     title: str | None = TITLE_FIELD
     metadata: dict[str, Any] | None = METADATA_FIELD
     archived: bool | None = Field(
@@ -95,6 +101,8 @@ class ConversationPatch(_Request):
 
 
 class ConversationOut(BaseModel):
+    """A conversation as both our UI and AIKit's history adapter read it."""
+
     id: str = Field(description="Conversation id (`conv_...`).")
     object: Literal["conversation"] = Field(
         default="conversation", description="Always `conversation` (OpenAI-style type tag)."
@@ -126,6 +134,8 @@ class ConversationOut(BaseModel):
 
 
 class ConversationDetail(ConversationOut):
+    """A conversation with its current messages, for opening a chat."""
+
     messages: list[Message] = Field(
         description="Current messages in order, content as typed parts or plain text."
     )
@@ -136,6 +146,8 @@ class ConversationDetail(ConversationOut):
 
 
 class ConversationList(BaseModel):
+    """A page of the caller's conversations, for a chat history sidebar."""
+
     object: Literal["list"] = Field(default="list", description="Always `list`.")
     data: list[ConversationOut] = Field(description="Conversations, most recently updated first.")
     next_cursor: str | None = Field(

@@ -11,6 +11,8 @@ router = APIRouter(tags=["operations"])
 
 
 class Health(BaseModel):
+    """A probe's answer, for load balancers and orchestrators."""
+
     status: str = Field(description="`ok` when the check passed.")
 
 

@@ -12,6 +12,8 @@ router = APIRouter(prefix="/api", tags=["models"])
 
 
 class ModelOut(BaseModel):
+    """A catalogue model; its id is what requests send as `model`."""
+
     id: str = Field(description="Model id to send as `model`.")
     provider: str = Field(description="openai, anthropic or scripted.")
     context_window: int = Field(description="Context window in tokens.")
@@ -22,6 +24,8 @@ class ModelOut(BaseModel):
 
 
 class ModelList(BaseModel):
+    """The model catalogue as this caller may use it."""
+
     data: list[ModelOut] = Field(description="Models the caller may use.")
     default: str = Field(description="Id of the default model.")
     offline: bool = Field(description="True when only the offline scripted model is served.")

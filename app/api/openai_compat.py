@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from app.api.chat_common import build_run_request, completion_body, wait_for_run
 from app.api.deps import CallerDep, Svc
 from app.api.encoders.chat_chunks import ChatChunkEncoder
+from app.api.schemas.chat import ChatCompletion
 from app.api.streaming import sse_response
 from app.domain.errors import ChatBffError, InvalidRequest
 from app.translate.openai_chat import (
@@ -34,6 +35,8 @@ REFUSED_FIELDS = frozenset(
 
 
 class StreamOptions(BaseModel):
+    """OpenAI's streaming options."""
+
     model_config = ConfigDict(extra="ignore")
     include_usage: bool = Field(default=False, description="Send a final usage chunk.")
 
@@ -68,6 +71,7 @@ class ChatCompletionRequest(BaseModel):
     summary="OpenAI-compatible chat completions (stream and non-stream).",
     responses={
         200: {
+            "model": ChatCompletion,
             "description": "A chat.completion object, or chat.completion.chunk SSE frames.",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         }

@@ -25,6 +25,8 @@ router = APIRouter(prefix="/api/conversations", tags=["proposals"])
 
 
 class ProposalOut(BaseModel):
+    """A change the model proposed; nothing is applied until a human approves."""
+
     id: str = Field(description="Proposal id.")
     tool_name: str = Field(description="Tool the model proposed to call.")
     args: dict[str, Any] = Field(description="Arguments it will run with.")
@@ -39,10 +41,14 @@ class ProposalOut(BaseModel):
 
 
 class ProposalList(BaseModel):
+    """A conversation's queue of proposed changes awaiting a human."""
+
     data: list[ProposalOut] = Field(description="Pending proposals in the order they apply.")
 
 
 class ProposalIds(BaseModel):
+    """Which queued proposals to act on; all when absent."""
+
     model_config = ConfigDict(extra="forbid")
 
     ids: list[str] | None = Field(
@@ -51,6 +57,8 @@ class ProposalIds(BaseModel):
 
 
 class AppliedOut(BaseModel):
+    """One applied proposal, so a UI can show what changed and map provisional ids."""
+
     proposal_id: str = Field(description="The proposal applied.")
     tool_name: str = Field(description="Tool that ran.")
     args: dict[str, Any] = Field(description="Arguments it ran with (provisional ids resolved).")
@@ -60,12 +68,16 @@ class AppliedOut(BaseModel):
 
 
 class BatchOut(BaseModel):
+    """A proposal queue applied as one transaction, with its audit record."""
+
     batch_id: str | None = Field(description="Id of the applied batch; null if nothing queued.")
     audit_id: str | None = Field(description="The audit record written for the batch.")
     applied: list[AppliedOut] = Field(description="What changed, in order.")
 
 
 class RejectedOut(BaseModel):
+    """Which proposals were dropped from the queue."""
+
     rejected: list[str] = Field(description="Ids of the proposals dropped.")
 
 

@@ -22,6 +22,8 @@ def server_tools(services: Services) -> ServerToolRuntime | None:
 
 
 class ToolOut(BaseModel):
+    """A server tool as the model sees it, plus its policy for the UI."""
+
     name: str = Field(description="Tool name, as the model calls it.")
     description: str = Field(description="What the tool does (the model reads this too).")
     parameters: dict[str, Any] = Field(
@@ -35,6 +37,8 @@ class ToolOut(BaseModel):
 
 
 class ToolList(BaseModel):
+    """The server tools this caller may use with the chosen model."""
+
     data: list[ToolOut] = Field(description="Tools the caller may use with the model.")
 
 

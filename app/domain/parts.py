@@ -24,18 +24,24 @@ class _PartModel(BaseModel):
 
 
 class TextData(_PartModel):
+    """The text of a text part."""
+
     text: str = Field(description="The text, usually Markdown.")
 
 
 class TextPart(_PartModel):
     """A run of assistant or user text."""
 
-    type: Literal["text"] = "text"
+    type: Literal["text"] = Field(
+        default="text", description="Always `text`; selects the part kind."
+    )
     id: str | None = Field(default=None, description="Optional client-side id of the part.")
-    data: TextData
+    data: TextData = Field(description="The text.")
 
 
 class ThinkingData(_PartModel):
+    """The reasoning text of a thinking part and whether it is still streaming."""
+
     content: str = Field(description="The model's visible reasoning text.")
     status: Literal["thinking", "thought"] = Field(
         default="thought", description="`thinking` while it streams, `thought` when done."
@@ -48,12 +54,16 @@ class ThinkingData(_PartModel):
 class ThinkingPart(_PartModel):
     """Reasoning the provider chose to show (Anthropic thinking, reasoning_content)."""
 
-    type: Literal["thinking"] = "thinking"
+    type: Literal["thinking"] = Field(
+        default="thinking", description="Always `thinking`; selects the part kind."
+    )
     id: str | None = Field(default=None, description="Optional client-side id of the part.")
-    data: ThinkingData
+    data: ThinkingData = Field(description="The reasoning and its status.")
 
 
 class ToolData(_PartModel):
+    """A tool call's name, arguments, status and result (AIKit's tool part data)."""
+
     toolName: str = Field(description="Name of the tool the model called.")
     toolCallId: str = Field(description="The provider's id of this call.")
     args: dict[str, Any] | None = Field(
@@ -72,12 +82,16 @@ class ToolData(_PartModel):
 class ToolPart(_PartModel):
     """A tool call with its arguments, status and (once known) result."""
 
-    type: Literal["tool"] = "tool"
+    type: Literal["tool"] = Field(
+        default="tool", description="Always `tool`; selects the part kind."
+    )
     id: str = Field(description="Equals data.toolCallId, so a UI can upsert the part by id.")
-    data: ToolData
+    data: ToolData = Field(description="The call: name, arguments, status, result.")
 
 
 class FileData(_PartModel):
+    """An attachment's reference; the file itself is never inlined."""
+
     id: str = Field(description="Attachment id.")
     name: str = Field(description="File name as uploaded.")
     mimeType: str | None = Field(default=None, description="MIME type, when known.")
@@ -87,9 +101,11 @@ class FileData(_PartModel):
 class FilePart(_PartModel):
     """A user attachment (AIKit `fileAttachments` item)."""
 
-    type: Literal["file"] = "file"
+    type: Literal["file"] = Field(
+        default="file", description="Always `file`; selects the part kind."
+    )
     id: str | None = Field(default=None, description="Optional client-side id of the part.")
-    data: FileData
+    data: FileData = Field(description="The attachment reference.")
 
 
 Part = Annotated[TextPart | ThinkingPart | ToolPart | FilePart, Field(discriminator="type")]

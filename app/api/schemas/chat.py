@@ -11,6 +11,8 @@ from app.domain.messages import Message
 
 
 class FunctionDef(BaseModel):
+    """A client tool's function definition (OpenAI function-tool shape)."""
+
     model_config = ConfigDict(extra="forbid")
     name: str = Field(description="Tool name (letters, digits, _ and -).")
     description: str | None = Field(default=None, description="What the tool does.")
@@ -57,23 +59,31 @@ class ChatRequest(BaseModel):
 
 
 class ChatUsage(BaseModel):
+    """Token usage in OpenAI's shape, summed over the run's model calls."""
+
     prompt_tokens: int = Field(description="Prompt tokens over all model calls.")
     completion_tokens: int = Field(description="Completion tokens over all model calls.")
     total_tokens: int = Field(description="Their sum.")
 
 
 class ChatToolCallFunction(BaseModel):
+    """Which function a tool call names, with its raw JSON arguments."""
+
     name: str = Field(description="Tool name.")
     arguments: str = Field(description="Arguments as a JSON string.")
 
 
 class ChatToolCall(BaseModel):
+    """A client tool call in OpenAI's shape; the browser runs it."""
+
     id: str = Field(description="Tool call id; answer with a `role: tool` message.")
     type: Literal["function"] = Field(default="function", description="Always `function`.")
     function: ChatToolCallFunction = Field(description="Which function, with what arguments.")
 
 
 class ChatCompletionMessage(BaseModel):
+    """The assistant message as OpenAI clients read it."""
+
     role: Literal["assistant"] = Field(default="assistant", description="Always assistant.")
     content: str | None = Field(description="The answer text; null with only tool calls.")
     tool_calls: list[ChatToolCall] | None = Field(
@@ -82,6 +92,8 @@ class ChatCompletionMessage(BaseModel):
 
 
 class ChatChoice(BaseModel):
+    """The single choice of a Chat Completions answer (OpenAI shape)."""
+
     index: int = Field(default=0, description="Always 0.")
     message: ChatCompletionMessage = Field(description="The assistant's message.")
     finish_reason: Literal["stop", "tool_calls", "length", "content_filter"] = Field(
@@ -89,8 +101,8 @@ class ChatChoice(BaseModel):
     )
 
 
-class ChatResponse(BaseModel):
-    """A Chat Completions object (unchanged OpenAI-shaped clients work) plus typed parts."""
+class ChatCompletion(BaseModel):
+    """A Chat Completions object, as `/v1/chat/completions` answers (OpenAI's shape)."""
 
     id: str = Field(description="Completion id.")
     object: Literal["chat.completion"] = Field(
@@ -100,6 +112,11 @@ class ChatResponse(BaseModel):
     model: str = Field(description="Model id that answered.")
     choices: list[ChatChoice] = Field(description="One choice.")
     usage: ChatUsage = Field(description="Token usage.")
+
+
+class ChatResponse(ChatCompletion):
+    """A Chat Completions object (unchanged OpenAI-shaped clients work) plus typed parts."""
+
     message: Message = Field(description="The assistant turn as an AIKit message.")
     messages: list[Message] = Field(
         description="The full updated history (send it back as-is for the next turn)."

@@ -20,6 +20,8 @@ class _Request(BaseModel):
 
 
 class MeOut(BaseModel):
+    """The identity the service resolved, to debug authentication."""
+
     user_id: str = Field(description="Your caller id (the JWT subject or the key's owner).")
     roles: list[str] = Field(description="Your roles.")
     method: AuthMethod = Field(description="How this request was authenticated.")
@@ -68,11 +70,15 @@ class StreamTokenRequest(_Request):
 
 
 class StreamTokenOut(BaseModel):
+    """A short-lived token for EventSource, which cannot send headers."""
+
     token: str = Field(description="Pass as `?token=` on the EventSource URL.")
     expires_at: datetime = Field(description="When the token stops working.")
 
 
 class ApiKeyCreate(_Request):
+    """An admin's request for a service-to-service key; the key is shown once."""
+
     name: str = Field(min_length=1, max_length=255, description="What the key is for.")
     owner_id: str = Field(min_length=1, max_length=255, description="The caller the key acts as.")
     roles: list[RoleName] = Field(
@@ -83,6 +89,8 @@ class ApiKeyCreate(_Request):
 
 
 class ApiKeyOut(BaseModel):
+    """An API key's public facts; the secret itself is never stored or shown."""
+
     id: str = Field(description="Key id, for revocation.")
     name: str = Field(description="What the key is for.")
     prefix: str = Field(description="The key's first characters, to tell keys apart.")
@@ -95,14 +103,20 @@ class ApiKeyOut(BaseModel):
 
 
 class ApiKeyCreated(ApiKeyOut):
+    """A new key with its secret: the only answer that ever carries it."""
+
     key: str = Field(description="The key itself. Shown only in this response; store it now.")
 
 
 class ApiKeyList(BaseModel):
+    """Every API key, so an admin can review and revoke them."""
+
     data: list[ApiKeyOut] = Field(description="Keys, newest first.")
 
 
 class AuditEntryOut(BaseModel):
+    """One audited action: who did what to which object."""
+
     id: str = Field(description="Entry id.")
     at: datetime = Field(description="When it happened.")
     actor_id: str = Field(description="Who did it.")
@@ -113,5 +127,7 @@ class AuditEntryOut(BaseModel):
 
 
 class AuditPageOut(BaseModel):
+    """A page of the audit log, newest first."""
+
     data: list[AuditEntryOut] = Field(description="Entries, newest first.")
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page.")

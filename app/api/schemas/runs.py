@@ -27,6 +27,8 @@ class SendMessage(BaseModel):
 
 
 class EditMessage(BaseModel):
+    """New content for the last user message; the conversation is answered again."""
+
     model_config = ConfigDict(extra="forbid")
     content: str | list[Part] = Field(description="The new text or parts.")
     model: str | None = Field(default=None, description="Model id for the rerun.")
@@ -34,12 +36,16 @@ class EditMessage(BaseModel):
 
 
 class Regenerate(BaseModel):
+    """Options for answering the last user message again."""
+
     model_config = ConfigDict(extra="forbid")
     model: str | None = Field(default=None, description="Model id for the new answer.")
     stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
 
 
 class RunStarted(BaseModel):
+    """A run started in the background; follow it by its events URL."""
+
     run_id: str = Field(description="The run now answering.")
     events_url: str = Field(description="GET it (EventSource) to follow the run.")
     truncated_input: bool = Field(
@@ -48,11 +54,15 @@ class RunStarted(BaseModel):
 
 
 class RunState(BaseModel):
+    """Where a run stands after a cancel request."""
+
     run_id: str = Field(description="The run.")
     status: RunStatus = Field(description="Where the run stands.")
 
 
 class ToolResultIn(BaseModel):
+    """One client tool's outcome, as AIKit's submitResult sends it."""
+
     model_config = ConfigDict(extra="forbid")
     toolCallId: str = Field(description="The tool call this answers.")
     status: Literal["success", "error", "cancelled"] = Field(description="Outcome.")
@@ -68,6 +78,8 @@ class ToolResultsIn(BaseModel):
 
 
 class ToolResultsOut(BaseModel):
+    """Whether the conversation continued after client tool results."""
+
     run_id: str | None = Field(description="The continuation run, once nothing waits.")
     events_url: str | None = Field(description="Where to follow it.")
     waiting: bool = Field(description="True when other tool calls still wait for results.")

@@ -30,6 +30,7 @@ from app.api import (
 )
 from app.api.errors import install_error_handlers
 from app.api.middleware import Drain, install_middlewares
+from app.api.openapi import install_openapi
 from app.container import build_services
 from app.observability.logging import configure_logging
 from app.observability.metrics import Metrics
@@ -101,6 +102,7 @@ def create_app(
     app.include_router(proposals.router)
     app.include_router(openai_compat.router)
     app.include_router(responses_compat.router)
+    install_openapi(app)
     return app
 
 

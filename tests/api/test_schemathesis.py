@@ -1,0 +1,115 @@
+"""Schemathesis against the app in-process: generated requests from our own OpenAPI
+document, as two users, must never get a 5xx and must get answers the document describes.
+
+The app runs once per module (Schemathesis' ASGI client keeps its lifespan going) on a
+fresh SQLite file and the offline `scripted` model with no pacing. Each user owns a
+conversation; an id path parameter is swapped, case by case, for the caller's own id,
+the other user's id or left as generated, so the owned, foreign and unknown branches of
+every id route are all reached. The choice hashes the generated case, so with
+`derandomize=True` a run is the same every time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import jwt
+import pytest
+import schemathesis
+from fastapi import FastAPI
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.python import asgi
+from schemathesis.specs.openapi.checks import (
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from app.main import create_app
+from app.openapi_dump import render
+from app.settings import Settings
+
+SECRET = "schemathesis-secret-0123456789-abcdefghij"
+USERS = ("alice", "bob")
+MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "12"))  # raise it to dig deeper
+
+
+def token(user: str) -> str:
+    now = int(time.time())
+    claims = {"sub": user, "roles": ["user"], "iat": now, "exp": now + 3600}
+    return jwt.encode(claims, SECRET, algorithm="HS256")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
+    db: Path = tmp_path_factory.mktemp("schemathesis") / "chat-bff.db"
+    app_settings = Settings(
+        _env_file=None,
+        environment="test",
+        log_json=False,
+        database_url=f"sqlite+aiosqlite:///{db}",
+        jwt_secret=SECRET,
+        scripted_delay_ms=0,
+        heartbeat_seconds=60,
+        rate_limit_requests_per_minute=0,
+        rate_limit_concurrent_runs=0,
+    )
+    yield create_app(app_settings)
+    asgi.shutdown_lifespans()
+
+
+@pytest.fixture(scope="module")
+def owned(app: FastAPI) -> dict[str, str]:
+    """One conversation per user, created through the API the test exercises."""
+    ids = {}
+    with asgi.get_client(cast(Any, app)) as client:
+        for user in USERS:
+            response = client.post(
+                "/api/conversations",
+                json={"title": f"{user}'s"},
+                headers={"Authorization": f"Bearer {token(user)}"},
+            )
+            assert response.status_code == 201, response.text
+            ids[user] = response.json()["id"]
+    return ids
+
+
+# The document the app serves, which is also the committed file (see test_openapi.py).
+# (`schemathesis.pytest.from_fixture` would build it per module, but it reads a pytest
+# internal that pytest 9 removed.)
+schema = schemathesis.openapi.from_dict(json.loads(render()))
+
+
+@schema.parametrize()
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+def test_api_conforms_to_its_schema(
+    case: schemathesis.Case[Any], app: FastAPI, owned: dict[str, str]
+) -> None:
+    pick = zlib.crc32(repr((case.method, case.path_parameters, case.query)).encode())
+    user = USERS[pick % 2]
+    if case.path_parameters and "conversation_id" in case.path_parameters:
+        choice = (pick >> 1) % 3  # 0: own, 1: the other user's, 2: as generated
+        if choice < 2:
+            case.path_parameters["conversation_id"] = owned[USERS[(pick + choice) % 2]]
+    case.call_and_validate(
+        app=app,
+        headers={"Authorization": f"Bearer {token(user)}"},
+        checks=[not_a_server_error, response_schema_conformance, status_code_conformance],
+    )
+
+
+def test_the_owned_conversations_exist(owned: dict[str, str]) -> None:
+    # Guards the fixture: without it the id swapping above would test nothing.
+    assert set(owned) == set(USERS)
+    assert all(v.startswith("conv_") for v in owned.values())

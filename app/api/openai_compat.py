@@ -44,7 +44,20 @@ class StreamOptions(BaseModel):
 class ChatCompletionRequest(BaseModel):
     """OpenAI's chat completion request; unsupported parameters are ignored."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {"model": "scripted", "messages": [{"role": "user", "content": "Hello!"}]},
+                {
+                    "model": "scripted",
+                    "messages": [{"role": "user", "content": "Hi"}],
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                },
+            ]
+        },
+    )
 
     model: str = Field(description="Model id from GET /api/models.")
     messages: list[dict[str, Any]] = Field(min_length=1, description="Chat messages.")

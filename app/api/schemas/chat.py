@@ -33,7 +33,20 @@ class ClientTool(BaseModel):
 class ChatRequest(BaseModel):
     """A stateless chat turn. Unknown fields are refused (`api_key`, `base_url`, ...)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"messages": [{"role": "user", "content": "Hello!"}]},
+                {
+                    "messages": [
+                        {"role": "user", "content": [{"type": "text", "data": {"text": "Hi"}}]}
+                    ],
+                    "stream": True,
+                },
+            ]
+        },
+    )
 
     messages: list[dict[str, Any]] = Field(
         min_length=1,

@@ -14,7 +14,15 @@ from app.domain.parts import Part
 class SendMessage(BaseModel):
     """A user message that starts a run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"content": "Hello!"},
+                {"content": [{"type": "text", "data": {"text": "Hi"}}], "stream": True},
+            ]
+        },
+    )
     content: str | list[Part] = Field(description="Text, or typed parts (text, file).")
     tools: list[ClientTool] | None = Field(
         default=None, description="Client tools the browser runs (OpenAI function shape)."

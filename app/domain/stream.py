@@ -7,7 +7,8 @@ events, which is why stream and non-stream give identical parts.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -41,18 +42,26 @@ class ModelRequest(BaseModel):
     parallel_tool_calls: bool | None = None
 
 
-class TextDelta(BaseModel):
+# Provider events are plain slots dataclasses, not models: several are made per streamed
+# token, and they never cross a trust boundary (providers build them from vendor data
+# they have already parsed).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
     type: Literal["text_delta"] = "text_delta"
     text: str
 
 
-class ThinkingDelta(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingDelta:
     type: Literal["thinking_delta"] = "thinking_delta"
     text: str
     signature: str | None = None
 
 
-class ToolCallDelta(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallDelta:
     """A piece of a tool call, keyed by the vendor's index (OpenAI `index`, Anthropic block).
 
     The first delta for an index carries `id` and `name`; later ones carry argument text.
@@ -65,7 +74,8 @@ class ToolCallDelta(BaseModel):
     args_delta: str = ""
 
 
-class Usage(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
     type: Literal["usage"] = "usage"
     input_tokens: int = 0
     output_tokens: int = 0
@@ -74,12 +84,14 @@ class Usage(BaseModel):
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "refusal"]
 
 
-class Finish(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finish:
     type: Literal["finish"] = "finish"
     reason: FinishReason
 
 
-class ResponseMeta(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseMeta:
     """The upstream's own response id and the model that answered."""
 
     type: Literal["response_meta"] = "response_meta"
@@ -87,7 +99,4 @@ class ResponseMeta(BaseModel):
     model: str | None = None
 
 
-ProviderEvent = Annotated[
-    TextDelta | ThinkingDelta | ToolCallDelta | Usage | Finish | ResponseMeta,
-    Field(discriminator="type"),
-]
+ProviderEvent = TextDelta | ThinkingDelta | ToolCallDelta | Usage | Finish | ResponseMeta

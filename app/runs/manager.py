@@ -307,10 +307,13 @@ class RunManager:
         end = RunEnd(run_id=run.run_id, status=status, usage=usage, error=error)
         run.status = status
         if run.conversation_id is not None:
-            # The final state is stored before `run_end` becomes visible, so a reader that
-            # sees run_end and reloads the conversation finds the message there.
+            # One transaction stores the events still buffered, `run_end` (under the seq
+            # the log gives it next), the message and the run's final state; only then does
+            # run_end become visible, so a reader that sees it and reloads the conversation
+            # finds the message there.
             assert run.writer is not None
-            await run.writer.drain()
+            rest = await run.writer.take_rest()
+            last = SequencedEvent(seq=run.log.last_seq + 1, event=end)
             try:
                 await self._store.finish(
                     owner_id=run.owner_id,
@@ -320,12 +323,14 @@ class RunManager:
                     message=message,
                     usage=usage,
                     error=error,
-                    last_seq=run.log.last_seq + 1,
+                    last_seq=last.seq,
+                    events=[*rest, last],
                 )
             except Exception:
+                # The run's lease lapses once it leaves _active: a sweep then closes it as
+                # interrupted from what was stored. Readers here still get every event.
                 log.exception("could not store the end of a run", extra={"run_id": run.run_id})
-            await run.emit(end)
-            await run.writer.drain()
+            run.log.append(end)
         else:
             await run.emit(end)
         run.log.close()

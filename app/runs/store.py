@@ -58,48 +58,43 @@ class RunStore:
     ) -> list[Message] | None:
         """Claim the conversation, store the user message and the run; return the history.
 
-        The claim commits on its own first, so a concurrent second send sees it and gets
-        409 with this run's id, whatever happens after. `prepare` runs inside the same
-        transaction as the user message (tool results, edits); when it answers False the
-        changes are kept, no run is created, the claim is released and None returned.
+        One transaction, opened by the claim: a conditional UPDATE that takes the
+        conversation's row lock (Postgres) or the write lock (SQLite), so a concurrent
+        second send waits, then finds this run's id and gets 409. Anything failing after
+        the claim rolls the whole turn back, the claim with it. `prepare` runs inside
+        (tool results, edits); when it answers False its changes are kept but no run is
+        created and the claim is undone: None.
         """
         async with self._sessions() as session:
             conversations = ConversationRepo(session)
             conversation = await conversations.get(owner_id, conversation_id)
             holder = await conversations.claim_active_run(owner_id, conversation_id, run_id)
-            await session.commit()
-        if holder is not None:
-            raise Conflict(
-                "A run is already active in this conversation.",
-                code="run_active",
-                active_run_id=holder,
-            )
-        try:
-            async with self._sessions() as session:
-                messages = MessageRepo(session)
-                proceed = True
-                if prepare is not None:
-                    proceed = await prepare(session)
-                if user_message is not None:
-                    await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
-                if proceed:
-                    await RunRepo(session).create(
-                        owner_id,
-                        conversation_id,
-                        run_id,
-                        model_id,
-                        assistant_message_id,
-                        options=options,
-                        instance_id=self.instance_id,
-                    )
-                history = await messages.history(owner_id, conversation_id)
+            if holder is not None:
+                await session.rollback()
+                raise Conflict(
+                    "A run is already active in this conversation.",
+                    code="run_active",
+                    active_run_id=holder,
+                )
+            messages = MessageRepo(session)
+            proceed = True if prepare is None else await prepare(session)
+            if user_message is not None:
+                await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
+            if not proceed:
+                await conversations.release_active_run(conversation_id, run_id)
                 await session.commit()
-        except BaseException:
-            await self._release(conversation_id, run_id)
-            raise
-        if not proceed:
-            await self._release(conversation_id, run_id)
-            return None
+                return None
+            await RunRepo(session).create(
+                owner_id,
+                conversation_id,
+                run_id,
+                model_id,
+                assistant_message_id,
+                options=options,
+                instance_id=self.instance_id,
+            )
+            history = await messages.history(owner_id, conversation_id)
+            await session.commit()
         system: list[Message] = []
         if conversation.system_prompt:
             system = [Message(id="system", role="system", content=conversation.system_prompt)]
@@ -108,11 +103,6 @@ class RunStore:
     async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
         async with self._sessions() as session:
             return await RunRepo(session).latest_options(owner_id, conversation_id)
-
-    async def _release(self, conversation_id: str, run_id: str) -> None:
-        async with self._sessions() as session:
-            await ConversationRepo(session).release_active_run(conversation_id, run_id)
-            await session.commit()
 
     async def append_events(self, run_id: str, events: list[SequencedEvent]) -> None:
         async with self._sessions() as session:
@@ -130,8 +120,11 @@ class RunStore:
         usage: UsageInfo,
         error: dict[str, Any] | None,
         last_seq: int,
+        events: list[SequencedEvent] | None = None,
     ) -> None:
         async with self._sessions() as session:
+            if events:
+                await EventRepo(session).append_many(run_id, events)
             if message.parts() and (message.text() or message.tool_parts()):
                 await MessageRepo(session).upsert(owner_id, conversation_id, message, run_id=run_id)
             await RunRepo(session).finish(

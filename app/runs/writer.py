@@ -64,6 +64,18 @@ class EventWriter:
                 log.exception("event batch write failed", extra={"events": len(batch)})
                 self._buffer[:0] = batch
 
+    async def take_rest(self) -> list[SequencedEvent]:
+        """Wait for writes in flight and hand over what is still buffered, unwritten.
+
+        The run's end writes the rest in the same transaction as its final state.
+        """
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        return self._take()
+
     async def drain(self) -> None:
         """Write everything buffered and wait for writes in flight."""
         if self._timer is not None:

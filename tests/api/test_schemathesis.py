@@ -3,9 +3,9 @@ document, as two users, must never get a 5xx and must get answers the document d
 
 The app runs once per module (Schemathesis' ASGI client keeps its lifespan going) on a
 fresh SQLite file and the offline `scripted` model with no pacing. Each user owns a
-conversation; an id path parameter is swapped, case by case, for the caller's own id,
-the other user's id or left as generated, so the owned, foreign and unknown branches of
-every id route are all reached. The choice hashes the generated case, so with
+conversation with a finished run; id path parameters are swapped, case by case, for the
+caller's own ids, the other user's or left as generated, so the owned, foreign and
+unknown branches of every id route are all reached. The choice hashes the generated case, so with
 `derandomize=True` a run is the same every time.
 """
 
@@ -66,18 +66,29 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
 
 
 @pytest.fixture(scope="module")
-def owned(app: FastAPI) -> dict[str, str]:
-    """One conversation per user, created through the API the test exercises."""
+def owned(app: FastAPI) -> dict[str, dict[str, str]]:
+    """Per user, the ids of a conversation with one finished run (its user message and
+    run), made through the API the test exercises."""
     ids = {}
     with asgi.get_client(cast(Any, app)) as client:
         for user in USERS:
-            response = client.post(
-                "/api/conversations",
-                json={"title": f"{user}'s"},
-                headers={"Authorization": f"Bearer {token(user)}"},
-            )
-            assert response.status_code == 201, response.text
-            ids[user] = response.json()["id"]
+            headers = {"Authorization": f"Bearer {token(user)}"}
+            created = client.post("/api/conversations", json={"title": user}, headers=headers)
+            assert created.status_code == 201, created.text
+            conversation_id = created.json()["id"]
+            url = f"/api/conversations/{conversation_id}"
+            sent = client.post(f"{url}/messages", json={"content": "Hello"}, headers=headers)
+            assert sent.status_code == 202, sent.text
+            run_id = sent.json()["run_id"]
+            deadline = time.monotonic() + 10
+            while (detail := client.get(url, headers=headers).json())["active_run_id"]:
+                assert time.monotonic() < deadline, "the scripted run did not finish"
+                time.sleep(0.01)
+            ids[user] = {
+                "conversation_id": conversation_id,
+                "run_id": run_id,
+                "message_id": detail["messages"][0]["id"],
+            }
     return ids
 
 
@@ -95,16 +106,18 @@ schema = schemathesis.openapi.from_dict(json.loads(render()))
     suppress_health_check=list(HealthCheck),
 )
 def test_api_conforms_to_its_schema(
-    case: schemathesis.Case[Any], app: FastAPI, owned: dict[str, str]
+    case: schemathesis.Case[Any], app: FastAPI, owned: dict[str, dict[str, str]]
 ) -> None:
     pick = zlib.crc32(repr((case.method, case.path_parameters, case.query, case.body)).encode())
     user = USERS[pick % 2]
-    if case.path_parameters and "conversation_id" in case.path_parameters:
-        choice = (pick >> 1) % 3  # 0: own, 1: the other user's, 2: as generated
+    params = case.path_parameters or {}
+    if set(params) & {"conversation_id", "run_id", "message_id"}:
+        choice = (pick >> 1) % 3  # 0: own ids, 1: the other user's, 2: as generated
         if case.method == "DELETE" and choice == 0:
             choice = 1  # a purge of one's own would leave later cases only 404s
         if choice < 2:
-            case.path_parameters["conversation_id"] = owned[USERS[(pick + choice) % 2]]
+            ids = owned[USERS[(pick + choice) % 2]]
+            params.update({k: ids[k] for k in params if k in ids})
     case.call_and_validate(
         app=app,
         headers={"Authorization": f"Bearer {token(user)}"},
@@ -112,7 +125,8 @@ def test_api_conforms_to_its_schema(
     )
 
 
-def test_the_owned_conversations_exist(owned: dict[str, str]) -> None:
+def test_the_owned_ids_exist(owned: dict[str, dict[str, str]]) -> None:
     # Guards the fixture: without it the id swapping above would test nothing.
     assert set(owned) == set(USERS)
-    assert all(v.startswith("conv_") for v in owned.values())
+    assert all(ids["conversation_id"].startswith("conv_") for ids in owned.values())
+    assert all(ids["run_id"].startswith("run_") for ids in owned.values())

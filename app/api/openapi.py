@@ -12,7 +12,8 @@ post-processes the generated schema once:
   takes a body, plus a `4XX` catch-all for the rest (e.g. 400 `invalid_request`);
 - SSE answers document one event (`ServerSentEvent`) as their `text/event-stream`
   schema, and SSE-only ones lose FastAPI's empty JSON stand-in;
-- the bearer JWT and `X-API-Key` schemes are declared, so generated clients can send them.
+- the bearer JWT, `X-API-Key` and `?token=` (GET only) schemes are declared, so generated
+  clients can send them.
 
 `app.openapi_dump` calls `app.openapi()`, so the committed file gets the same treatment.
 """
@@ -125,17 +126,29 @@ def document_errors(schema: dict[str, Any], app: FastAPI) -> dict[str, Any]:
             "name": "X-API-Key",
             "description": "A service-to-service key created by an admin.",
         },
+        "streamToken": {
+            "type": "apiKey",
+            "in": "query",
+            "name": "token",
+            "description": "For EventSource, which cannot send headers: a short-lived token "
+            "from `POST /api/stream-tokens`, good for GET requests under its path.",
+        },
     }
     authenticated = {(path, method) for path, method, route in _routes(app) if _auths(route)}
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
             if method in _METHODS:
-                _document_operation(path, operation, (path, method) in authenticated, schemas)
+                authed = (path, method) in authenticated
+                _document_operation(path, method, operation, authed, schemas)
     return schema
 
 
 def _document_operation(
-    path: str, operation: dict[str, Any], authenticated: bool, schemas: dict[str, Any]
+    path: str,
+    method: str,
+    operation: dict[str, Any],
+    authenticated: bool,
+    schemas: dict[str, Any],
 ) -> None:
     openai = path.startswith("/v1/")
     ref = {"$ref": _REF + ("OpenAIErrorResponse" if openai else "ErrorResponse")}
@@ -148,6 +161,8 @@ def _document_operation(
     if authenticated:
         wanted += [401, 429]
         operation["security"] = [{"bearerAuth": []}, {"apiKey": []}]
+        if method == "get":
+            operation["security"].append({"streamToken": []})
     if "{" in path or _names_model(operation, schemas):
         wanted.append(404)
     if "requestBody" in operation:

@@ -28,6 +28,10 @@ from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
 
 router = APIRouter(prefix="/api/conversations", tags=["runs"])
 
+# Sequence numbers are a 32-bit INTEGER column; a larger position would overflow the
+# database driver (a 500, found by Schemathesis) instead of being refused.
+MAX_SEQ = 2**31 - 1
+
 _STARTED: dict[int | str, dict[str, Any]] = {
     202: {"model": RunStarted, "description": "The run started; follow `events_url`."},
     200: {
@@ -103,18 +107,20 @@ async def run_events(
     services: Svc,
     caller: CallerDep,
     after: Annotated[
-        int | None, Query(ge=0, description="Replay events after this sequence number.")
+        int | None,
+        Query(ge=0, le=MAX_SEQ, description="Replay events after this sequence number."),
     ] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> Response:
     position = after or 0
     if last_event_id:
         try:
-            position = max(position, int(last_event_id))
-        except ValueError as exc:
-            raise InvalidRequest(
-                "Last-Event-ID must be a sequence number.", param="Last-Event-ID"
-            ) from exc
+            resume_at = int(last_event_id)
+        except ValueError:
+            resume_at = MAX_SEQ + 1
+        if resume_at > MAX_SEQ:
+            raise InvalidRequest("Last-Event-ID must be a sequence number.", param="Last-Event-ID")
+        position = max(position, resume_at)
     batches = services.runs.follow(
         caller.user_id, run_id, conversation_id=conversation_id, after=position
     )

@@ -91,6 +91,13 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         detail = _validation_detail(list(exc.errors()))
+        if any(d["type"] == "json_invalid" for d in detail):
+            return error_response(
+                request,
+                400,
+                "invalid_json",
+                "The request body is not valid JSON.",
+            )
         first = detail[0] if detail else {"loc": [], "msg": "invalid request"}
         loc = ".".join(str(x) for x in first["loc"] if x != "body")
         message = f"{loc}: {first['msg']}" if loc else str(first["msg"])

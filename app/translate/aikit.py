@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from app.domain.errors import InvalidRequest
 from app.domain.messages import Message
-from app.translate.openai_chat import append_openai_message
+from app.translate.openai_chat import append_openai_message, refuse_routing_fields
 
 _AIKIT_ROLES = frozenset({"user", "assistant", "system"})
 
@@ -37,6 +37,7 @@ def messages_from_wire(items: list[dict[str, Any]]) -> list[Message]:
             raise InvalidRequest(
                 f"messages[{index}] must be an object.", param=f"messages[{index}]"
             )
+        refuse_routing_fields(item, f"messages[{index}]")
         if _is_aikit(item, index):
             out.append(_aikit_message(item, index))
         else:

@@ -105,6 +105,24 @@ def messages_from_openai(items: list[dict[str, Any]]) -> list[Message]:
     return out
 
 
+# Keys that name an identity or an upstream: a message carrying one is someone trying to
+# act as another user or to point the service elsewhere, never a client's honest field.
+ROUTING_FIELDS = frozenset({"owner_id", "user_id", "api_key", "api_base", "base_url"})
+
+
+def refuse_routing_fields(item: Mapping[str, Any], where: str) -> None:
+    """InvalidRequest (422) when a message object smuggles an identity or routing field."""
+    found = sorted(ROUTING_FIELDS.intersection(item.keys()))
+    if found:
+        raise InvalidRequest(
+            f"{where}.{found[0]} is not allowed: identity and routing come from the "
+            "credentials and the configuration, never from the request.",
+            code="forbidden_field",
+            status=422,
+            param=f"{where}.{found[0]}",
+        )
+
+
 def append_openai_message(out: list[Message], item: Mapping[str, Any], *, index: int) -> None:
     """Translate one OpenAI message onto `out` (a tool message updates an earlier part).
 
@@ -112,6 +130,7 @@ def append_openai_message(out: list[Message], item: Mapping[str, Any], *, index:
     """
     if not isinstance(item, Mapping):
         raise _bad(index, "must be an object")
+    refuse_routing_fields(item, f"messages[{index}]")
     role = item.get("role")
     if role in ("system", "developer"):
         out.append(Message(role="system", content=_plain_text(item.get("content"), index)))

@@ -167,6 +167,29 @@ async def test_a_smuggled_provider_field_is_refused(client: ApiClient, field: st
     assert "sk-evil" not in response.text
 
 
+@pytest.mark.parametrize("field", ["owner_id", "user_id", "base_url"])
+async def test_an_identity_field_smuggled_inside_a_message_is_refused(
+    client: ApiClient, field: str
+) -> None:
+    message = {**user("Hi"), field: "bob"}
+
+    response = await client.post(URL, json={"messages": [message]})
+
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "forbidden_field"
+    assert error["param"] == f"messages[0].{field}"
+
+
+async def test_a_body_that_is_not_json_is_a_400_invalid_json(client: ApiClient) -> None:
+    response = await client.post(
+        URL, content=b'{"messages": [', headers={"content-type": "application/json"}
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+
+
 async def test_an_unknown_model_is_model_not_found(client: ApiClient) -> None:
     response = await client.post(URL, json={"messages": [user("Hi")], "model": "gpt-99"})
 

@@ -172,17 +172,40 @@ def _too_large_body(path: str, limit: int) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
+# A JSON `\\u0000` escape that is not itself an escaped backslash followed by "u0000".
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+_TAIL = 32  # bytes kept from the previous chunk, so an escape split across reads is seen
+_NUL_MESSAGE = "NUL characters are not accepted (in the path, the query or the body)."
+
+
+def _error_body(path: str, code: str, message: str) -> bytes:
+    if path.startswith("/v1/"):
+        kind = "invalid_request_error"
+        error: dict[str, object] = {"message": message, "type": kind, "param": None, "code": code}
+    else:
+        error = {"code": code, "message": message}
+    return json.dumps({"error": error}).encode()
+
+
 class BodySizeLimitMiddleware:
+    """Guards the request before the app sees it: a body over the cap is 413, and a NUL
+    character anywhere (path, query, a JSON `\\u0000`) is 400 — Postgres text and JSONB
+    cannot hold one, so it would otherwise surface as a database error."""
+
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def _reject(self, scope: Scope, send: Send) -> None:
-        body = _too_large_body(scope.get("path", ""), self.max_bytes)
+    async def _reject(self, scope: Scope, send: Send, status: int = 413) -> None:
+        path = scope.get("path", "")
+        if status == 413:
+            body = _too_large_body(path, self.max_bytes)
+        else:
+            body = _error_body(path, "invalid_characters", _NUL_MESSAGE)
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": status,
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode()),
@@ -193,33 +216,44 @@ class BodySizeLimitMiddleware:
         await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.max_bytes <= 0:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b""):
+            await self._reject(scope, send, 400)
+            return
+        limit = self.max_bytes if self.max_bytes > 0 else None
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+        if limit and declared is not None and declared.isdigit() and int(declared) > limit:
             await self._reject(scope, send)
             return
 
         received = 0
-        too_large = False
+        refused: int | None = None  # the status that replaces the app's answer
         response_started = False
+        tail = b""
 
         async def counting_receive() -> Message:
-            nonlocal received, too_large
+            nonlocal received, refused, tail
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    too_large = True
+                chunk = message.get("body", b"")
+                received += len(chunk)
+                window = tail + chunk
+                tail = window[-_TAIL:]
+                if limit and received > limit:
+                    refused = 413
+                elif b"\x00" in chunk or _NUL_ESCAPE.search(window):
+                    refused = 400
+                if refused is not None:
                     # Stop the app reading: from its side the client went away.
                     return {"type": "http.disconnect"}
             return message
 
         async def guarded_send(message: Message) -> None:
             nonlocal response_started
-            if too_large and not response_started:
-                return  # the app's answer to a cut-off body is replaced by our 413
+            if refused is not None and not response_started:
+                return  # the app's answer to a cut-off body is replaced by ours
             if message["type"] == "http.response.start":
                 response_started = True
             await send(message)
@@ -227,10 +261,10 @@ class BodySizeLimitMiddleware:
         try:
             await self.app(scope, counting_receive, guarded_send)
         except Exception:
-            if not too_large or response_started:
+            if refused is None or response_started:
                 raise
-        if too_large and not response_started:
-            await self._reject(scope, send)
+        if refused is not None and not response_started:
+            await self._reject(scope, send, refused)
 
 
 def install_middlewares(

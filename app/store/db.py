@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from sqlalchemy import MetaData, event
@@ -36,6 +38,19 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# A NUL escape not preceded by an escaped backslash, i.e. a real U+0000 in a string.
+_NUL_IN_JSON = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def json_serializer(value: Any) -> str:
+    """JSON for JSON columns, with U+0000 replaced by U+FFFD.
+
+    Postgres JSONB (and text) cannot store U+0000; a model that emits one must not make
+    its answer unstorable. SQLite would keep it, but both databases keep the same data.
+    """
+    return _NUL_IN_JSON.sub(r"\1\\ufffd", json.dumps(value))
+
+
 def create_engine(url: str) -> AsyncEngine:
     """An async engine for SQLite (aiosqlite) or Postgres (asyncpg)."""
     if url.startswith("sqlite"):
@@ -46,6 +61,7 @@ def create_engine(url: str) -> AsyncEngine:
         engine = create_async_engine(
             url,
             connect_args={"timeout": 30},
+            json_serializer=json_serializer,
             pool_size=1,
             max_overflow=0,
             pool_timeout=60,
@@ -53,7 +69,13 @@ def create_engine(url: str) -> AsyncEngine:
         sync_engine: Engine = engine.sync_engine
         event.listen(sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_async_engine(
+        url,
+        pool_size=10,
+        max_overflow=20,
+        pool_pre_ping=True,
+        json_serializer=json_serializer,
+    )
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -29,7 +29,7 @@ _SPACES = re.compile(r"\s+")
 def auto_title(text: str) -> str | None:
     """The first words of `text`, at most 60 characters, never cutting a word in half
     (a single word longer than that is cut hard)."""
-    flat = _SPACES.sub(" ", text).strip()
+    flat = _SPACES.sub(" ", text.replace("\x00", "")).strip()
     if len(flat) <= TITLE_MAX_CHARS:
         return flat or None
     head = flat[: TITLE_MAX_CHARS + 1]
@@ -39,7 +39,7 @@ def auto_title(text: str) -> str | None:
 
 
 def preview(message: Message) -> str | None:
-    flat = _SPACES.sub(" ", message.text()).strip()
+    flat = _SPACES.sub(" ", message.text().replace("\x00", "")).strip()
     if not flat:
         return None
     if len(flat) <= PREVIEW_MAX_CHARS:

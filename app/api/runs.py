@@ -22,6 +22,7 @@ from app.api.schemas.runs import (
 from app.api.streaming import sse_response
 from app.container import Services
 from app.domain.errors import InvalidRequest
+from app.domain.identity import Caller
 from app.runs.manager import ActiveRun
 from app.runs.service import ToolResult, TurnInput
 from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
@@ -50,13 +51,20 @@ def _wants_stream(request: Request, flag: bool) -> bool:
     return flag or "text/event-stream" in request.headers.get("accept", "")
 
 
+def stream_token(services: Services, caller: Caller, run_id: str) -> str | None:
+    """A token bound to this run's events, for EventSource; None without authentication."""
+    if services.authenticator.development:
+        return None
+    return services.authenticator.stream_tokens.mint(caller, run_id=run_id).token
+
+
 def _answer(
-    request: Request, services: Services, run: ActiveRun, owner_id: str, stream: bool
+    request: Request, services: Services, run: ActiveRun, caller: Caller, stream: bool
 ) -> Response:
     assert run.conversation_id is not None
     if _wants_stream(request, stream):
         return sse_response(
-            services.runs.follow(owner_id, run.run_id, conversation_id=run.conversation_id),
+            services.runs.follow(caller.user_id, run.run_id, conversation_id=run.conversation_id),
             native.frames,
             heartbeat=services.settings.heartbeat_seconds,
         )
@@ -64,6 +72,7 @@ def _answer(
         run_id=run.run_id,
         events_url=events_url(run.conversation_id, run.run_id),
         truncated_input=run.truncated_input,
+        stream_token=stream_token(services, caller, run.run_id),
     )
     return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
 
@@ -87,7 +96,7 @@ async def send_message(
 ) -> Response:
     turn = _turn(body.tools, body.tool_choice, body.model)
     run = await services.runs.send(caller, conversation_id, body.content, turn)
-    return _answer(request, services, run, caller.user_id, body.stream)
+    return _answer(request, services, run, caller, body.stream)
 
 
 @router.get(
@@ -169,7 +178,7 @@ async def submit_tool_results(
     if run is None:
         return JSONResponse(ToolResultsOut(run_id=None, events_url=None, waiting=True).model_dump())
     if _wants_stream(request, body.stream):
-        return _answer(request, services, run, caller.user_id, True)
+        return _answer(request, services, run, caller, True)
     out = ToolResultsOut(
         run_id=run.run_id, events_url=events_url(conversation_id, run.run_id), waiting=False
     )
@@ -189,7 +198,7 @@ async def regenerate(
     run = await services.runs.regenerate(
         caller, conversation_id, TurnInput(client_tools=[], model_id=body.model)
     )
-    return _answer(request, services, run, caller.user_id, body.stream)
+    return _answer(request, services, run, caller, body.stream)
 
 
 @router.put(
@@ -214,4 +223,4 @@ async def edit_message(
         body.content,
         TurnInput(client_tools=[], model_id=body.model),
     )
-    return _answer(request, services, run, caller.user_id, body.stream)
+    return _answer(request, services, run, caller, body.stream)

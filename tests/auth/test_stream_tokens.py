@@ -149,3 +149,34 @@ async def test_minting_needs_a_caller(make_api: MakeApi, settings: Any) -> None:
     async with make_api(settings) as api:
         response = await api.post("/api/stream-tokens", json={"path": "/api/conversations/a"})
     assert response.status_code == 401
+
+
+async def test_the_202_for_a_sent_message_carries_a_stream_token_for_eventsource(
+    make_api: MakeApi, settings: Any
+) -> None:
+    async with make_api(settings) as api:
+        created = await api.post("/api/conversations", json={}, headers=ALICE)
+        conversation_id = created.json()["id"]
+        sent = await api.post(
+            f"/api/conversations/{conversation_id}/messages",
+            json={"content": "hi"},
+            headers=ALICE,
+        )
+        started = sent.json()
+
+        response = await api.get(started["events_url"], params={"token": started["stream_token"]})
+
+        assert response.status_code == 200
+        assert "event: run_end" in response.text
+
+
+async def test_without_authentication_there_is_no_stream_token(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    async with make_api(sqlite_settings(tmp_path)) as api:
+        conversation_id = (await api.post("/api/conversations", json={})).json()["id"]
+        sent = await api.post(
+            f"/api/conversations/{conversation_id}/messages", json={"content": "hi"}
+        )
+
+        assert sent.json()["stream_token"] is None

@@ -59,6 +59,12 @@ class RunStarted(BaseModel):
     truncated_input: bool = Field(
         default=False, description="True when a very long message was cut to fit."
     )
+    stream_token: str | None = Field(
+        default=None,
+        description="A short-lived token for this run's events, for EventSource (which "
+        "cannot send headers): open `events_url?token=<stream_token>`. Null when "
+        "authentication is off.",
+    )
 
 
 class RunState(BaseModel):

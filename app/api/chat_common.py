@@ -18,6 +18,21 @@ from app.domain.stream import ToolChoice, ToolSpec
 from app.runs.manager import ActiveRun, RunRequest
 from app.translate.openai_chat import parts_to_openai_message
 
+# Top-level fields an OpenAI-shaped body may not carry: they would name an identity or an
+# upstream. Other unknown OpenAI parameters are accepted and ignored, as compatible
+# servers do.
+REFUSED_FIELDS = frozenset(
+    {"api_key", "api_base", "base_url", "owner_id", "user_id", "organization", "headers"}
+)
+
+
+def refuse_smuggled(extra: dict[str, Any] | None) -> None:
+    """Raise ValueError (a validation error) when `extra` holds a refused field."""
+    found = sorted(set(extra or {}) & REFUSED_FIELDS)
+    if found:
+        raise ValueError(f"unsupported field: {found[0]}")
+
+
 FINISH_BY_STATUS = {"max_iterations": "length"}
 
 

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.chat_common import build_run_request, completion_body, wait_for_run
+from app.api.chat_common import build_run_request, completion_body, refuse_smuggled, wait_for_run
 from app.api.deps import CallerDep, Svc
 from app.api.encoders.chat_chunks import ChatChunkEncoder
 from app.api.schemas.chat import ChatCompletion
@@ -28,10 +28,6 @@ from app.translate.openai_chat import (
 )
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
-
-REFUSED_FIELDS = frozenset(
-    {"api_key", "api_base", "base_url", "owner_id", "user_id", "organization", "headers"}
-)
 
 
 class StreamOptions(BaseModel):
@@ -73,9 +69,7 @@ class ChatCompletionRequest(BaseModel):
 
     @model_validator(mode="after")
     def _refuse_smuggled(self) -> ChatCompletionRequest:
-        extra = set((self.model_extra or {}).keys()) & REFUSED_FIELDS
-        if extra:
-            raise ValueError(f"unsupported field: {sorted(extra)[0]}")
+        refuse_smuggled(self.model_extra)
         return self
 
 

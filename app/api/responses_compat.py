@@ -20,7 +20,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.chat_common import build_run_request
+from app.api.chat_common import build_run_request, refuse_smuggled
 from app.api.deps import CallerDep, Svc
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.streaming import sse_response
@@ -33,10 +33,6 @@ from app.translate.openai_responses import (
 )
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
-
-REFUSED_FIELDS = frozenset(
-    {"api_key", "api_base", "base_url", "owner_id", "user_id", "organization", "headers"}
-)
 
 
 class ResponsesRequest(BaseModel):
@@ -69,9 +65,7 @@ class ResponsesRequest(BaseModel):
 
     @model_validator(mode="after")
     def _refuse_smuggled(self) -> ResponsesRequest:
-        extra = set((self.model_extra or {}).keys()) & REFUSED_FIELDS
-        if extra:
-            raise ValueError(f"unsupported field: {sorted(extra)[0]}")
+        refuse_smuggled(self.model_extra)
         return self
 
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from app.api.deps import Svc
+from app.store.db import answers
 
 router = APIRouter(tags=["operations"])
+
+READY_TIMEOUT_SECONDS = 2.0
 
 
 class Health(BaseModel):
@@ -16,11 +23,29 @@ class Health(BaseModel):
     status: str = Field(description="`ok` when the check passed.")
 
 
+_NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {"description": "The database does not answer: take this instance out of rotation."}
+}
+
+
 @router.get("/healthz", response_model=Health, summary="Liveness: the process answers.")
 async def healthz() -> Health:
     return Health(status="ok")
 
 
-@router.get("/readyz", response_model=Health, summary="Readiness: dependencies answer.")
-async def readyz(services: Svc) -> Health:
-    return Health(status="ok")
+@router.get(
+    "/readyz",
+    response_model=Health,
+    responses=_NOT_READY,
+    summary="Readiness: the database answers.",
+)
+async def readyz(services: Svc) -> Response:
+    try:
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+            ready = await answers(services.engine)
+    except TimeoutError:
+        ready = False
+    if not ready:
+        body = {"error": {"code": "not_ready", "message": "The database does not answer."}}
+        return JSONResponse(body, status_code=503)
+    return JSONResponse(Health(status="ok").model_dump())

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
-from sqlalchemy import MetaData, event
+from sqlalchemy import MetaData, event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -15,6 +17,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase
+
+log = logging.getLogger("chat_bff.store")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -80,3 +84,14 @@ def create_engine(url: str) -> AsyncEngine:
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+async def answers(engine: AsyncEngine) -> bool:
+    """Whether one round trip to the database succeeds (readiness)."""
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except (SQLAlchemyError, OSError) as exc:
+        log.warning("the database does not answer", extra={"error_type": type(exc).__name__})
+        return False
+    return True

@@ -32,6 +32,7 @@ from app.domain.identity import Caller
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
 from app.settings import Settings
+from app.store.repos.audit import record_audit
 from app.store.tool_repos import (
     ApprovalRecord,
     ApprovalRepo,
@@ -163,6 +164,36 @@ class ServerToolRuntime:
         """Run the handler in one transaction with the tool's timeout; never raises for
         the tool's own failure (that is an error outcome the model may recover from)."""
         shown = visible_args(tool, args.model_dump(mode="json"))
+        outcome = await self._run_handler(
+            tool,
+            args,
+            shown,
+            caller=caller,
+            scope=scope,
+            conversation_id=conversation_id,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            model_id=model_id,
+        )
+        if tool.mutates:
+            await self._audit_call(
+                tool, args, outcome, caller, conversation_id, run_id, tool_call_id
+            )
+        return outcome
+
+    async def _run_handler(
+        self,
+        tool: ServerTool[Any],
+        args: BaseModel,
+        shown: dict[str, Any],
+        *,
+        caller: Caller,
+        scope: Mapping[str, str],
+        conversation_id: str | None,
+        run_id: str | None,
+        tool_call_id: str | None,
+        model_id: str,
+    ) -> ToolOutcome:
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             async with asyncio.timeout(timeout), self.sessions.begin() as session:
@@ -190,6 +221,37 @@ class ServerToolRuntime:
             )
             return error_outcome(f"The tool `{tool.name}` failed unexpectedly.", args=shown)
         return ToolOutcome(status="success", result=result, mutates=tool.mutates, args=shown)
+
+    async def _audit_call(
+        self,
+        tool: ServerTool[Any],
+        args: BaseModel,
+        outcome: ToolOutcome,
+        caller: Caller,
+        conversation_id: str | None,
+        run_id: str | None,
+        tool_call_id: str | None,
+    ) -> None:
+        """Who changed what through a mutating tool: its own transaction, so a failed
+        call is on record too. The arguments are kept as a digest, never verbatim."""
+        try:
+            async with self.sessions.begin() as session:
+                await record_audit(
+                    session,
+                    actor_id=caller.user_id,
+                    action="tool.call",
+                    target_type="tool",
+                    target_id=tool.name,
+                    details={
+                        "conversation_id": conversation_id,
+                        "run_id": run_id,
+                        "tool_call_id": tool_call_id,
+                        "args_digest": args_hash(args.model_dump(mode="json")),
+                        "outcome": outcome.status,
+                    },
+                )
+        except Exception:
+            log.exception("could not audit a tool call", extra={"tool": tool.name})
 
     # -- confirm --------------------------------------------------------------------------
 

@@ -8,7 +8,11 @@
 
 import React from 'react';
 import TestRenderer from 'react-test-renderer';
-import {openAIResponseToMessages, useOpenAIStreamAdapter} from '@gravity-ui/aikit/adapters';
+import {
+    openAIResponseToMessages,
+    useOpenAIConversationsAdapter,
+    useOpenAIStreamAdapter,
+} from '@gravity-ui/aikit/adapters';
 
 const base = process.argv[2];
 if (!base) {
@@ -85,5 +89,33 @@ if (!whole.ok) {
     process.exit(1);
 }
 results.non_stream = openAIResponseToMessages(await whole.json());
+
+// The conversation list: our native GET /api/conversations, read by AIKit's conversations
+// adapter exactly as a sidebar would (no mapping in between).
+async function api(path, init) {
+    const response = await fetch(`${base}${path}`, {
+        headers: {'content-type': 'application/json'},
+        ...init,
+    });
+    if (!response.ok) {
+        throw new Error(`${path}: HTTP ${response.status}`);
+    }
+    return response.json();
+}
+const named = await api('/api/conversations', {method: 'POST', body: JSON.stringify({title: 'Trip plans'})});
+const untitled = await api('/api/conversations', {method: 'POST', body: '{}'});
+const started = await api(`/api/conversations/${untitled.id}/messages`, {
+    method: 'POST',
+    body: JSON.stringify({content: 'hello from the sidebar test'}),
+});
+await fetch(`${base}${started.events_url}`).then((r) => r.text()); // wait for the run to end
+const listed = await api('/api/conversations');
+let chats = null;
+function Sidebar() {
+    chats = useOpenAIConversationsAdapter(listed).chats;
+    return null;
+}
+TestRenderer.create(React.createElement(Sidebar));
+results.conversations = {listed, chats, ids: {named: named.id, untitled: untitled.id}};
 
 process.stdout.write(JSON.stringify(results));

@@ -201,3 +201,18 @@ def test_aikit_renders_our_stream(aikit: dict[str, Any]) -> None:
     assert [p["type"] for p in _parts(whole)] == ["tool", "text"]
     assert _parts(whole)[0]["data"]["status"] == "success"
     assert _parts(whole)[1]["data"]["text"] == "Nothing matches x."
+
+
+def test_aikit_reads_our_conversation_list_as_its_chats(aikit: dict[str, Any]) -> None:
+    listed = aikit["conversations"]["listed"]
+    ids = aikit["conversations"]["ids"]
+    chats = {chat["id"]: chat for chat in aikit["conversations"]["chats"]}
+
+    assert set(chats) == {ids["named"], ids["untitled"]}
+    assert chats[ids["named"]]["name"] == "Trip plans"
+    # The title auto-set from the first user message is what the sidebar shows.
+    assert chats[ids["untitled"]]["name"] == "hello from the sidebar test"
+    assert chats[ids["untitled"]]["lastMessage"]
+    for item in listed["data"]:
+        created = chats[item["id"]]["createTime"]
+        assert created.startswith(item["created_at_iso"][:19])

@@ -106,7 +106,11 @@ async def send_message(
             "description": "Native SSE: replays the events after `Last-Event-ID` (or "
             "`after`), then follows the run live; closes after `run_end`.",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        }
+        },
+        204: {
+            "description": "The run has ended and the reader has every event: an "
+            "EventSource stops reconnecting."
+        },
     },
     summary="Follow a run (EventSource); resume with Last-Event-ID.",
 )
@@ -130,19 +134,16 @@ async def run_events(
         if resume_at > MAX_SEQ:
             raise InvalidRequest("Last-Event-ID must be a sequence number.", param="Last-Event-ID")
         position = max(position, resume_at)
+    # Before any 200 goes out: a foreign or unknown run is a plain 404, and a finished
+    # run with nothing after the reader's position is 204, which tells a browser's
+    # EventSource to stop reconnecting (it reconnects after every close otherwise).
+    finished, last_seq = await services.runs.position(caller.user_id, run_id, conversation_id)
+    if finished and position >= last_seq:
+        return Response(status_code=204)
     batches = services.runs.follow(
         caller.user_id, run_id, conversation_id=conversation_id, after=position
     )
-    # Fail before the 200 goes out: a foreign or unknown run is a plain 404.
-    first = await anext(aiter(batches), None)
-
-    async def replay() -> Any:
-        if first is not None:
-            yield first
-            async for batch in batches:
-                yield batch
-
-    return sse_response(replay(), native.frames, heartbeat=services.settings.heartbeat_seconds)
+    return sse_response(batches, native.frames, heartbeat=services.settings.heartbeat_seconds)
 
 
 @router.post(

@@ -344,6 +344,22 @@ class RunManager:
     def local(self, run_id: str) -> ActiveRun | None:
         return self._active.get(run_id) or self._finished.get(run_id)
 
+    async def position(
+        self, owner_id: str, run_id: str, conversation_id: str | None
+    ) -> tuple[bool, int]:
+        """(finished, last seq) of the caller's run; NotFound for a missing or foreign one."""
+        run = self.local(run_id)
+        if (
+            run is not None
+            and run.owner_id == owner_id
+            and (conversation_id is None or run.conversation_id == conversation_id)
+        ):
+            return run.log.closed, run.log.last_seq
+        record = await self._store.get_run(owner_id, run_id, conversation_id)
+        if record is None:
+            raise NotFound("Run not found.")
+        return record.status != "running", record.last_seq
+
     async def follow(
         self, owner_id: str, run_id: str, *, conversation_id: str | None, after: int = 0
     ) -> AsyncIterator[list[SequencedEvent]]:

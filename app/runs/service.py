@@ -93,6 +93,11 @@ class Runs:
                         owner_id, conversation_id, message.model_copy(update={"content": parts})
                     )
 
+    async def position(
+        self, owner_id: str, run_id: str, conversation_id: str | None
+    ) -> tuple[bool, int]:
+        return await self.manager.position(owner_id, run_id, conversation_id)
+
     def follow(
         self, owner_id: str, run_id: str, *, conversation_id: str | None, after: int = 0
     ) -> AsyncIterator[list[SequencedEvent]]:

@@ -59,6 +59,8 @@ async def start_run(client: ApiClient) -> tuple[str, dict[str, Any]]:
 async def read(client: ApiClient, url: str, after: int | None = None) -> list[Frame]:
     headers = {} if after is None else {"Last-Event-ID": str(after)}
     response = await client.get(url, headers=headers)
+    if response.status_code == 204:  # the run ended and nothing is left after `after`
+        return []
     assert response.status_code == 200, response.text
     return parse(response.text)
 
@@ -149,5 +151,7 @@ async def test_a_reader_that_saw_run_end_gets_nothing_more_after_a_restart(
         app_settings, providers={"scripted": ScriptedProvider(Script(turns=[]))}
     ) as fresh:
         rest = await read(fresh, url, after=len(full))
+        stop = await fresh.get(url, headers={"Last-Event-ID": str(len(full))})
 
     assert rest == []
+    assert stop.status_code == 204  # what tells a browser's EventSource to stop reconnecting

@@ -144,6 +144,8 @@ async def delete_conversation(
         Query(description="Delete messages, runs and events for good instead of archiving."),
     ] = False,
 ) -> Response:
+    if purge:
+        await services.runs.stop_active(caller, conversation_id)
     async with services.sessions.begin() as session:
         repo = ConversationRepo(session)
         if purge:

@@ -81,6 +81,14 @@ class Runs:
                 await self._close_waiting(owner_id, conversation_id, run_id)
         return status
 
+    async def stop_active(self, caller: Caller, conversation_id: str) -> None:
+        """Cancel the conversation's running run, if this instance runs it (before a purge,
+        so the run neither keeps spending nor writes into rows that are going away)."""
+        async with self._sessions() as session:
+            conversation = await ConversationRepo(session).get(caller.user_id, conversation_id)
+        if conversation.active_run_id is not None:
+            await self.cancel(caller.user_id, conversation.active_run_id, conversation_id)
+
     async def _close_waiting(self, owner_id: str, conversation_id: str, run_id: str) -> None:
         async with self._sessions.begin() as session:
             messages = MessageRepo(session)

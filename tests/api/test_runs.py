@@ -390,6 +390,21 @@ async def test_cancelling_a_run_that_waits_for_the_browser_closes_its_tool_calls
     assert nxt[-1].data["status"] == "completed"
 
 
+async def test_purging_a_conversation_mid_run_stops_the_run_first(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="a long answer " * 50), delay_ms=20)
+    cid = await create(client)
+    started = await send(client, cid)
+    await until(client, cid, started["run_id"], "text_delta")
+
+    purged = await client.delete(f"{CONVERSATIONS}/{cid}", params={"purge": "true"})
+
+    assert purged.status_code == 204
+    run = client.services.runs.manager.local(started["run_id"])
+    assert run is not None
+    assert run.status == "cancelled"
+    assert (await client.get(f"{CONVERSATIONS}/{cid}")).status_code == 404
+
+
 # -- regenerate and edit ------------------------------------------------------------------
 
 

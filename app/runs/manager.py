@@ -45,7 +45,9 @@ from app.runs.writer import EventWriter
 
 log = logging.getLogger("chat_bff.runs")
 
-FINISHED_LOGS_KEPT = 256
+# Recently finished runs stay in memory so a reader that reconnects right after the end
+# is served without the database; bounded, since a long answer holds thousands of events.
+FINISHED_LOGS_KEPT = 64
 
 
 class _StoppedBeforeStart(Exception):

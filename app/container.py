@@ -10,7 +10,7 @@ import logging
 import socket
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -55,7 +55,6 @@ class Services:
     authenticator: Authenticator
     limits: Limiter
     metrics: Metrics
-    extras: dict[str, object] = field(default_factory=dict)
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]

@@ -29,6 +29,10 @@ from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
 
 router = APIRouter(prefix="/api/conversations", tags=["runs"])
 
+# How soon a browser's EventSource comes back after a dropped connection (its default is
+# 3 s); resuming is cheap, the events are replayed from the log.
+RECONNECT_MS = 1000
+
 # Sequence numbers are a 32-bit INTEGER column; a larger position would overflow the
 # database driver (a 500, found by Schemathesis) instead of being refused.
 MAX_SEQ = 2**31 - 1
@@ -67,6 +71,7 @@ def _answer(
             services.runs.follow(caller.user_id, run.run_id, conversation_id=run.conversation_id),
             native.frames,
             heartbeat=services.settings.heartbeat_seconds,
+            retry_ms=RECONNECT_MS,
         )
     body = RunStarted(
         run_id=run.run_id,
@@ -143,7 +148,12 @@ async def run_events(
     batches = services.runs.follow(
         caller.user_id, run_id, conversation_id=conversation_id, after=position
     )
-    return sse_response(batches, native.frames, heartbeat=services.settings.heartbeat_seconds)
+    return sse_response(
+        batches,
+        native.frames,
+        heartbeat=services.settings.heartbeat_seconds,
+        retry_ms=RECONNECT_MS,
+    )
 
 
 @router.post(

@@ -29,10 +29,19 @@ def sse_response(
     heartbeat: float,
     on_disconnect: Callable[[], Awaitable[None]] | None = None,
     trailer: bytes | None = None,
+    retry_ms: int | None = None,
 ) -> EventSourceResponse:
+    """`retry_ms` (for resumable streams) rides in the first event's block: a browser's
+    EventSource then reconnects after that long instead of its default 3 s, and readers
+    that surface every block (httpx-sse) see no extra empty event."""
+
     async def body() -> AsyncIterator[bytes]:
+        prefix = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
         async for batch in batches:
-            yield encode(batch)
+            chunk = encode(batch)
+            if prefix and chunk:
+                chunk, prefix = prefix + chunk, b""
+            yield chunk
         if trailer is not None:
             yield trailer
 

@@ -390,6 +390,20 @@ async def test_cancelling_a_run_that_waits_for_the_browser_closes_its_tool_calls
     assert nxt[-1].data["status"] == "completed"
 
 
+async def test_a_resumable_stream_asks_eventsource_to_come_back_within_a_second(
+    client: ApiClient,
+) -> None:
+    play(client, ScriptedTurn(text="Hello there"))
+    cid = await create(client)
+    started = await send(client, cid)
+
+    response = await client.get(started["events_url"])
+
+    first_block = response.text.split("\n\n")[0].split("\n")
+    assert first_block[0] == "retry: 1000"
+    assert first_block[1:3] == ["id: 1", "event: run_start"]
+
+
 async def test_purging_a_conversation_mid_run_stops_the_run_first(client: ApiClient) -> None:
     play(client, ScriptedTurn(text="a long answer " * 50), delay_ms=20)
     cid = await create(client)

@@ -265,11 +265,13 @@ class RunManager:
             if retry_after is not None:
                 error["retry_after"] = retry_after
             message = agent.snapshot(interrupted="failed")
-        except Exception as exc:  # a bug: keep the run's record straight, log the type only
+        except Exception:
+            # A bug, not a provider failure (those are ChatBffErrors): keep the run's record
+            # straight and tell the client nothing more than that it failed. The traceback
+            # goes to the log, whose redaction filter scrubs anything key-shaped.
             log.exception("run crashed", extra={"run_id": run.run_id})
             error = {"code": "internal_error", "message": "The run failed unexpectedly."}
             message = agent.snapshot(interrupted="failed")
-            del exc
         if error is not None and status == "failed":
             await run.emit(
                 ErrorEvent(

@@ -9,7 +9,7 @@ OpenAI parameters we do not act on are accepted and ignored, as compatible serve
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -21,6 +21,7 @@ from app.api.encoders.chat_chunks import ChatChunkEncoder
 from app.api.schemas.chat import ChatCompletion
 from app.api.streaming import sse_response
 from app.domain.errors import ChatBffError, InvalidRequest
+from app.providers.catalog import allowed
 from app.translate.openai_chat import (
     messages_from_openai,
     tool_choice_from_openai,
@@ -128,3 +129,34 @@ async def chat_completions(
     if run.final_message is None:  # pragma: no cover
         raise ChatBffError("The run ended without a message.")
     return JSONResponse(completion_body(run, run.final_message, run_request.model.id, set(names)))
+
+
+class OpenAIModel(BaseModel):
+    """A model as OpenAI's `GET /v1/models` lists it."""
+
+    id: str = Field(description="Model id to send as `model`.")
+    object: Literal["model"] = Field(default="model", description="Always `model`.")
+    created: int = Field(description="Unix seconds; 0, the catalogue has no dates.")
+    owned_by: str = Field(description="The provider serving it.")
+
+
+class OpenAIModelList(BaseModel):
+    """OpenAI's model list, so `client.models.list()` works against chat-bff."""
+
+    object: Literal["list"] = Field(default="list", description="Always `list`.")
+    data: list[OpenAIModel] = Field(description="The models this caller may use.")
+
+
+@router.get(
+    "/models",
+    response_model=OpenAIModelList,
+    summary="OpenAI-compatible model list (the catalogue, as this caller may use it).",
+)
+async def list_models_openai(services: Svc, caller: CallerDep) -> OpenAIModelList:
+    return OpenAIModelList(
+        data=[
+            OpenAIModel(id=m.id, created=0, owned_by=m.provider)
+            for m in services.catalog.all()
+            if allowed(m, caller.roles)
+        ]
+    )

@@ -296,3 +296,14 @@ async def test_an_upstream_auth_failure_is_a_server_error_without_the_upstream_m
 
     assert caught.value.status_code == 502
     assert "Incorrect API key" not in str(caught.value.body)
+
+
+async def test_the_sdk_lists_the_catalogue_through_v1_models(api: ApiClient) -> None:
+    sdk = sdk_for(api)
+    try:
+        page = await sdk.models.list()
+    finally:
+        await sdk.close()
+
+    assert [m.id for m in page.data] == ["scripted"]
+    assert page.data[0].owned_by == "scripted"

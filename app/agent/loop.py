@@ -33,7 +33,7 @@ from app.domain.events import (
     UsageInfo,
 )
 from app.domain.messages import Message
-from app.domain.parts import FINAL_TOOL_STATUSES, Part, ToolData, ToolPart
+from app.domain.parts import Part, ToolData, ToolPart, cancel_unfinished
 from app.domain.stream import (
     ModelRequest,
     TextDelta,
@@ -286,7 +286,7 @@ class Agent:
         if interrupted is not None and self._builder is not None:
             # A call still streaming never ran, whatever its half-sent arguments parse to.
             partial = self._builder.build().parts
-            parts.extend(_close_dangling(p, cut_short=True) for p in partial)
+            parts.extend(_close_dangling(p, force=True) for p in partial)
         metadata: dict[str, object] = {"model": self.model.id}
         if interrupted is not None:
             parts = [_close_dangling(p) for p in parts]
@@ -304,16 +304,7 @@ _DATA_FIELDS = {
 }
 
 
-def _close_dangling(part: Part, *, cut_short: bool = False) -> Part:
-    if isinstance(part, ToolPart) and (cut_short or part.data.status not in FINAL_TOOL_STATUSES):
-        return ToolPart(
-            id=part.id,
-            data=part.data.model_copy(
-                update={
-                    "status": "cancelled",
-                    "result": {"error": "cancelled before it finished"},
-                    "bodyContent": "Cancelled.",
-                }
-            ),
-        )
-    return part
+def _close_dangling(part: Part, *, force: bool = False) -> Part:
+    return cancel_unfinished(
+        part, "cancelled before it finished", body_content="Cancelled.", force=force
+    )

@@ -136,3 +136,23 @@ def tool_part(
             bodyContent=body_content,
         ),
     )
+
+
+def cancel_unfinished(
+    part: Part, reason: str, *, body_content: str | None = None, force: bool = False
+) -> Part:
+    """A tool call left without a result, closed as `cancelled` with `{"error": reason}`.
+
+    Every provider refuses a history in which a tool call has no answer, so a cut-short
+    turn (cancel, crash, a pause nobody answered) closes its open calls this way. Parts
+    that already have a final status stay as they are, unless `force` (a call whose
+    arguments were still streaming).
+    """
+    if not isinstance(part, ToolPart):
+        return part
+    if part.data.status in FINAL_TOOL_STATUSES and not force:
+        return part
+    update: dict[str, Any] = {"status": "cancelled", "result": {"error": reason}}
+    if body_content is not None:
+        update["bodyContent"] = body_content
+    return ToolPart(id=part.id, data=part.data.model_copy(update=update))

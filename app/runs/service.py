@@ -20,7 +20,14 @@ from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.events import ContextInfo, RunStatus, SequencedEvent
 from app.domain.identity import Caller
 from app.domain.messages import Message
-from app.domain.parts import FINAL_TOOL_STATUSES, Part, TextData, TextPart, ToolPart
+from app.domain.parts import (
+    FINAL_TOOL_STATUSES,
+    Part,
+    TextData,
+    TextPart,
+    ToolPart,
+    cancel_unfinished,
+)
 from app.domain.stream import ToolChoice, ToolSpec
 from app.providers.base import Provider
 from app.providers.catalog import Catalog
@@ -95,7 +102,7 @@ class Runs:
             for message in await messages.history(owner_id, conversation_id):
                 if (message.metadata or {}).get("run_id") != run_id:
                     continue
-                parts = [_cancel_waiting(p) for p in message.parts()]
+                parts = [cancel_unfinished(p, "cancelled by the user") for p in message.parts()]
                 if parts != message.parts():
                     await messages.upsert(
                         owner_id, conversation_id, message.model_copy(update={"content": parts})
@@ -339,17 +346,6 @@ def _truncate(content: str | list[Part]) -> tuple[str | list[Part], bool]:
             part = TextPart(id=part.id, data=TextData(text=text))
         out.append(part)
     return out, cut
-
-
-def _cancel_waiting(part: Part) -> Part:
-    if isinstance(part, ToolPart) and part.data.status not in FINAL_TOOL_STATUSES:
-        return ToolPart(
-            id=part.id,
-            data=part.data.model_copy(
-                update={"status": "cancelled", "result": {"error": "cancelled by the user"}}
-            ),
-        )
-    return part
 
 
 def _last_index(history: list[Message], role: str) -> int | None:

@@ -27,7 +27,7 @@ from app.domain.events import (
     UsageInfo,
 )
 from app.domain.messages import Message
-from app.domain.parts import FINAL_TOOL_STATUSES, Part, TextData, TextPart, ToolPart
+from app.domain.parts import Part, TextData, TextPart, cancel_unfinished
 from app.store.records import RunRecord
 from app.store.repos.conversations import ConversationRepo
 from app.store.repos.events import EventRepo
@@ -233,16 +233,7 @@ def _partial_message(record: RunRecord, events: list[SequencedEvent]) -> Message
                 parts[at] = event.part
     if text:
         parts.append(TextPart(data=TextData(text=text)))
-    closed: list[Part] = []
-    for part in parts:
-        if isinstance(part, ToolPart) and part.data.status not in FINAL_TOOL_STATUSES:
-            part = ToolPart(
-                id=part.id,
-                data=part.data.model_copy(
-                    update={"status": "cancelled", "result": {"error": "interrupted"}}
-                ),
-            )
-        closed.append(part)
+    closed = [cancel_unfinished(part, "interrupted") for part in parts]
     return Message(
         id=message_id,
         role="assistant",

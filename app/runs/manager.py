@@ -72,6 +72,7 @@ class RunRequest:
     mode: ConversationMode = "auto"
     scope: dict[str, str] = field(default_factory=dict)
     context: ContextInfo | None = None
+    system_prompt: str | None = None
 
 
 @dataclass
@@ -166,6 +167,7 @@ class RunManager:
                 user_message=user_message,
                 prepare=prepare,
                 options=_options(request),
+                system_prompt=request.system_prompt,
             )
         except BaseException:
             await self._hooks.abandon(request.caller, run_id)

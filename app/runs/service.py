@@ -331,6 +331,7 @@ class Runs:
             mode=conversation.mode,
             scope=scope,
             context=ContextInfo(tokens=0, limit=model.context_window, truncated_input=truncated),
+            system_prompt=conversation.system_prompt,
         )
 
 

@@ -55,6 +55,7 @@ class RunStore:
         user_message: Message | None,
         prepare: Prepare | None = None,
         options: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
     ) -> list[Message] | None:
         """Claim the conversation, store the user message and the run; return the history.
 
@@ -63,11 +64,12 @@ class RunStore:
         second send waits, then finds this run's id and gets 409. Anything failing after
         the claim rolls the whole turn back, the claim with it. `prepare` runs inside
         (tool results, edits); when it answers False its changes are kept but no run is
-        created and the claim is undone: None.
+        created and the claim is undone: None. The claim also checks ownership (a foreign
+        or missing conversation is NotFound); the caller already read the conversation,
+        so its `system_prompt` comes in rather than being read again.
         """
         async with self._sessions() as session:
             conversations = ConversationRepo(session)
-            conversation = await conversations.get(owner_id, conversation_id)
             holder = await conversations.claim_active_run(owner_id, conversation_id, run_id)
             if holder is not None:
                 await session.rollback()
@@ -96,8 +98,8 @@ class RunStore:
             history = await messages.history(owner_id, conversation_id)
             await session.commit()
         system: list[Message] = []
-        if conversation.system_prompt:
-            system = [Message(id="system", role="system", content=conversation.system_prompt)]
+        if system_prompt:
+            system = [Message(id="system", role="system", content=system_prompt)]
         return system + history
 
     async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:

@@ -189,6 +189,20 @@ async def test_the_stored_conversation_holds_the_user_and_assistant_messages(
 # -- one run at a time --------------------------------------------------------------------
 
 
+async def test_the_conversations_system_prompt_opens_what_the_model_sees(
+    client: ApiClient,
+) -> None:
+    model = play(client, ScriptedTurn(text="Ahoy."))
+    cid = await create(client, system_prompt="Answer like a pirate.")
+
+    await finished(client, await send(client, cid, "Hi"))
+
+    [request] = model.requests
+    assert request.messages[0].role == "system"
+    assert request.messages[0].content == "Answer like a pirate."
+    assert request.messages[-1].text() == "Hi"
+
+
 async def test_a_second_send_while_a_run_is_active_is_409_with_its_id(client: ApiClient) -> None:
     play(client, ScriptedTurn(text="slow", stall_seconds=30))
     cid = await create(client)

@@ -194,10 +194,20 @@ def _user_content(content: Any, index: int) -> str | list[Part]:
     return parts
 
 
+def data_url_mime(url: Any) -> str | None:
+    """The media type of a `data:` URL (`data:image/png;base64,...` -> `image/png`).
+
+    None for anything else, and for a data URL that names no type (`data:,hello`).
+    """
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    header = url[5:].split(",", 1)[0]
+    mime = header.split(";", 1)[0]
+    return mime or None
+
+
 def _image_part(url: str, n: int) -> FilePart:
-    mime = "image/*"
-    if url.startswith("data:") and ";" in url:
-        mime = url[5 : url.index(";")]
+    mime = data_url_mime(url) or "image/*"
     return FilePart(data=FileData(id=f"image-{n}", name=f"image-{n}", mimeType=mime, url=url))
 
 
@@ -207,7 +217,7 @@ def _file_part(file: Any, index: int, n: int) -> FilePart:
     data = file.get("file_data")
     file_id = file.get("file_id")
     name = file.get("filename") or file_id or f"file-{n}"
-    mime = data[5 : data.index(";")] if isinstance(data, str) and data.startswith("data:") else None
+    mime = data_url_mime(data)
     return FilePart(
         data=FileData(id=str(file_id or f"file-{n}"), name=str(name), mimeType=mime, url=data)
     )

@@ -39,6 +39,7 @@ from app.domain.parts import (
 )
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
 from app.translate.accumulator import parse_tool_args
+from app.translate.openai_chat import data_url_mime
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ASSISTANT_ITEMS = frozenset({"function_call", "reasoning", "mcp_call"})
@@ -146,9 +147,7 @@ def _image_part(part: Mapping[str, Any], where: str, n: int) -> FilePart:
     file_id = part.get("file_id")
     if not isinstance(url, str) and not isinstance(file_id, str):
         raise _bad(where, "has an input_image without `image_url` or `file_id`")
-    mime = "image/*"
-    if isinstance(url, str) and url.startswith("data:") and ";" in url:
-        mime = url[5 : url.index(";")]
+    mime = data_url_mime(url) or "image/*"
     name = str(file_id or f"image-{n}")
     return FilePart(
         data=FileData(id=name, name=name, mimeType=mime, url=url if isinstance(url, str) else None)
@@ -160,7 +159,7 @@ def _file_part(part: Mapping[str, Any], n: int) -> FilePart:
     url = data if isinstance(data, str) else part.get("file_url")
     file_id = part.get("file_id")
     name = part.get("filename") or file_id or f"file-{n}"
-    mime = data[5 : data.index(";")] if isinstance(data, str) and data.startswith("data:") else None
+    mime = data_url_mime(data)
     return FilePart(
         data=FileData(
             id=str(file_id or f"file-{n}"),

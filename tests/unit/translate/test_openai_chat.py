@@ -35,6 +35,7 @@ from app.translate.openai_chat import (
     CANCELLED_TEXT,
     chunk_to_events,
     completion_to_events,
+    data_url_mime,
     messages_from_openai,
     messages_to_openai,
     parts_to_openai_message,
@@ -115,6 +116,39 @@ def test_user_content_parts_become_text_and_file_parts() -> None:
     assert text.data.text == "What is this?"
     assert isinstance(image, FilePart)
     assert (image.data.mimeType, image.data.url) == ("image/png", "data:image/png;base64,AAAA")
+
+
+@pytest.mark.parametrize(
+    ("url", "mime"),
+    [
+        ("data:image/png;base64,AAAA", "image/png"),
+        ("data:text/plain,hello", "text/plain"),
+        ("data:,hello", None),
+        ("https://example.com/a.png", None),
+        (None, None),
+    ],
+)
+def test_data_url_mime_reads_the_media_type_of_a_data_url(url: Any, mime: str | None) -> None:
+    assert data_url_mime(url) == mime
+
+
+def test_a_file_part_whose_data_url_has_no_parameters_is_read_not_refused() -> None:
+    (message,) = messages_from_openai(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "file",
+                        "file": {"filename": "a.txt", "file_data": "data:text/plain,hello"},
+                    }
+                ],
+            }
+        ]
+    )
+    (file,) = message.parts()
+    assert isinstance(file, FilePart)
+    assert file.data.mimeType == "text/plain"
 
 
 def test_assistant_text_and_tool_calls_become_a_text_part_then_tool_parts() -> None:

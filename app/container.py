@@ -20,6 +20,7 @@ from app.auth.authenticator import AuthConfig, Authenticator
 from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
 from app.domain.identity import Caller
+from app.domain.models import Catalog, ModelInfo
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
@@ -27,7 +28,7 @@ from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
 from app.observability.run_hooks import ServiceRunHooks
 from app.providers.base import Provider
-from app.providers.catalog import Catalog, ModelInfo, build_catalog
+from app.providers.catalog import build_catalog, default_models, parse_models
 from app.providers.factory import build_providers
 from app.runs.manager import RunManager
 from app.runs.service import Runs
@@ -128,6 +129,19 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
     return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_timeout_seconds + 60)
 
 
+def catalog_from_settings(settings: Settings) -> Catalog:
+    if settings.models_json:
+        models = parse_models(settings.models_json)
+    elif settings.models_file is not None:
+        models = parse_models(settings.models_file.read_bytes())
+    else:
+        models = default_models(
+            openai=settings.openai_api_key is not None or bool(settings.openai_base_url),
+            anthropic=settings.anthropic_api_key is not None,
+        )
+    return build_catalog(models, settings.default_model)
+
+
 async def build_services(
     settings: Settings,
     *,
@@ -135,7 +149,7 @@ async def build_services(
     metrics: Metrics | None = None,
 ) -> Services:
     metrics = metrics or Metrics()
-    catalog = build_catalog(settings)
+    catalog = catalog_from_settings(settings)
     built = dict(providers) if providers is not None else build_providers(settings, catalog)
     built = instrument(built, metrics)  # latency, TTFT, tokens, errors per model call
     if catalog.offline:

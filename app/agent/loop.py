@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.agent.context import fit_history
-from app.agent.ports import ApprovalNeeded, EventSink, RunContext, ToolOutcome, ToolRuntime
+from app.agent.ports import EventSink, ToolRuntime
 from app.domain.events import (
     ConfirmRequired,
     ContextInfo,
@@ -33,6 +33,7 @@ from app.domain.events import (
     UsageInfo,
 )
 from app.domain.messages import Message
+from app.domain.models import ModelInfo
 from app.domain.parts import Part, ToolData, ToolPart, cancel_unfinished
 from app.domain.stream import (
     ModelRequest,
@@ -42,8 +43,8 @@ from app.domain.stream import (
     ToolChoice,
     ToolSpec,
 )
+from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
 from app.providers.base import Provider
-from app.providers.catalog import ModelInfo
 from app.translate.accumulator import PartsBuilder
 
 log = logging.getLogger("chat_bff.agent")

@@ -7,50 +7,12 @@ the loop free of databases and HTTP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
 from app.domain.events import RunEvent
-from app.domain.identity import Caller
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
-
-ConversationMode = Literal["auto", "propose"]
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """Who the run acts for and which scope its tools are pinned to."""
-
-    caller: Caller
-    run_id: str
-    conversation_id: str | None
-    mode: ConversationMode = "auto"
-    # Values that overwrite scope arguments (session_id, conversation_id, workspace_id,
-    # user_id, ...) before a tool validates or runs, whatever the model sent.
-    scope: dict[str, str] = field(default_factory=dict)
-    model_id: str = ""
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """A finished server tool call. `status="error"` results go back to the model."""
-
-    status: Literal["success", "error"]
-    result: Any
-    mutates: bool = False
-    error: str | None = None
-    args: dict[str, Any] | None = None  # the arguments as run (after pinning)
-
-
-@dataclass(frozen=True)
-class ApprovalNeeded:
-    """The call waits for a human: a pending approval was stored under `approval_id`."""
-
-    approval_id: str
-    summary: str
-    expires_at: float | None
-    args: dict[str, Any] | None = None
+from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
 
 
 class ToolRuntime(Protocol):
@@ -76,19 +38,3 @@ class ToolRuntime(Protocol):
 
 class EventSink(Protocol):
     async def emit(self, event: RunEvent) -> None: ...
-
-
-class NoTools:
-    """A runtime with no server tools (tests, or a deployment that registers none)."""
-
-    def specs(self, ctx: RunContext) -> list[ToolSpec]:
-        return []
-
-    def knows(self, name: str) -> bool:
-        return False
-
-    async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
-        raise AssertionError(f"no server tool named {part.data.toolName!r}")
-
-    async def run_cancelled(self, owner_id: str, run_id: str) -> None:
-        return None

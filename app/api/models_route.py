@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.api.deps import CallerDep, Svc
-from app.providers.catalog import allowed
+from app.domain.models import allowed
 
 router = APIRouter(prefix="/api", tags=["models"])
 

@@ -21,7 +21,7 @@ from app.api.encoders.chat_chunks import ChatChunkEncoder
 from app.api.schemas.chat import ChatCompletion
 from app.api.streaming import sse_response
 from app.domain.errors import ChatBffError, InvalidRequest
-from app.providers.catalog import allowed
+from app.domain.models import allowed
 from app.translate.openai_chat import (
     messages_from_openai,
     tool_choice_from_openai,

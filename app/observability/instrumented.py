@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-from app.agent.ports import ApprovalNeeded, RunContext, ToolOutcome, ToolRuntime
+from app.agent.ports import ToolRuntime
 from app.domain.errors import ProviderError
 from app.domain.parts import ToolPart
 from app.domain.stream import (
@@ -36,6 +36,7 @@ from app.domain.stream import (
     ToolSpec,
     Usage,
 )
+from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
 from app.observability.metrics import Metrics
 from app.providers.base import Provider
 

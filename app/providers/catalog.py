@@ -1,40 +1,15 @@
-"""The model catalogue: our model ids, the provider and upstream model behind each.
+"""The catalogue's built-in entries and its file format.
 
-It is the allowlist: a request for a model id that is not here is `model_not_found`.
-Built from `MODELS_JSON` / `MODELS_FILE`, or, when neither is set, from which provider
-keys are configured (the offline `scripted` model when there are none).
+The catalogue is the allowlist (see `app.domain.models`). A deployment describes it in
+`MODELS_JSON` / `MODELS_FILE`; when neither is set, the container builds it from which
+provider keys are configured, with the offline `scripted` model always present.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Literal
+from pydantic import TypeAdapter
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-
-from app.domain.errors import ModelNotFound
-from app.settings import Settings
-
-ProviderName = Literal["openai", "anthropic", "scripted"]
-
-
-class ModelInfo(BaseModel):
-    """One catalogue entry."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(description="Our model id; what clients send as `model`.")
-    provider: ProviderName = Field(description="Which provider serves it.")
-    upstream_model: str = Field(description="The model name sent upstream.")
-    context_window: int = Field(default=128_000, description="Context window in tokens.")
-    max_output_tokens: int = Field(default=4096, description="Cap on generated tokens.")
-    supports_tools: bool = Field(default=True, description="Whether it can call tools.")
-    supports_vision: bool = Field(default=False, description="Whether it accepts images.")
-    roles: list[str] | None = Field(
-        default=None, description="Roles allowed to use it; everyone when absent."
-    )
-    description: str = Field(default="", description="Human-readable description.")
-
+from app.domain.models import Catalog, ModelInfo
 
 _CATALOG_ADAPTER: TypeAdapter[list[ModelInfo]] = TypeAdapter(list[ModelInfo])
 
@@ -63,48 +38,25 @@ ANTHROPIC_DEFAULT = ModelInfo(
 )
 
 
-class Catalog:
-    def __init__(self, models: list[ModelInfo], default_id: str) -> None:
-        self._models = {m.id: m for m in models}
-        if default_id not in self._models:
-            raise ValueError(f"default model {default_id!r} is not in the catalogue")
-        self.default_id = default_id
-
-    def all(self) -> list[ModelInfo]:
-        return list(self._models.values())
-
-    def resolve(self, model_id: str | None, roles: frozenset[str] | None = None) -> ModelInfo:
-        """The entry for `model_id` (the default when None); unknown or forbidden is 404."""
-        info = self._models.get(model_id or self.default_id)
-        if info is None or not allowed(info, roles):
-            raise ModelNotFound(f"The model {model_id!r} does not exist or is not available.")
-        return info
-
-    @property
-    def offline(self) -> bool:
-        return all(m.provider == "scripted" for m in self._models.values())
+def parse_models(raw: str | bytes) -> list[ModelInfo]:
+    """A catalogue from its JSON text (a list of entries); ValidationError when malformed."""
+    return _CATALOG_ADAPTER.validate_json(raw)
 
 
-def allowed(info: ModelInfo, roles: frozenset[str] | None) -> bool:
-    if info.roles is None or roles is None:
-        return True
-    return bool(roles.intersection(info.roles))
+def default_models(*, openai: bool, anthropic: bool) -> list[ModelInfo]:
+    """The catalogue when none is configured: one model per configured provider, then the
+    offline scripted model."""
+    models: list[ModelInfo] = []
+    if openai:
+        models.append(OPENAI_DEFAULT)
+    if anthropic:
+        models.append(ANTHROPIC_DEFAULT)
+    models.append(SCRIPTED_MODEL)
+    return models
 
 
-def build_catalog(settings: Settings) -> Catalog:
-    models: list[ModelInfo]
-    if settings.models_json:
-        models = _CATALOG_ADAPTER.validate_python(json.loads(settings.models_json))
-    elif settings.models_file is not None:
-        models = _CATALOG_ADAPTER.validate_json(settings.models_file.read_bytes())
-    else:
-        models = []
-        if settings.openai_api_key is not None or settings.openai_base_url:
-            models.append(OPENAI_DEFAULT)
-        if settings.anthropic_api_key is not None:
-            models.append(ANTHROPIC_DEFAULT)
-        models.append(SCRIPTED_MODEL)
+def build_catalog(models: list[ModelInfo], default_id: str | None = None) -> Catalog:
+    """The catalogue; the first entry is the default unless `default_id` names another."""
     if not models:
         raise ValueError("the model catalogue is empty")
-    default = settings.default_model or models[0].id
-    return Catalog(models, default)
+    return Catalog(models, default_id or models[0].id)

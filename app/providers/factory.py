@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.domain.models import Catalog
 from app.providers.base import Provider
-from app.providers.catalog import Catalog
 from app.providers.scripted import ScriptedProvider, load_script
 from app.settings import Settings
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from app.agent.context import fit_history
 from app.agent.loop import Agent, TurnOptions, TurnResult
-from app.agent.ports import ConversationMode, RunContext, ToolRuntime
+from app.agent.ports import ToolRuntime
 from app.domain.errors import ChatBffError, NotFound
 from app.domain.events import (
     ContextInfo,
@@ -35,9 +35,10 @@ from app.domain.events import (
 )
 from app.domain.identity import Caller
 from app.domain.messages import Message, new_message_id
+from app.domain.models import ModelInfo
 from app.domain.stream import ToolChoice, ToolSpec
+from app.domain.tooling import ConversationMode, RunContext
 from app.providers.base import Provider
-from app.providers.catalog import ModelInfo
 from app.runs.hooks import NoHooks, RunHooks
 from app.runs.log import RunLog
 from app.runs.store import Prepare, RunStore

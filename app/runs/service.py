@@ -20,6 +20,7 @@ from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.events import ContextInfo, RunStatus, SequencedEvent
 from app.domain.identity import Caller
 from app.domain.messages import Message
+from app.domain.models import Catalog
 from app.domain.parts import (
     FINAL_TOOL_STATUSES,
     Part,
@@ -30,7 +31,6 @@ from app.domain.parts import (
 )
 from app.domain.stream import ToolChoice, ToolSpec
 from app.providers.base import Provider
-from app.providers.catalog import Catalog
 from app.runs.manager import ActiveRun, RunManager, RunRequest
 from app.store.records import ConversationRecord
 from app.store.repos.conversations import ConversationRepo

@@ -25,11 +25,11 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.agent.ports import ToolOutcome
 from app.domain.errors import ChatBffError, Conflict
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
+from app.domain.tooling import ToolOutcome
 from app.store.repos import MessageRepo, record_audit
 from app.store.tool_repos import ApprovalRecord, ApprovalRepo, lock_conversation
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate

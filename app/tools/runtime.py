@@ -27,10 +27,10 @@ from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.agent.ports import ApprovalNeeded, RunContext, ToolOutcome
 from app.domain.identity import Caller
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
+from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
 from app.settings import Settings
 from app.store.repos.audit import record_audit
 from app.store.tool_repos import (

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from app.agent.ports import ApprovalNeeded, RunContext
 from app.domain.identity import Caller
 from app.domain.parts import tool_part
+from app.domain.tooling import ApprovalNeeded, RunContext
 from app.settings import Settings
 from app.store.repos import ConversationRepo
 from app.store.tool_tables import GraphEdgeRow, GraphNodeRow

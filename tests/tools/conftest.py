@@ -12,10 +12,10 @@ import pytest
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.agent.ports import RunContext
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
+from app.domain.tooling import RunContext
 from app.store.repos import ConversationRepo, MessageRepo
 from app.tools import graph
 from app.tools.base import ServerTool, ToolArgs, ToolContext

@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.agent.ports import ApprovalNeeded, ToolOutcome
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.messages import Message
+from app.domain.tooling import ApprovalNeeded, ToolOutcome
 from app.store.db import create_engine, session_factory
 from app.store.repos import MessageRepo
 from app.store.tables import AuditRow

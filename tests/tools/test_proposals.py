@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.agent.ports import ToolOutcome
 from app.domain.errors import Conflict, NotFound
+from app.domain.tooling import ToolOutcome
 from app.store.tables import AuditRow
 from app.store.tool_tables import GraphEdgeRow, GraphNodeRow
 from app.tools.proposals import ProposalFailed, ProposalService

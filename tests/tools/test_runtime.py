@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.agent.ports import ApprovalNeeded, ToolOutcome
+from app.domain.tooling import ApprovalNeeded, ToolOutcome
 from app.store.tool_tables import ApprovalRow, GraphNodeRow, ProposalRow
 from app.tools.runtime import ServerToolRuntime
 from tests.tools.conftest import ALICE, Calls, MakeRuntime, call, new_conversation, run_ctx

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.agent.ports import ApprovalNeeded, ToolOutcome
 from app.domain.errors import ChatBffError
+from app.domain.tooling import ApprovalNeeded, ToolOutcome
 from app.store.db import create_engine, session_factory
 from app.store.tool_repos import GraphRepo
 from app.store.tool_tables import GraphEdgeRow, GraphNodeRow

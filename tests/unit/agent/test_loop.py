@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.agent.loop import Agent, TurnOptions
-from app.agent.ports import ApprovalNeeded, RunContext, ToolOutcome
 from app.domain.events import (
     ConfirmRequired,
     RunEvent,
@@ -20,9 +19,10 @@ from app.domain.events import (
 )
 from app.domain.identity import Caller
 from app.domain.messages import Message
+from app.domain.models import ModelInfo
 from app.domain.parts import TextPart, ToolPart
 from app.domain.stream import ToolSpec
-from app.providers.catalog import ModelInfo
+from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 
 MODEL = ModelInfo(id="test-model", provider="scripted", upstream_model="scripted-test")

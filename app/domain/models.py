@@ -1,0 +1,63 @@
+"""The model catalogue as values: each model id we serve, the provider and upstream model
+behind it, what it can do and who may use it.
+
+The catalogue is the allowlist: a model id that is not in it is `model_not_found`. It is
+built from settings at the composition root (`app.container`); everything else receives
+the built `Catalog`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.domain.errors import ModelNotFound
+
+ProviderName = Literal["openai", "anthropic", "scripted"]
+
+
+class ModelInfo(BaseModel):
+    """One catalogue entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Our model id; what clients send as `model`.")
+    provider: ProviderName = Field(description="Which provider serves it.")
+    upstream_model: str = Field(description="The model name sent upstream.")
+    context_window: int = Field(default=128_000, description="Context window in tokens.")
+    max_output_tokens: int = Field(default=4096, description="Cap on generated tokens.")
+    supports_tools: bool = Field(default=True, description="Whether it can call tools.")
+    supports_vision: bool = Field(default=False, description="Whether it accepts images.")
+    roles: list[str] | None = Field(
+        default=None, description="Roles allowed to use it; everyone when absent."
+    )
+    description: str = Field(default="", description="Human-readable description.")
+
+
+class Catalog:
+    def __init__(self, models: list[ModelInfo], default_id: str) -> None:
+        self._models = {m.id: m for m in models}
+        if default_id not in self._models:
+            raise ValueError(f"default model {default_id!r} is not in the catalogue")
+        self.default_id = default_id
+
+    def all(self) -> list[ModelInfo]:
+        return list(self._models.values())
+
+    def resolve(self, model_id: str | None, roles: frozenset[str] | None = None) -> ModelInfo:
+        """The entry for `model_id` (the default when None); unknown or forbidden is 404."""
+        info = self._models.get(model_id or self.default_id)
+        if info is None or not allowed(info, roles):
+            raise ModelNotFound(f"The model {model_id!r} does not exist or is not available.")
+        return info
+
+    @property
+    def offline(self) -> bool:
+        return all(m.provider == "scripted" for m in self._models.values())
+
+
+def allowed(info: ModelInfo, roles: frozenset[str] | None) -> bool:
+    if info.roles is None or roles is None:
+        return True
+    return bool(roles.intersection(info.roles))

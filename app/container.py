@@ -34,7 +34,8 @@ from app.runs.manager import RunManager
 from app.runs.service import Runs
 from app.runs.store import RunStore
 from app.settings import Settings
-from app.store.db import create_engine, session_factory
+from app.store.database import Database
+from app.store.db import create_engine
 from app.store.migrate import upgrade_database
 from app.tools.runtime import build_tool_runtime
 
@@ -49,13 +50,20 @@ class Services:
     settings: Settings
     catalog: Catalog
     providers: dict[str, Provider]
-    engine: AsyncEngine
-    sessions: async_sessionmaker[AsyncSession]
+    db: Database
     tools: ToolRuntime
     runs: Runs
     authenticator: Authenticator
     limits: Limiter
     metrics: Metrics
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self.db.engine
+
+    @property
+    def sessions(self) -> async_sessionmaker[AsyncSession]:
+        return self.db.sessions
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
@@ -68,7 +76,7 @@ class Services:
         for provider in self.providers.values():
             await provider.aclose()
         await self.limits.aclose()
-        await self.engine.dispose()
+        await self.db.dispose()
 
 
 def build_authenticator(
@@ -160,7 +168,8 @@ async def build_services(
     engine = create_engine(settings.database_url)
     if settings.migrate_on_start:
         await upgrade_database(engine)
-    sessions = session_factory(engine)
+    db = Database(engine)
+    sessions = db.sessions
     tools: ToolRuntime = build_tool_runtime(settings, sessions)
     limits = build_limiter(settings, metrics)
     manager = RunManager(
@@ -179,8 +188,7 @@ async def build_services(
         settings=settings,
         catalog=catalog,
         providers=built,
-        engine=engine,
-        sessions=sessions,
+        db=db,
         tools=tools,
         runs=runs,
         authenticator=build_authenticator(settings, sessions),

@@ -10,7 +10,6 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from app.api.deps import Svc
-from app.store.db import answers
 
 router = APIRouter(tags=["operations"])
 
@@ -42,7 +41,7 @@ async def healthz() -> Health:
 async def readyz(services: Svc) -> Response:
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
-            ready = await answers(services.engine)
+            ready = await services.db.answers()
     except TimeoutError:
         ready = False
     if not ready:

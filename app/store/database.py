@@ -1,0 +1,105 @@
+"""The one handle on the database that the layers above the store hold.
+
+Runs, routes, the tool runtime and the identity checks never see SQLAlchemy: they open a
+short unit of work and call repositories on it.
+
+    async with db.write() as tx:              # one transaction, committed at the end
+        record = await tx.conversations.create(owner_id, title="Hi")
+        await tx.audit(actor_id=owner_id, action="conversation.create", ...)
+
+    async with db.read() as tx:               # a session that writes nothing
+        page = await tx.conversations.list(owner_id, limit=20)
+
+Keep units short: open one per write, never hold one across a stream (it would pin a
+pooled connection for minutes). A unit that must decide mid-way (the run claim) calls
+`tx.commit()` / `tx.rollback()` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import cached_property
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.store.db import answers, session_factory
+from app.store.repos.audit import record_audit
+from app.store.repos.conversations import ConversationRepo
+from app.store.repos.events import EventRepo
+from app.store.repos.messages import MessageRepo
+from app.store.repos.runs import RunRepo
+
+
+class Tx:
+    """A unit of work: the repositories of one session, created on first use."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session  # for repositories of tool modules that keep their own tables
+
+    @cached_property
+    def conversations(self) -> ConversationRepo:
+        return ConversationRepo(self.session)
+
+    @cached_property
+    def messages(self) -> MessageRepo:
+        return MessageRepo(self.session)
+
+    @cached_property
+    def runs(self) -> RunRepo:
+        return RunRepo(self.session)
+
+    @cached_property
+    def events(self) -> EventRepo:
+        return EventRepo(self.session)
+
+    async def audit(
+        self,
+        *,
+        actor_id: str,
+        action: str,
+        target_type: str,
+        target_id: str,
+        details: dict[str, Any] | None = None,
+    ) -> str:
+        """Write an audit record in this unit (see `record_audit`); returns its id."""
+        return await record_audit(
+            self.session,
+            actor_id=actor_id,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            details=details,
+        )
+
+    async def commit(self) -> None:
+        await self.session.commit()
+
+    async def rollback(self) -> None:
+        await self.session.rollback()
+
+
+class Database:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.sessions: async_sessionmaker[AsyncSession] = session_factory(engine)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[Tx]:
+        """A session for reads; anything not committed explicitly is rolled back."""
+        async with self.sessions() as session:
+            yield Tx(session)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Tx]:
+        """One transaction: committed when the block ends, rolled back when it raises."""
+        async with self.sessions.begin() as session:
+            yield Tx(session)
+
+    async def answers(self) -> bool:
+        """Whether one round trip succeeds (readiness)."""
+        return await answers(self.engine)
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

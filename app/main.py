@@ -31,6 +31,7 @@ from app.api import (
 from app.api.errors import install_error_handlers
 from app.api.middleware import Drain, install_middlewares
 from app.api.openapi import install_openapi
+from app.api.streaming import StreamConfig
 from app.container import build_services
 from app.observability.logging import configure_logging
 from app.observability.metrics import Metrics
@@ -79,6 +80,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics
+    app.state.stream_config = StreamConfig(heartbeat_seconds=settings.heartbeat_seconds)
     app.state.drain = drain = Drain()  # `drain.begin()` on SIGTERM: new requests get 503
     install_error_handlers(app)
     auth_routes.install_auth_error_handler(app)

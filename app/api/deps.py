@@ -1,6 +1,9 @@
 """`Annotated` dependency aliases, gathered in one place.
 
-Routers declare what they need (`Svc`, `CallerDep`) and never reach into `app.state`.
+Routes declare the narrow values they need (`RunsDep`, `CatalogDep`, `StreamDep`,
+`CallerDep`, ...) and never reach into `app.state` or the container themselves. The
+values are built once, at start-up, by the composition root (`app.container`) and hung on
+`app.state` by `create_app`.
 """
 
 from __future__ import annotations
@@ -9,8 +12,12 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.streaming import StreamConfig
+from app.auth.authenticator import Authenticator
 from app.container import Services
 from app.domain.identity import Caller
+from app.domain.models import Catalog
+from app.runs.turns import Runs
 
 
 def get_services(request: Request) -> Services:
@@ -19,6 +26,29 @@ def get_services(request: Request) -> Services:
 
 
 Svc = Annotated[Services, Depends(get_services)]
+
+
+def get_runs(request: Request) -> Runs:
+    return get_services(request).runs
+
+
+def get_catalog(request: Request) -> Catalog:
+    return get_services(request).catalog
+
+
+def get_stream_config(request: Request) -> StreamConfig:
+    config: StreamConfig = request.app.state.stream_config
+    return config
+
+
+def get_authenticator(request: Request) -> Authenticator:
+    return get_services(request).authenticator
+
+
+AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
+RunsDep = Annotated[Runs, Depends(get_runs)]
+CatalogDep = Annotated[Catalog, Depends(get_catalog)]
+StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 
 
 async def get_caller(request: Request, services: Svc) -> Caller:

@@ -12,16 +12,20 @@ import time
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.chat_common import build_run_request, completion_body, refuse_smuggled, wait_for_run
-from app.api.deps import CallerDep, Svc
+from app.api.chat_completion import completion_body, completion_id
+from app.api.deps import CallerDep, CatalogDep, RunsDep, StreamDep
 from app.api.encoders.chat_chunks import ChatChunkEncoder
 from app.api.schemas.chat import ChatCompletion
-from app.api.streaming import sse_response
-from app.domain.errors import ChatBffError, InvalidRequest
+from app.api.schemas.refused import refuse_smuggled
+from app.api.turn import StatelessTurn, run_turn
+from app.domain.errors import InvalidRequest
+from app.domain.events import SequencedEvent
 from app.domain.models import allowed
+from app.runs.handle import RunHandle
+from app.runs.requests import TurnInput
 from app.translate.openai_chat import (
     messages_from_openai,
     tool_choice_from_openai,
@@ -74,6 +78,26 @@ class ChatCompletionRequest(BaseModel):
         return self
 
 
+class ChatCompletionsWire:
+    """`chat.completion.chunk` frames, or one `chat.completion` object."""
+
+    def __init__(self, handle: RunHandle, client_tools: frozenset[str], include_usage: bool):
+        self._client_tools = client_tools
+        self._chunks = ChatChunkEncoder(
+            completion_id=completion_id(handle),
+            model=handle.model_id,
+            created=int(time.time()),
+            client_tools=client_tools,
+            include_usage=include_usage,
+        )
+
+    def encode(self, batch: list[SequencedEvent]) -> bytes:
+        return self._chunks.encode(batch)
+
+    async def answer(self, handle: RunHandle) -> dict[str, Any]:
+        return completion_body(handle, handle.result(), set(self._client_tools))
+
+
 @router.post(
     "/chat/completions",
     summary="OpenAI-compatible chat completions (stream and non-stream).",
@@ -86,49 +110,37 @@ class ChatCompletionRequest(BaseModel):
     },
 )
 async def chat_completions(
-    body: ChatCompletionRequest, request: Request, services: Svc, caller: CallerDep
+    body: ChatCompletionRequest,
+    request: Request,
+    runs: RunsDep,
+    stream: StreamDep,
+    caller: CallerDep,
 ) -> Response:
     history = messages_from_openai(body.messages)
     if not history:
         raise InvalidRequest("messages must not be empty.", param="messages")
     client_tools = tools_from_openai(body.tools or [])
-    run_request = build_run_request(
-        services,
-        caller,
-        model_id=body.model,
-        client_tools=client_tools,
-        tool_choice=tool_choice_from_openai(body.tool_choice),
-        max_output_tokens=body.max_completion_tokens or body.max_tokens,
-        temperature=body.temperature,
+    turn = StatelessTurn(
+        history=history,
+        input=TurnInput(
+            client_tools=client_tools,
+            tool_choice=tool_choice_from_openai(body.tool_choice),
+            model_id=body.model,
+            max_output_tokens=body.max_completion_tokens or body.max_tokens,
+            temperature=body.temperature,
+        ),
+        stream=body.stream,
     )
-    run = await services.runs.start_stateless(run_request, history)
     names = frozenset(t.name for t in client_tools)
-
-    if body.stream:
-        encoder = ChatChunkEncoder(
-            completion_id=f"chatcmpl-{run.run_id.removeprefix('run_')}",
-            model=run_request.model.id,
-            created=int(time.time()),
-            client_tools=names,
-            include_usage=bool(body.stream_options and body.stream_options.include_usage),
-        )
-
-        async def stop_run() -> None:
-            await services.runs.cancel(caller.user_id, run.run_id, None)
-
-        return sse_response(
-            run.log.follow(0),
-            encoder.encode,
-            heartbeat=services.settings.heartbeat_seconds,
-            on_disconnect=stop_run,
-        )
-
-    await wait_for_run(request, services, caller, run)
-    if run.failure is not None and run.status == "failed":
-        raise run.failure
-    if run.final_message is None:  # pragma: no cover
-        raise ChatBffError("The run ended without a message.")
-    return JSONResponse(completion_body(run, run.final_message, run_request.model.id, set(names)))
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    return await run_turn(
+        request,
+        caller,
+        runs,
+        stream,
+        turn,
+        lambda handle: ChatCompletionsWire(handle, names, include_usage),
+    )
 
 
 class OpenAIModel(BaseModel):
@@ -152,11 +164,11 @@ class OpenAIModelList(BaseModel):
     response_model=OpenAIModelList,
     summary="OpenAI-compatible model list (the catalogue, as this caller may use it).",
 )
-async def list_models_openai(services: Svc, caller: CallerDep) -> OpenAIModelList:
+async def list_models_openai(catalog: CatalogDep, caller: CallerDep) -> OpenAIModelList:
     return OpenAIModelList(
         data=[
             OpenAIModel(id=m.id, created=0, owned_by=m.provider)
-            for m in services.catalog.all()
+            for m in catalog.all()
             if allowed(m, caller.roles)
         ]
     )

@@ -12,20 +12,22 @@ in OpenAI's shape (`app.api.errors`). The wire mapping is in `app.api.encoders.r
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse, Response
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.chat_common import build_run_request, refuse_smuggled
-from app.api.deps import CallerDep, Svc
+from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
-from app.api.streaming import sse_response
+from app.api.schemas.refused import refuse_smuggled
+from app.api.turn import StatelessTurn, run_turn
 from app.domain.errors import ChatBffError, InvalidRequest
+from app.domain.events import SequencedEvent
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.runs.handle import RunHandle
+from app.runs.requests import TurnInput
 from app.translate.openai_responses import (
     messages_from_responses_input,
     tool_choice_from_responses,
@@ -124,6 +126,32 @@ def _echo(
     }
 
 
+class ResponsesWire:
+    """Responses streaming events, or the final Response object they build."""
+
+    def __init__(self, handle: RunHandle, client_tools: frozenset[str], echo: dict[str, Any]):
+        self._encoder = ResponsesEncoder(
+            response_id=f"resp_{handle.run_id.removeprefix('run_')}",
+            model=handle.model_id,
+            created_at=int(time.time()),
+            client_tools=client_tools,
+            request=echo,
+        )
+
+    def encode(self, batch: list[SequencedEvent]) -> bytes:
+        return self._encoder.encode(batch)
+
+    async def answer(self, handle: RunHandle) -> dict[str, Any]:
+        handle.result()  # the run's failure, raised
+        # The answer is the encoder's final Response for the same events: identical to
+        # what a stream of this run ends with, by construction.
+        async for batch in handle.events(0):
+            self._encoder.encode(batch)
+        if self._encoder.final is None:  # pragma: no cover - an ended run ends its log
+            raise ChatBffError("The run ended without a response.")
+        return self._encoder.final
+
+
 @router.post(
     "/responses",
     summary="OpenAI Responses API, stateless (stream and non-stream).",
@@ -135,53 +163,28 @@ def _echo(
         }
     },
 )
-async def create_response(body: ResponsesRequest, services: Svc, caller: CallerDep) -> Response:
+async def create_response(
+    body: ResponsesRequest, request: Request, runs: RunsDep, stream: StreamDep, caller: CallerDep
+) -> Response:
     _refuse_stateful(body)
     history = messages_from_responses_input(body.input, body.instructions)
     if not any(m.role != "system" for m in history):
         raise InvalidRequest("input must not be empty.", param="input")
     client_tools = tools_from_responses(body.tools)
     choice = tool_choice_from_responses(body.tool_choice)
-    run_request = build_run_request(
-        services,
-        caller,
-        model_id=body.model,
-        client_tools=client_tools,
-        tool_choice=choice,
-        max_output_tokens=body.max_output_tokens,
-        temperature=body.temperature,
+    turn = StatelessTurn(
+        history=history,
+        input=TurnInput(
+            client_tools=client_tools,
+            tool_choice=choice,
+            model_id=body.model,
+            max_output_tokens=body.max_output_tokens,
+            temperature=body.temperature,
+        ),
+        stream=body.stream,
     )
-    run = await services.runs.start_stateless(run_request, history)
-    encoder = ResponsesEncoder(
-        response_id=f"resp_{run.run_id.removeprefix('run_')}",
-        model=run_request.model.id,
-        created_at=int(time.time()),
-        client_tools=frozenset(t.name for t in client_tools),
-        request=_echo(body, client_tools, choice),
+    names = frozenset(t.name for t in client_tools)
+    echo = _echo(body, client_tools, choice)
+    return await run_turn(
+        request, caller, runs, stream, turn, lambda handle: ResponsesWire(handle, names, echo)
     )
-
-    if body.stream:
-
-        async def stop_run() -> None:
-            await services.runs.cancel(caller.user_id, run.run_id, None)
-
-        return sse_response(
-            run.log.follow(0),
-            encoder.encode,
-            heartbeat=services.settings.heartbeat_seconds,
-            on_disconnect=stop_run,
-        )
-
-    assert run.task is not None
-    try:
-        await asyncio.shield(run.task)
-    except asyncio.CancelledError:
-        await services.runs.cancel(caller.user_id, run.run_id, None)
-        raise
-    if run.failure is not None and run.status == "failed":
-        raise run.failure
-    async for batch in run.log.follow(0):
-        encoder.encode(batch)
-    if encoder.final is None:  # pragma: no cover - a finished run always ends its log
-        raise ChatBffError("The run ended without a response.")
-    return JSONResponse(encoder.final)

@@ -1,5 +1,5 @@
 """Conversation runs over HTTP: start, follow (EventSource + Last-Event-ID), cancel,
-client tool results, regenerate and edit. Thin: the work is in `app.runs.service`."""
+client tool results, regenerate and edit. Thin: the work is in `app.runs.turns`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from app.api.deps import CallerDep, Svc
+from app.api.deps import AuthDep, CallerDep, RunsDep, StreamDep
 from app.api.encoders import native
 from app.api.schemas.runs import (
     EditMessage,
@@ -19,12 +19,14 @@ from app.api.schemas.runs import (
     ToolResultsIn,
     ToolResultsOut,
 )
-from app.api.streaming import sse_response
-from app.container import Services
+from app.api.streaming import StreamConfig, sse_response
+from app.api.turn import wants_stream
+from app.auth.authenticator import Authenticator
 from app.domain.errors import InvalidRequest
 from app.domain.identity import Caller
-from app.runs.manager import ActiveRun
-from app.runs.service import ToolResult, TurnInput
+from app.runs.handle import RunHandle
+from app.runs.requests import TurnInput
+from app.runs.turns import ToolResult
 from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
 
 router = APIRouter(prefix="/api/conversations", tags=["runs"])
@@ -51,33 +53,31 @@ def events_url(conversation_id: str, run_id: str) -> str:
     return f"/api/conversations/{conversation_id}/runs/{run_id}/events"
 
 
-def _wants_stream(request: Request, flag: bool) -> bool:
-    return flag or "text/event-stream" in request.headers.get("accept", "")
-
-
-def stream_token(services: Services, caller: Caller, run_id: str) -> str | None:
+def stream_token(auth: Authenticator, caller: Caller, run_id: str) -> str | None:
     """A token bound to this run's events, for EventSource; None without authentication."""
-    if services.authenticator.development:
+    if auth.development:
         return None
-    return services.authenticator.stream_tokens.mint(caller, run_id=run_id).token
+    return auth.stream_tokens.mint(caller, run_id=run_id).token
 
 
 def _answer(
-    request: Request, services: Services, run: ActiveRun, caller: Caller, stream: bool
+    request: Request,
+    run: RunHandle,
+    caller: Caller,
+    stream: bool,
+    config: StreamConfig,
+    auth: Authenticator,
 ) -> Response:
     assert run.conversation_id is not None
-    if _wants_stream(request, stream):
+    if wants_stream(request, stream):
         return sse_response(
-            services.runs.follow(caller.user_id, run.run_id, conversation_id=run.conversation_id),
-            native.frames,
-            heartbeat=services.settings.heartbeat_seconds,
-            retry_ms=RECONNECT_MS,
+            run.events(0), native.frames, heartbeat=config.heartbeat_seconds, retry_ms=RECONNECT_MS
         )
     body = RunStarted(
         run_id=run.run_id,
         events_url=events_url(run.conversation_id, run.run_id),
         truncated_input=run.truncated_input,
-        stream_token=stream_token(services, caller, run.run_id),
+        stream_token=stream_token(auth, caller, run.run_id),
     )
     return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
 
@@ -97,11 +97,17 @@ def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
     summary="Send a user message and start a run.",
 )
 async def send_message(
-    conversation_id: str, body: SendMessage, request: Request, services: Svc, caller: CallerDep
+    conversation_id: str,
+    body: SendMessage,
+    request: Request,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
+    caller: CallerDep,
 ) -> Response:
     turn = _turn(body.tools, body.tool_choice, body.model)
-    run = await services.runs.send(caller, conversation_id, body.content, turn)
-    return _answer(request, services, run, caller, body.stream)
+    run = await runs.send(caller, conversation_id, body.content, turn)
+    return _answer(request, run, caller, body.stream, config, auth)
 
 
 @router.get(
@@ -122,7 +128,8 @@ async def send_message(
 async def run_events(
     conversation_id: str,
     run_id: str,
-    services: Svc,
+    runs: RunsDep,
+    config: StreamDep,
     caller: CallerDep,
     after: Annotated[
         int | None,
@@ -142,16 +149,14 @@ async def run_events(
     # Before any 200 goes out: a foreign or unknown run is a plain 404, and a finished
     # run with nothing after the reader's position is 204, which tells a browser's
     # EventSource to stop reconnecting (it reconnects after every close otherwise).
-    finished, last_seq = await services.runs.position(caller.user_id, run_id, conversation_id)
+    finished, last_seq = await runs.position(caller.user_id, run_id, conversation_id)
     if finished and position >= last_seq:
         return Response(status_code=204)
-    batches = services.runs.follow(
-        caller.user_id, run_id, conversation_id=conversation_id, after=position
-    )
+    batches = runs.follow(caller.user_id, run_id, conversation_id=conversation_id, after=position)
     return sse_response(
         batches,
         native.frames,
-        heartbeat=services.settings.heartbeat_seconds,
+        heartbeat=config.heartbeat_seconds,
         retry_ms=RECONNECT_MS,
     )
 
@@ -162,9 +167,12 @@ async def run_events(
     summary="Stop a run; partial text is kept. Harmless when it already ended.",
 )
 async def cancel_run(
-    conversation_id: str, run_id: str, services: Svc, caller: CallerDep
+    conversation_id: str,
+    run_id: str,
+    runs: RunsDep,
+    caller: CallerDep,
 ) -> RunState:
-    final = await services.runs.cancel(caller.user_id, run_id, conversation_id)
+    final = await runs.cancel(caller.user_id, run_id, conversation_id)
     return RunState(run_id=run_id, status=final)
 
 
@@ -182,14 +190,20 @@ async def cancel_run(
     summary="Submit client tool results (AIKit submitResult); the run continues.",
 )
 async def submit_tool_results(
-    conversation_id: str, body: ToolResultsIn, request: Request, services: Svc, caller: CallerDep
+    conversation_id: str,
+    body: ToolResultsIn,
+    request: Request,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
+    caller: CallerDep,
 ) -> Response:
     results = [ToolResult(r.toolCallId, r.status, r.result) for r in body.results]
-    run = await services.runs.submit_tool_results(caller, conversation_id, results)
+    run = await runs.submit_tool_results(caller, conversation_id, results)
     if run is None:
         return JSONResponse(ToolResultsOut(run_id=None, events_url=None, waiting=True).model_dump())
-    if _wants_stream(request, body.stream):
-        return _answer(request, services, run, caller, True)
+    if wants_stream(request, body.stream):
+        return _answer(request, run, caller, True, config, auth)
     out = ToolResultsOut(
         run_id=run.run_id, events_url=events_url(conversation_id, run.run_id), waiting=False
     )
@@ -204,12 +218,18 @@ async def submit_tool_results(
     summary="Answer the last user message again (the old answer is kept, superseded).",
 )
 async def regenerate(
-    conversation_id: str, body: Regenerate, request: Request, services: Svc, caller: CallerDep
+    conversation_id: str,
+    body: Regenerate,
+    request: Request,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
+    caller: CallerDep,
 ) -> Response:
-    run = await services.runs.regenerate(
+    run = await runs.regenerate(
         caller, conversation_id, TurnInput(client_tools=[], model_id=body.model)
     )
-    return _answer(request, services, run, caller, body.stream)
+    return _answer(request, run, caller, body.stream, config, auth)
 
 
 @router.put(
@@ -224,14 +244,16 @@ async def edit_message(
     message_id: str,
     body: EditMessage,
     request: Request,
-    services: Svc,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
     caller: CallerDep,
 ) -> Response:
-    run = await services.runs.edit(
+    run = await runs.edit(
         caller,
         conversation_id,
         message_id,
         body.content,
         TurnInput(client_tools=[], model_id=body.model),
     )
-    return _answer(request, services, run, caller, body.stream)
+    return _answer(request, run, caller, body.stream, config, auth)

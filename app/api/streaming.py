@@ -7,11 +7,22 @@ loses an event; a stateless run asked to stop with its reader gets cancelled her
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 
 from app.domain.events import SequencedEvent
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """How this deployment streams: the heartbeat that keeps proxies from closing idle
+    streams. Built from settings by `create_app`."""
+
+    heartbeat_seconds: float = 15.0
+
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -27,7 +38,7 @@ def sse_response(
     encode: Encoder,
     *,
     heartbeat: float,
-    on_disconnect: Callable[[], Awaitable[None]] | None = None,
+    on_disconnect: Callable[[], Awaitable[Any]] | None = None,
     trailer: bytes | None = None,
     retry_ms: int | None = None,
 ) -> EventSourceResponse:

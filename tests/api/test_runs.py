@@ -16,8 +16,8 @@ from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
-from app.runs.service import TurnInput
-from app.runs.store import RunStore
+from app.runs.journal import RunJournal
+from app.runs.requests import TurnInput
 from app.settings import Settings
 from app.store.repos import ConversationRepo, MessageRepo
 from app.translate.openai_chat import tools_from_openai
@@ -498,8 +498,7 @@ async def _foreign_run(client: ApiClient) -> tuple[str, str]:
         "their secret",
         TurnInput(client_tools=tools_from_openai([WEATHER])),
     )
-    assert run.task is not None
-    await run.task
+    await run.wait()
     return cid, run.run_id
 
 
@@ -821,7 +820,7 @@ async def test_a_new_message_while_a_client_tool_waits_answers_the_call_for_open
 
 async def _dead_run(client: ApiClient, cid: str, events: list[Any]) -> str:
     """Leave a run `running` with `events` stored, as a process killed mid-run would."""
-    store = RunStore(client.services.sessions, instance_id="a-process-since-killed")
+    store = RunJournal(client.services.db, instance_id="a-process-since-killed")
     run_id, message_id = "run_dead", "msg_dead"
     await store.begin(
         owner_id=client.services.settings.local_user_id,

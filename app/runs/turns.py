@@ -12,15 +12,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from app.agent.context import truncate_user_text
 from app.agent.ports import ToolRuntime
 from app.domain.errors import Conflict, InvalidRequest, NotFound
-from app.domain.events import ContextInfo, RunStatus, SequencedEvent
+from app.domain.events import RunStatus, SequencedEvent
 from app.domain.identity import Caller
 from app.domain.messages import Message
-from app.domain.models import Catalog
 from app.domain.parts import (
     FINAL_TOOL_STATUSES,
     Part,
@@ -29,12 +26,13 @@ from app.domain.parts import (
     ToolPart,
     cancel_unfinished,
 )
-from app.domain.stream import ToolChoice, ToolSpec
-from app.providers.base import Provider
-from app.runs.manager import ActiveRun, RunManager, RunRequest
+from app.domain.stream import ToolSpec
+from app.runs.active import ActiveRun, RunRequest
+from app.runs.handle import RunHandle
+from app.runs.manager import RunManager
+from app.runs.requests import ConversationSettings, RunRequests, TurnInput
+from app.store.database import Database, Tx
 from app.store.records import ConversationRecord
-from app.store.repos.conversations import ConversationRepo
-from app.store.repos.messages import MessageRepo
 from app.translate.openai_chat import tool_choice_from_openai
 
 ResultStatus = Literal["success", "error", "cancelled"]
@@ -47,13 +45,6 @@ class ToolResult:
     result: Any
 
 
-@dataclass(frozen=True)
-class TurnInput:
-    client_tools: list[ToolSpec]
-    tool_choice: ToolChoice | None = None
-    model_id: str | None = None
-
-
 class Runs:
     """The application's entry point to runs (`services.runs`)."""
 
@@ -61,21 +52,23 @@ class Runs:
         self,
         *,
         manager: RunManager,
-        sessions: async_sessionmaker[AsyncSession],
-        catalog: Catalog,
-        providers: dict[str, Provider],
+        db: Database,
+        requests: RunRequests,
         tools: ToolRuntime,
     ) -> None:
         self.manager = manager
-        self._sessions = sessions
-        self._catalog = catalog
-        self._providers = providers
+        self._db = db
+        self._requests = requests
         self._tools = tools
 
     # -- delegations used by the stateless surfaces ----------------------------------
 
-    async def start_stateless(self, request: RunRequest, history: list[Message]) -> ActiveRun:
-        return await self.manager.start_stateless(request, history)
+    async def start_stateless(
+        self, caller: Caller, history: list[Message], turn: TurnInput
+    ) -> RunHandle:
+        """A turn that stores nothing: the client sends the whole history each time."""
+        request = self._requests.build(caller, turn)
+        return self._handle(await self.manager.start_stateless(request, history), request)
 
     async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:
         """Stop a run. One that already ended waiting for a human (requires_action) is
@@ -91,14 +84,14 @@ class Runs:
     async def stop_active(self, caller: Caller, conversation_id: str) -> None:
         """Cancel the conversation's running run, if this instance runs it (before a purge,
         so the run neither keeps spending nor writes into rows that are going away)."""
-        async with self._sessions() as session:
-            conversation = await ConversationRepo(session).get(caller.user_id, conversation_id)
+        async with self._db.read() as tx:
+            conversation = await tx.conversations.get(caller.user_id, conversation_id)
         if conversation.active_run_id is not None:
             await self.cancel(caller.user_id, conversation.active_run_id, conversation_id)
 
     async def _close_waiting(self, owner_id: str, conversation_id: str, run_id: str) -> None:
-        async with self._sessions.begin() as session:
-            messages = MessageRepo(session)
+        async with self._db.write() as tx:
+            messages = tx.messages
             for message in await messages.history(owner_id, conversation_id):
                 if (message.metadata or {}).get("run_id") != run_id:
                     continue
@@ -126,21 +119,18 @@ class Runs:
         conversation_id: str,
         content: str | list[Part],
         turn: TurnInput,
-    ) -> ActiveRun:
-        content, truncated = _truncate(content)
+    ) -> RunHandle:
+        user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
-        user = Message(role="user", content=content)
-        if truncated:
-            user.metadata = {"truncated": True}
         run = await self.manager.start_in_conversation(request, conversation_id, user)
         assert run is not None
         run.truncated_input = truncated
-        return run
+        return self._handle(run, request)
 
     async def submit_tool_results(
         self, caller: Caller, conversation_id: str, results: list[ToolResult]
-    ) -> ActiveRun | None:
+    ) -> RunHandle | None:
         """Store the browser's results; continue the conversation once none is waiting."""
         if not results:
             raise InvalidRequest("results must not be empty.", param="results")
@@ -151,8 +141,8 @@ class Runs:
         turn = await self._continuation(caller, conversation_id)
         request = self._request(caller, conversation, turn)
 
-        async def apply(session: AsyncSession) -> bool:
-            messages = MessageRepo(session)
+        async def apply(tx: Tx) -> bool:
+            messages = tx.messages
             history = await messages.history(caller.user_id, conversation_id)
             target = _last_assistant(history)
             if target is None:
@@ -190,11 +180,12 @@ class Runs:
                 isinstance(p, ToolPart) and p.data.status not in FINAL_TOOL_STATUSES for p in parts
             )
 
-        return await self.manager.start_in_conversation(
+        run = await self.manager.start_in_conversation(
             request, conversation_id, None, prepare=apply
         )
+        return self._handle(run, request) if run is not None else None
 
-    async def resume(self, caller: Caller, conversation_id: str) -> ActiveRun | None:
+    async def resume(self, caller: Caller, conversation_id: str) -> RunHandle | None:
         """Continue after approvals were decided (no new user message).
 
         A human can decide in the instant between the paused run storing its message and
@@ -209,29 +200,30 @@ class Runs:
                 await asyncio.sleep(0.05)
         return None  # pragma: no cover - the loop returns or raises
 
-    async def _resume_once(self, caller: Caller, conversation_id: str) -> ActiveRun | None:
+    async def _resume_once(self, caller: Caller, conversation_id: str) -> RunHandle | None:
         conversation = await self._conversation(caller, conversation_id)
         turn = await self._continuation(caller, conversation_id)
         request = self._request(caller, conversation, turn)
 
-        async def check(session: AsyncSession) -> bool:
-            history = await MessageRepo(session).history(caller.user_id, conversation_id)
+        async def check(tx: Tx) -> bool:
+            history = await tx.messages.history(caller.user_id, conversation_id)
             target = _last_assistant(history)
             return target is not None and not any(
                 p.data.status not in FINAL_TOOL_STATUSES for p in target.tool_parts()
             )
 
-        return await self.manager.start_in_conversation(
+        run = await self.manager.start_in_conversation(
             request, conversation_id, None, prepare=check
         )
+        return self._handle(run, request) if run is not None else None
 
-    async def regenerate(self, caller: Caller, conversation_id: str, turn: TurnInput) -> ActiveRun:
+    async def regenerate(self, caller: Caller, conversation_id: str, turn: TurnInput) -> RunHandle:
         """Answer the last user message again; earlier answers are kept as superseded."""
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn)
 
-        async def supersede(session: AsyncSession) -> bool:
-            messages = MessageRepo(session)
+        async def supersede(tx: Tx) -> bool:
+            messages = tx.messages
             history = await messages.history(caller.user_id, conversation_id)
             last_user = _last_index(history, "user")
             if last_user is None:
@@ -244,7 +236,7 @@ class Runs:
             request, conversation_id, None, prepare=supersede
         )
         assert run is not None
-        return run
+        return self._handle(run, request)
 
     async def edit(
         self,
@@ -253,14 +245,14 @@ class Runs:
         message_id: str,
         content: str | list[Part],
         turn: TurnInput,
-    ) -> ActiveRun:
+    ) -> RunHandle:
         """Replace the last user message and answer it; the old version is kept, superseded."""
-        content, truncated = _truncate(content)
+        user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
 
-        async def supersede(session: AsyncSession) -> bool:
-            messages = MessageRepo(session)
+        async def supersede(tx: Tx) -> bool:
+            messages = tx.messages
             history = await messages.history(caller.user_id, conversation_id)
             last_user = _last_index(history, "user")
             if last_user is None or history[last_user].id != message_id:
@@ -272,13 +264,12 @@ class Runs:
             await messages.supersede(caller.user_id, conversation_id, message_id)
             return True
 
-        user = Message(role="user", content=content)
         run = await self.manager.start_in_conversation(
             request, conversation_id, user, prepare=supersede
         )
         assert run is not None
         run.truncated_input = truncated
-        return run
+        return self._handle(run, request)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -296,8 +287,8 @@ class Runs:
         )
 
     async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:
-        async with self._sessions() as session:
-            conversation = await ConversationRepo(session).get(caller.user_id, conversation_id)
+        async with self._db.read() as tx:
+            conversation = await tx.conversations.get(caller.user_id, conversation_id)
         if conversation.archived:
             raise Conflict("The conversation is archived; restore it first.", code="archived")
         return conversation
@@ -310,29 +301,30 @@ class Runs:
         *,
         truncated: bool = False,
     ) -> RunRequest:
-        model = self._catalog.resolve(turn.model_id or conversation.model, caller.roles)
-        clashes = [t.name for t in turn.client_tools if self._tools.knows(t.name)]
-        if clashes:
-            raise InvalidRequest(
-                f"Client tool {clashes[0]!r} has the name of a server tool; rename it.",
-                param="tools",
-            )
         scope = {str(k): str(v) for k, v in conversation.scope.items() if v is not None}
         scope.update(user_id=caller.user_id, conversation_id=conversation.id)
         # By default a conversation is its own scope; a client binds a workspace or a
         # session at creation to share data across conversations.
         scope.setdefault("session_id", conversation.id)
-        return RunRequest(
-            caller=caller,
-            model=model,
-            provider=self._providers[model.provider],
-            client_tools=turn.client_tools,
-            tool_choice=turn.tool_choice,
+        settings = ConversationSettings(
+            model_id=conversation.model,
             mode=conversation.mode,
             scope=scope,
-            context=ContextInfo(tokens=0, limit=model.context_window, truncated_input=truncated),
             system_prompt=conversation.system_prompt,
         )
+        return self._requests.build(caller, turn, settings, truncated=truncated)
+
+    def _handle(self, run: ActiveRun, request: RunRequest) -> RunHandle:
+        return RunHandle(run, self, model_id=request.model.id)
+
+
+def _user_message(content: str | list[Part]) -> tuple[Message, bool]:
+    """The user's message, cut to fit when too long (and marked so)."""
+    content, truncated = _truncate(content)
+    message = Message(role="user", content=content)
+    if truncated:
+        message.metadata = {"truncated": True}
+    return message, truncated
 
 
 def _truncate(content: str | list[Part]) -> tuple[str | list[Part], bool]:

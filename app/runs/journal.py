@@ -1,7 +1,9 @@
-"""The run manager's view of the database: short sessions, one per write.
+"""The run journal: what the run manager keeps of runs in the database.
 
-No session is held across a stream (that would pin a pooled connection for minutes);
-each method opens one, does its work in one transaction and closes it.
+No unit of work is held across a stream (that would pin a pooled connection for minutes);
+each method opens one, does its work in one transaction and closes it. Closing
+the runs of a dead process (`recover_interrupted`) rebuilds their partial message from
+the stored events.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.domain.errors import Conflict, NotFound
 from app.domain.events import (
@@ -28,20 +28,17 @@ from app.domain.events import (
 )
 from app.domain.messages import Message
 from app.domain.parts import Part, TextData, TextPart, cancel_unfinished
+from app.store.database import Database, Tx
 from app.store.records import RunRecord
-from app.store.repos.conversations import ConversationRepo
-from app.store.repos.events import EventRepo
-from app.store.repos.messages import MessageRepo
-from app.store.repos.runs import RunRepo
 
 log = logging.getLogger("chat_bff.runs")
 
-Prepare = Callable[[AsyncSession], Awaitable[bool]]
+Prepare = Callable[[Tx], Awaitable[bool]]
 
 
-class RunStore:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], *, instance_id: str) -> None:
-        self._sessions = sessions
+class RunJournal:
+    def __init__(self, db: Database, *, instance_id: str) -> None:
+        self._db = db
         self.instance_id = instance_id
 
     async def begin(
@@ -68,25 +65,25 @@ class RunStore:
         or missing conversation is NotFound); the caller already read the conversation,
         so its `system_prompt` comes in rather than being read again.
         """
-        async with self._sessions() as session:
-            conversations = ConversationRepo(session)
+        async with self._db.unit() as tx:
+            conversations = tx.conversations
             holder = await conversations.claim_active_run(owner_id, conversation_id, run_id)
             if holder is not None:
-                await session.rollback()
+                await tx.rollback()
                 raise Conflict(
                     "A run is already active in this conversation.",
                     code="run_active",
                     active_run_id=holder,
                 )
-            messages = MessageRepo(session)
-            proceed = True if prepare is None else await prepare(session)
+            messages = tx.messages
+            proceed = True if prepare is None else await prepare(tx)
             if user_message is not None:
                 await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
             if not proceed:
                 await conversations.release_active_run(conversation_id, run_id)
-                await session.commit()
+                await tx.commit()
                 return None
-            await RunRepo(session).create(
+            await tx.runs.create(
                 owner_id,
                 conversation_id,
                 run_id,
@@ -96,20 +93,20 @@ class RunStore:
                 instance_id=self.instance_id,
             )
             history = await messages.history(owner_id, conversation_id)
-            await session.commit()
+            await tx.commit()
         system: list[Message] = []
         if system_prompt:
             system = [Message(id="system", role="system", content=system_prompt)]
         return system + history
 
     async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
-        async with self._sessions() as session:
-            return await RunRepo(session).latest_options(owner_id, conversation_id)
+        async with self._db.read() as tx:
+            return await tx.runs.latest_options(owner_id, conversation_id)
 
     async def append_events(self, run_id: str, events: list[SequencedEvent]) -> None:
-        async with self._sessions() as session:
-            await EventRepo(session).append_many(run_id, events)
-            await session.commit()
+        async with self._db.unit() as tx:
+            await tx.events.append_many(run_id, events)
+            await tx.commit()
 
     async def finish(
         self,
@@ -124,34 +121,34 @@ class RunStore:
         last_seq: int,
         events: list[SequencedEvent] | None = None,
     ) -> None:
-        async with self._sessions() as session:
+        async with self._db.unit() as tx:
             if events:
-                await EventRepo(session).append_many(run_id, events)
+                await tx.events.append_many(run_id, events)
             if message.parts() and (message.text() or message.tool_parts()):
-                await MessageRepo(session).upsert(owner_id, conversation_id, message, run_id=run_id)
-            await RunRepo(session).finish(
+                await tx.messages.upsert(owner_id, conversation_id, message, run_id=run_id)
+            await tx.runs.finish(
                 run_id, status, usage=usage.model_dump(), error=error, last_seq=last_seq
             )
-            await ConversationRepo(session).release_active_run(conversation_id, run_id)
-            await session.commit()
+            await tx.conversations.release_active_run(conversation_id, run_id)
+            await tx.commit()
 
     async def get_run(
         self, owner_id: str, run_id: str, conversation_id: str | None
     ) -> RunRecord | None:
-        async with self._sessions() as session:
+        async with self._db.read() as tx:
             try:
-                return await RunRepo(session).get(owner_id, run_id, conversation_id)
+                return await tx.runs.get(owner_id, run_id, conversation_id)
             except NotFound:
                 return None
 
     async def events_after(self, run_id: str, seq: int) -> list[SequencedEvent]:
-        async with self._sessions() as session:
-            return await EventRepo(session).after(run_id, seq, limit=1000)
+        async with self._db.read() as tx:
+            return await tx.events.after(run_id, seq, limit=1000)
 
     async def renew(self, run_ids: list[str]) -> None:
-        async with self._sessions() as session:
-            await RunRepo(session).renew(run_ids, self.instance_id)
-            await session.commit()
+        async with self._db.unit() as tx:
+            await tx.runs.renew(run_ids, self.instance_id)
+            await tx.commit()
 
     async def recover_interrupted(self, *, lease_seconds: float) -> int:
         """Close runs a dead process left `running`; keep their partial message.
@@ -162,8 +159,8 @@ class RunStore:
         message is rebuilt from the persisted events, marked `metadata.status: incomplete`.
         """
         stale_before = datetime.now(UTC) - timedelta(seconds=lease_seconds)
-        async with self._sessions() as session:
-            stale = await RunRepo(session).list_unfinished(
+        async with self._db.read() as tx:
+            stale = await tx.runs.list_unfinished(
                 stale_before=stale_before, exclude_instance=self.instance_id
             )
         for record in stale:
@@ -174,8 +171,8 @@ class RunStore:
         return len(stale)
 
     async def _close_interrupted(self, record: RunRecord) -> None:
-        async with self._sessions() as session:
-            events = EventRepo(session)
+        async with self._db.unit() as tx:
+            events = tx.events
             stored = await events.after(record.id, 0)
             last_seq = stored[-1].seq if stored else 0
             message = _partial_message(record, stored)
@@ -195,20 +192,18 @@ class RunStore:
             await events.append_many(record.id, tail)
             if record.conversation_id is not None:
                 if message.parts():
-                    await MessageRepo(session).upsert(
+                    await tx.messages.upsert(
                         record.owner_id, record.conversation_id, message, run_id=record.id
                     )
-                await ConversationRepo(session).release_active_run(
-                    record.conversation_id, record.id
-                )
-            await RunRepo(session).finish(
+                await tx.conversations.release_active_run(record.conversation_id, record.id)
+            await tx.runs.finish(
                 record.id,
                 "interrupted",
                 usage=usage.model_dump(),
                 error=end.error,
                 last_seq=last_seq + 2,
             )
-            await session.commit()
+            await tx.commit()
 
 
 def _partial_message(record: RunRecord, events: list[SequencedEvent]) -> Message:

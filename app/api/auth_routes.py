@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.api.deps import CallerDep, Svc
+from app.api.deps import AuthDep, CallerDep
 from app.api.errors import error_response
 from app.api.schemas.identity import MeOut, StreamTokenOut, StreamTokenRequest
 from app.auth.authenticator import log_failure
@@ -22,9 +22,9 @@ router = APIRouter(prefix="/api", tags=["auth"])
     summary="Mint a short-lived token for an EventSource URL (`?token=`).",
 )
 async def mint_stream_token(
-    body: StreamTokenRequest, services: Svc, caller: CallerDep
+    body: StreamTokenRequest, auth: AuthDep, caller: CallerDep
 ) -> StreamTokenOut:
-    minted = services.authenticator.stream_tokens.mint(caller, path=body.path, run_id=body.run_id)
+    minted = auth.stream_tokens.mint(caller, path=body.path, run_id=body.run_id)
     return StreamTokenOut(
         token=minted.token, expires_at=datetime.fromtimestamp(minted.expires_at, UTC)
     )

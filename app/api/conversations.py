@@ -18,8 +18,7 @@ from app.api.conversation_schemas import (
     ConversationOut,
     ConversationPatch,
 )
-from app.api.deps import CallerDep, Svc
-from app.store.repos import ConversationRepo, MessageRepo, record_audit
+from app.api.deps import CallerDep, CatalogDep, DbDep, RunsDep
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 
@@ -37,13 +36,13 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
     responses={404: {"description": "`model_not_found`: the model is not available."}},
 )
 async def create_conversation(
-    body: ConversationCreate, services: Svc, caller: CallerDep
+    body: ConversationCreate, catalog: CatalogDep, db: DbDep, caller: CallerDep
 ) -> ConversationOut:
     model = None
     if body.model is not None:
-        model = services.catalog.resolve(body.model, caller.roles).id
-    async with services.sessions.begin() as session:
-        record = await ConversationRepo(session).create(
+        model = catalog.resolve(body.model, caller.roles).id
+    async with db.write() as tx:
+        record = await tx.conversations.create(
             caller.user_id,
             title=body.title,
             model=model,
@@ -57,7 +56,7 @@ async def create_conversation(
 
 @router.get("", response_model=ConversationList, summary="List your conversations.")
 async def list_conversations(
-    services: Svc,
+    db: DbDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
     cursor: Annotated[
@@ -71,8 +70,8 @@ async def list_conversations(
         str | None, Query(max_length=200, description="Case-insensitive title search.")
     ] = None,
 ) -> ConversationList:
-    async with services.sessions() as session:
-        page = await ConversationRepo(session).list(
+    async with db.read() as tx:
+        page = await tx.conversations.list(
             caller.user_id, limit=limit, cursor=cursor, archived=archived, q=q
         )
     return ConversationList(
@@ -89,11 +88,11 @@ async def list_conversations(
     responses=NOT_FOUND,
 )
 async def get_conversation(
-    conversation_id: ConversationId, services: Svc, caller: CallerDep
+    conversation_id: ConversationId, db: DbDep, caller: CallerDep
 ) -> ConversationDetail:
-    async with services.sessions() as session:
-        record = await ConversationRepo(session).get(caller.user_id, conversation_id)
-        messages = await MessageRepo(session).history(caller.user_id, conversation_id)
+    async with db.read() as tx:
+        record = await tx.conversations.get(caller.user_id, conversation_id)
+        messages = await tx.messages.history(caller.user_id, conversation_id)
     return ConversationDetail.from_parts(record, messages)
 
 
@@ -104,10 +103,10 @@ async def get_conversation(
     responses=NOT_FOUND,
 )
 async def update_conversation(
-    conversation_id: ConversationId, body: ConversationPatch, services: Svc, caller: CallerDep
+    conversation_id: ConversationId, body: ConversationPatch, db: DbDep, caller: CallerDep
 ) -> ConversationOut:
-    async with services.sessions.begin() as session:
-        repo = ConversationRepo(session)
+    async with db.write() as tx:
+        repo = tx.conversations
         before = await repo.get(caller.user_id, conversation_id)
         record = await repo.update(
             caller.user_id,
@@ -118,8 +117,7 @@ async def update_conversation(
             mode=body.mode,
         )
         if record.archived != before.archived:
-            await record_audit(
-                session,
+            await tx.audit(
                 actor_id=caller.user_id,
                 action="conversation.archive" if record.archived else "conversation.restore",
                 target_type="conversation",
@@ -137,7 +135,8 @@ async def update_conversation(
 )
 async def delete_conversation(
     conversation_id: ConversationId,
-    services: Svc,
+    runs: RunsDep,
+    db: DbDep,
     caller: CallerDep,
     purge: Annotated[
         bool,
@@ -145,15 +144,14 @@ async def delete_conversation(
     ] = False,
 ) -> Response:
     if purge:
-        await services.runs.stop_active(caller, conversation_id)
-    async with services.sessions.begin() as session:
-        repo = ConversationRepo(session)
+        await runs.stop_active(caller, conversation_id)
+    async with db.write() as tx:
+        repo = tx.conversations
         if purge:
             await repo.purge(caller.user_id, conversation_id)
         else:
             await repo.archive(caller.user_id, conversation_id)
-        await record_audit(
-            session,
+        await tx.audit(
             actor_id=caller.user_id,
             action="conversation.purge" if purge else "conversation.archive",
             target_type="conversation",

@@ -18,6 +18,7 @@ from app.container import Services
 from app.domain.identity import Caller
 from app.domain.models import Catalog
 from app.runs.turns import Runs
+from app.store.database import Database
 
 
 def get_services(request: Request) -> Services:
@@ -45,6 +46,11 @@ def get_authenticator(request: Request) -> Authenticator:
     return get_services(request).authenticator
 
 
+def get_db(request: Request) -> Database:
+    return get_services(request).db
+
+
+DbDep = Annotated[Database, Depends(get_db)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RunsDep = Annotated[Runs, Depends(get_runs)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from app.api.deps import Svc
+from app.api.deps import DbDep
 
 router = APIRouter(tags=["operations"])
 
@@ -38,10 +38,10 @@ async def healthz() -> Health:
     responses=_NOT_READY,
     summary="Readiness: the database answers.",
 )
-async def readyz(services: Svc) -> Response:
+async def readyz(db: DbDep) -> Response:
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
-            ready = await services.db.answers()
+            ready = await db.answers()
     except TimeoutError:
         ready = False
     if not ready:

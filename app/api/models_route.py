@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.api.deps import CallerDep, Svc
+from app.api.deps import CallerDep, CatalogDep
 from app.domain.models import allowed
 
 router = APIRouter(prefix="/api", tags=["models"])
@@ -32,8 +32,7 @@ class ModelList(BaseModel):
 
 
 @router.get("/models", response_model=ModelList, summary="List the models you may use.")
-async def list_models(services: Svc, caller: CallerDep) -> ModelList:
-    catalog = services.catalog
+async def list_models(catalog: CatalogDep, caller: CallerDep) -> ModelList:
     return ModelList(
         data=[
             ModelOut(

@@ -24,13 +24,15 @@ from app.domain.models import Catalog, ModelInfo
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
+from app.limits.run_hooks import LimitHooks
 from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
-from app.observability.run_hooks import ServiceRunHooks
+from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
 from app.providers.catalog import build_catalog, default_models, parse_models
 from app.providers.factory import build_providers
 from app.runs.driver import RunLimits
+from app.runs.hooks import AllHooks
 from app.runs.journal import RunJournal
 from app.runs.manager import RunManager
 from app.runs.requests import RunRequests
@@ -180,7 +182,7 @@ async def build_services(
         limits=RunLimits(
             max_iterations=settings.max_iterations, run_timeout=settings.run_timeout_seconds
         ),
-        hooks=ServiceRunHooks(limits, metrics),
+        hooks=AllHooks([ObservabilityHooks(metrics), LimitHooks(limits)]),
         lease_seconds=settings.run_lease_seconds,
     )
     runs = Runs(manager=manager, db=db, requests=RunRequests(catalog, built, tools), tools=tools)

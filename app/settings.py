@@ -174,10 +174,6 @@ class Settings(BaseSettings):
                 raise ValueError(f"{name.upper()} is too weak for production (32+ random chars)")
         return self
 
-    @property
-    def has_provider_key(self) -> bool:
-        return self.openai_api_key is not None or self.anthropic_api_key is not None
-
 
 _DEFAULT_SECRETS = frozenset(
     {"changeme", "change-me", "change_me", "secret", "password", "jwt-secret", "dev", "test"}

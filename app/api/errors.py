@@ -15,6 +15,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.auth.authenticator import log_failure
+from app.auth.errors import Unauthorized
 from app.domain.errors import ChatBffError, ProviderError, RateLimited
 
 log = logging.getLogger("chat_bff.errors")
@@ -132,3 +134,20 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(Exception, on_unexpected)
+
+
+def install_auth_error_handler(app: FastAPI) -> None:
+    """The one 401 answer for every authentication failure."""
+
+    async def on_unauthorized(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Unauthorized)
+        log_failure(exc, request)
+        return error_response(
+            request,
+            401,
+            exc.code,
+            exc.message,
+            headers={"WWW-Authenticate": 'Bearer realm="chat-bff"'},
+        )
+
+    app.add_exception_handler(Unauthorized, on_unauthorized)

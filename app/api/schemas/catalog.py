@@ -1,14 +1,8 @@
-"""`GET /api/models`: the catalogue as this caller may use it."""
+"""The model list and the health answers."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
 from pydantic import BaseModel, Field
-
-from app.api.deps import CallerDep, CatalogDep
-from app.domain.models import allowed
-
-router = APIRouter(prefix="/api", tags=["models"])
 
 
 class ModelOut(BaseModel):
@@ -31,22 +25,7 @@ class ModelList(BaseModel):
     offline: bool = Field(description="True when only the offline scripted model is served.")
 
 
-@router.get("/models", response_model=ModelList, summary="List the models you may use.")
-async def list_models(catalog: CatalogDep, caller: CallerDep) -> ModelList:
-    return ModelList(
-        data=[
-            ModelOut(
-                id=m.id,
-                provider=m.provider,
-                context_window=m.context_window,
-                supports_tools=m.supports_tools,
-                supports_vision=m.supports_vision,
-                description=m.description,
-                default=m.id == catalog.default_id,
-            )
-            for m in catalog.all()
-            if allowed(m, caller.roles)
-        ],
-        default=catalog.default_id,
-        offline=catalog.offline,
-    )
+class Health(BaseModel):
+    """A probe's answer, for load balancers and orchestrators."""
+
+    status: str = Field(description="`ok` when the check passed.")

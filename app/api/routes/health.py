@@ -7,19 +7,13 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
 
 from app.api.deps import DbDep
+from app.api.schemas.catalog import Health
 
 router = APIRouter(tags=["operations"])
 
 READY_TIMEOUT_SECONDS = 2.0
-
-
-class Health(BaseModel):
-    """A probe's answer, for load balancers and orchestrators."""
-
-    status: str = Field(description="`ok` when the check passed.")
 
 
 _NOT_READY: dict[int | str, dict[str, Any]] = {

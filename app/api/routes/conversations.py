@@ -11,14 +11,14 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Response, status
 
-from app.api.conversation_schemas import (
+from app.api.deps import CallerDep, CatalogDep, DbDep, RunsDep
+from app.api.schemas.conversations import (
     ConversationCreate,
     ConversationDetail,
     ConversationList,
     ConversationOut,
     ConversationPatch,
 )
-from app.api.deps import CallerDep, CatalogDep, DbDep, RunsDep
 
 router = APIRouter(prefix="/api/conversations", tags=["conversations"])
 

@@ -1,17 +1,13 @@
-"""`POST /api/stream-tokens`, and the one 401 answer for every authentication failure."""
+"""`POST /api/stream-tokens` (tokens for EventSource URLs) and `GET /api/me`."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter
 
 from app.api.deps import AuthDep, CallerDep
-from app.api.errors import error_response
 from app.api.schemas.identity import MeOut, StreamTokenOut, StreamTokenRequest
-from app.auth.authenticator import log_failure
-from app.auth.errors import Unauthorized
 
 router = APIRouter(prefix="/api", tags=["auth"])
 
@@ -33,18 +29,3 @@ async def mint_stream_token(
 @router.get("/me", response_model=MeOut, summary="Who the service thinks you are.")
 async def me(caller: CallerDep) -> MeOut:
     return MeOut(user_id=caller.user_id, roles=sorted(caller.roles), method=caller.method)
-
-
-def install_auth_error_handler(app: FastAPI) -> None:
-    async def on_unauthorized(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, Unauthorized)
-        log_failure(exc, request)
-        return error_response(
-            request,
-            401,
-            exc.code,
-            exc.message,
-            headers={"WWW-Authenticate": 'Bearer realm="chat-bff"'},
-        )
-
-    app.add_exception_handler(Unauthorized, on_unauthorized)

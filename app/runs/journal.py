@@ -9,7 +9,7 @@ the stored events.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,10 +28,16 @@ from app.domain.events import (
 )
 from app.domain.messages import Message
 from app.domain.parts import Part, TextData, TextPart, cancel_unfinished
+from app.domain.text import valid_json
 from app.store.database import Database, Tx
 from app.store.records import RunRecord
 
 log = logging.getLogger("chat_bff.runs")
+
+# How far past the stored log the closing events of a dead process's run are numbered
+# (the writer stores at least every 256 events or second, so no reader can be this far
+# ahead of the stored log).
+RECOVERY_GAP = 1_000_000
 
 Prepare = Callable[[Tx], Awaitable[bool]]
 
@@ -132,6 +138,41 @@ class RunJournal:
             await tx.conversations.release_active_run(conversation_id, run_id)
             await tx.commit()
 
+    async def close_failed(
+        self,
+        *,
+        owner_id: str,
+        conversation_id: str,
+        run_id: str,
+        message: Message,
+        events: list[SequencedEvent],
+    ) -> None:
+        """Close a run whose end could not be stored: its last events (ending in a
+        `failed` run_end) and its state, then the conversation's claim. The message is
+        kept when the database takes it, made valid first (it may be why the end failed)."""
+        last_seq = events[-1].seq
+        end = events[-1].event
+        error = end.error if isinstance(end, RunEnd) else None
+        try:
+            async with self._db.unit() as tx:
+                await tx.messages.upsert(
+                    owner_id, conversation_id, _valid_message(message), run_id=run_id
+                )
+                await tx.commit()
+        except NotFound:
+            raise
+        except Exception:
+            log.warning(
+                "a failed run's message could not be stored",
+                extra={"run_id": run_id},
+                exc_info=True,
+            )
+        async with self._db.unit() as tx:
+            await tx.events.append_many(run_id, events)
+            await tx.runs.finish(run_id, "failed", error=error, last_seq=last_seq)
+            await tx.conversations.release_active_run(conversation_id, run_id)
+            await tx.commit()
+
     async def get_run(
         self, owner_id: str, run_id: str, conversation_id: str | None
     ) -> RunRecord | None:
@@ -150,19 +191,19 @@ class RunJournal:
             await tx.runs.renew(run_ids, self.instance_id)
             await tx.commit()
 
-    async def recover_interrupted(self, *, lease_seconds: float) -> int:
+    async def recover_interrupted(self, *, lease_seconds: float, held: Collection[str] = ()) -> int:
         """Close runs a dead process left `running`; keep their partial message.
 
         A run is a dead process's when its lease (heartbeat) is older than `lease_seconds`:
         a live instance renews its runs' leases well within that, so starting a second
-        instance on the same database never closes the first one's runs. The partial
-        message is rebuilt from the persisted events, marked `metadata.status: incomplete`.
+        instance on the same database never closes the first one's runs. The runs this
+        instance holds (`held`) are never closed here; a run of this instance it no longer
+        holds is as dead as any other. The partial message is rebuilt from the persisted
+        events, marked `metadata.status: incomplete`.
         """
         stale_before = datetime.now(UTC) - timedelta(seconds=lease_seconds)
         async with self._db.read() as tx:
-            stale = await tx.runs.list_unfinished(
-                stale_before=stale_before, exclude_instance=self.instance_id
-            )
+            stale = await tx.runs.list_unfinished(stale_before=stale_before, exclude_ids=held)
         for record in stale:
             try:
                 await self._close_interrupted(record)
@@ -174,7 +215,11 @@ class RunJournal:
         async with self._db.unit() as tx:
             events = tx.events
             stored = await events.after(record.id, 0)
-            last_seq = stored[-1].seq if stored else 0
+            # The dead process may have streamed events it never stored: a reader resuming
+            # from one of those must still get the closing events, so they come after a
+            # gap no reader can have reached. Ids stay increasing; only this jump breaks
+            # their run.
+            last_seq = (stored[-1].seq if stored else 0) + RECOVERY_GAP
             message = _partial_message(record, stored)
             usage = UsageInfo()
             end = RunEnd(
@@ -204,6 +249,10 @@ class RunJournal:
                 last_seq=last_seq + 2,
             )
             await tx.commit()
+
+
+def _valid_message(message: Message) -> Message:
+    return Message.model_validate(valid_json(message.model_dump(mode="json")))
 
 
 def _partial_message(record: RunRecord, events: list[SequencedEvent]) -> Message:

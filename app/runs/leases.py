@@ -12,25 +12,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from typing import Protocol
 
 from app.runs.journal import RunJournal
 
 log = logging.getLogger("chat_bff.runs")
 
 
+class Holder(Protocol):
+    """The run manager, as the lease keeper sees it."""
+
+    def held(self) -> list[str]:
+        """Ids of the conversation runs this instance answers for."""
+        ...
+
+    async def settle(self) -> None:
+        """Store what is still unstored of ended runs."""
+        ...
+
+
 class LeaseKeeper:
-    def __init__(
-        self, journal: RunJournal, held: Callable[[], list[str]], *, lease_seconds: float
-    ) -> None:
+    def __init__(self, journal: RunJournal, holder: Holder, *, lease_seconds: float) -> None:
         self._journal = journal
-        self._held = held
+        self._holder = holder
         self._lease = lease_seconds
         self._task: asyncio.Task[None] | None = None
 
     async def recover(self) -> int:
         """Close runs a dead process left running: status interrupted, message kept."""
-        return await self._journal.recover_interrupted(lease_seconds=self._lease)
+        return await self._journal.recover_interrupted(
+            lease_seconds=self._lease, held=self._holder.held()
+        )
 
     async def start(self) -> int:
         """Close what dead processes left running, then keep leases and sweep for more.
@@ -53,7 +65,8 @@ class LeaseKeeper:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self._journal.renew(self._held())
+                await self._holder.settle()
+                await self._journal.renew(self._holder.held())
                 closed = await self.recover()
                 if closed:
                     log.warning("closed runs of a stopped instance", extra={"runs": closed})

@@ -17,6 +17,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from app.agent.ports import ToolRuntime
@@ -38,6 +39,18 @@ log = logging.getLogger("chat_bff.runs")
 # is served without the database; bounded, since a long answer holds thousands of events.
 FINISHED_LOGS_KEPT = 64
 
+# Pauses between attempts to store a run's end before it is closed as `failed`.
+END_WRITE_RETRIES = (0.2, 1.0, 3.0)
+
+
+@dataclass
+class Unsettled:
+    """A run whose end the database refused: what is left to store."""
+
+    run: ActiveRun
+    message: Message
+    events: list[SequencedEvent]
+
 
 class RunManager:
     def __init__(
@@ -55,12 +68,9 @@ class RunManager:
         self._hooks: RunHooks = hooks or NoHooks()
         self._active: dict[str, ActiveRun] = {}
         self._finished: OrderedDict[str, ActiveRun] = OrderedDict()
+        self._unsettled: dict[str, Unsettled] = {}
         self._reader = RunReader(journal, self.local)
-        self._leases = LeaseKeeper(
-            journal,
-            lambda: [r.run_id for r in self._active.values() if r.conversation_id],
-            lease_seconds=lease_seconds,
-        )
+        self._leases = LeaseKeeper(journal, self, lease_seconds=lease_seconds)
 
     # -- starting runs --------------------------------------------------------------
 
@@ -165,23 +175,8 @@ class RunManager:
             # finds the message there.
             assert run.writer is not None
             rest = await run.writer.take_rest()
-            last = SequencedEvent(seq=run.log.last_seq + 1, event=end)
-            try:
-                await self._journal.finish(
-                    owner_id=run.owner_id,
-                    conversation_id=run.conversation_id,
-                    run_id=run.run_id,
-                    status=ending.status,
-                    message=ending.message,
-                    usage=ending.usage,
-                    error=ending.error,
-                    last_seq=last.seq,
-                    events=[*rest, last],
-                )
-            except Exception:
-                # The run's lease lapses once it leaves _active: a sweep then closes it as
-                # interrupted from what was stored. Readers here still get every event.
-                log.exception("could not store the end of a run", extra={"run_id": run.run_id})
+            end = await self._store_end(run, ending, end, rest)
+            run.status = end.status
             run.log.append(end)
         else:
             await run.emit(end)
@@ -191,7 +186,87 @@ class RunManager:
         while len(self._finished) > FINISHED_LOGS_KEPT:
             self._finished.popitem(last=False)
 
+    async def _store_end(
+        self, run: ActiveRun, ending: Ending, end: RunEnd, rest: list[SequencedEvent]
+    ) -> RunEnd:
+        """Store the run's end, retrying a failing database briefly; returns the `run_end`
+        readers get. When it cannot be stored, the run is closed as `failed` (its answer
+        not saved) in the background until the database takes it, so the conversation
+        never stays claimed by a run that no longer lives."""
+        assert run.conversation_id is not None
+        seq = run.log.last_seq + 1
+        for delay in (*END_WRITE_RETRIES, None):
+            try:
+                await self._journal.finish(
+                    owner_id=run.owner_id,
+                    conversation_id=run.conversation_id,
+                    run_id=run.run_id,
+                    status=ending.status,
+                    message=ending.message,
+                    usage=ending.usage,
+                    error=ending.error,
+                    last_seq=seq,
+                    events=[*rest, SequencedEvent(seq=seq, event=end)],
+                )
+                return end
+            except NotFound:
+                return end  # purged meanwhile: nothing is left to close
+            except Exception:
+                log.warning(
+                    "could not store the end of a run",
+                    extra={"run_id": run.run_id, "retry_in": delay},
+                    exc_info=True,
+                )
+            if delay is not None:
+                await asyncio.sleep(delay)
+        failed = RunEnd(
+            run_id=run.run_id,
+            status="failed",
+            usage=ending.usage,
+            error={
+                "code": "not_stored",
+                "message": "The answer could not be saved; send the message again.",
+                "retryable": True,
+            },
+        )
+        self._unsettled[run.run_id] = Unsettled(
+            run, ending.message, [*rest, SequencedEvent(seq=seq, event=failed)]
+        )
+        return failed
+
+    async def settle(self) -> None:
+        """Close runs whose end could not be stored as `failed` (see `_store_end`)."""
+        for run_id, left in list(self._unsettled.items()):
+            assert left.run.conversation_id is not None
+            try:
+                await self._journal.close_failed(
+                    owner_id=left.run.owner_id,
+                    conversation_id=left.run.conversation_id,
+                    run_id=run_id,
+                    message=left.message,
+                    events=left.events,
+                )
+            except NotFound:
+                pass
+            except Exception:
+                log.warning(
+                    "a run's end is still not stored", extra={"run_id": run_id}, exc_info=True
+                )
+                continue
+            self._unsettled.pop(run_id, None)
+
     # -- reading --------------------------------------------------------------------
+
+    def held(self) -> list[str]:
+        """Conversation runs this instance answers for: running, or ended but not stored."""
+        running = [r.run_id for r in self._active.values() if r.conversation_id]
+        return [*running, *self._unsettled]
+
+    def forget(self, conversation_id: str) -> None:
+        """Drop the finished logs of a purged conversation: nothing of it may be served."""
+        for run_id, run in list(self._finished.items()):
+            if run.conversation_id == conversation_id:
+                del self._finished[run_id]
 
     def local(self, run_id: str) -> ActiveRun | None:
         return self._active.get(run_id) or self._finished.get(run_id)

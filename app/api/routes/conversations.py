@@ -157,4 +157,6 @@ async def delete_conversation(
             target_type="conversation",
             target_id=conversation_id,
         )
+    if purge:
+        runs.forget(conversation_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

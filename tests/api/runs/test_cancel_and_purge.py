@@ -102,11 +102,26 @@ async def test_purging_a_conversation_mid_run_stops_the_run_first(client: ApiCli
     cid = await create(client)
     started = await send(client, cid)
     await until(client, cid, started["run_id"], "text_delta")
+    run = client.services.runs.manager.local(started["run_id"])
+    assert run is not None
 
     purged = await client.delete(f"{CONVERSATIONS}/{cid}", params={"purge": "true"})
 
     assert purged.status_code == 204
-    run = client.services.runs.manager.local(started["run_id"])
-    assert run is not None
     assert run.status == "cancelled"
     assert (await client.get(f"{CONVERSATIONS}/{cid}")).status_code == 404
+
+
+async def test_a_purged_conversations_run_events_are_gone_from_memory_too(
+    client: ApiClient,
+) -> None:
+    play(client, ScriptedTurn(text="remember me"))
+    cid = await create(client)
+    started = await send(client, cid)
+    await until(client, cid, started["run_id"], "run_end")
+
+    purged = await client.delete(f"{CONVERSATIONS}/{cid}", params={"purge": "true"})
+
+    assert purged.status_code == 204
+    events = await client.get(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/events")
+    assert events.status_code == 404

@@ -94,3 +94,54 @@ async def test_a_second_instance_starting_leaves_the_first_instances_runs_alone(
 
     assert frames[-1].data["status"] == "completed"
     assert seen_by_second == frames
+
+
+async def _closed_dead_run(make_api: MakeApi, app_settings: Settings, client: ApiClient) -> str:
+    """A dead process's run with three stored events, closed by a restarted instance."""
+    cid = await create(client)
+    ids = {"run_id": "run_dead", "message_id": "msg_dead"}
+    await _dead_run(
+        client,
+        cid,
+        [
+            RunStart(model="scripted", conversation_id=cid, **ids),
+            TextDeltaEvent(delta="Half ", **ids),
+            TextDeltaEvent(delta="an answer", **ids),
+        ],
+    )
+    lapsing = app_settings.model_copy(update={"run_lease_seconds": 0.2})
+    async with make_api(lapsing) as restarted:
+        deadline = asyncio.get_running_loop().time() + 5
+        while (await conversation(restarted, cid))["active_run_id"] is not None:
+            assert asyncio.get_running_loop().time() < deadline, "the dead run was never closed"
+            await asyncio.sleep(0.05)
+    return cid
+
+
+async def test_a_reader_ahead_of_the_stored_log_still_learns_how_the_run_ended(
+    make_api: MakeApi, app_settings: Settings, client: ApiClient
+) -> None:
+    # The dead process had streamed events 4..9 live, but stored only 1..3.
+    cid = await _closed_dead_run(make_api, app_settings, client)
+    url = f"/api/conversations/{cid}/runs/run_dead/events"
+
+    frames = await events(client, url, **{"Last-Event-ID": "9"})
+
+    assert [f.event for f in frames] == ["message_end", "run_end"]
+    assert frames[-1].data["status"] == "interrupted"
+    stored = frames[0].data["message"]
+    assert stored["content"][0]["data"]["text"] == "Half an answer"
+    assert all(f.id is not None and f.id > 9 for f in frames)
+
+
+async def test_a_reader_that_saw_the_closing_events_is_told_there_is_nothing_more(
+    make_api: MakeApi, app_settings: Settings, client: ApiClient
+) -> None:
+    cid = await _closed_dead_run(make_api, app_settings, client)
+    url = f"/api/conversations/{cid}/runs/run_dead/events"
+    closing = await events(client, url, **{"Last-Event-ID": "3"})
+
+    again = await client.get(url, headers={"Last-Event-ID": str(closing[-1].id)})
+
+    assert [f.event for f in closing] == ["message_end", "run_end"]
+    assert again.status_code == 204

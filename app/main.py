@@ -14,8 +14,9 @@ from typing import Any
 from fastapi import FastAPI
 
 from app.api import approvals, proposals, tools_route
+from app.api.drain import Drain, GracefulShutdown
 from app.api.errors import install_auth_error_handler, install_error_handlers
-from app.api.middleware import Drain, install_middlewares
+from app.api.middleware import install_middlewares
 from app.api.openapi import install_openapi
 from app.api.routes import (
     admin,
@@ -56,6 +57,9 @@ def create_app(
         services = await build_services(settings, providers=providers, metrics=metrics)
         services.authenticator.warn_if_open()
         app.state.services = services
+        GracefulShutdown(
+            drain, services.runs.manager.shutdown, budget=settings.shutdown_timeout_seconds
+        ).install()
         # Start-up leaves hundreds of thousands of long-lived objects (modules, SDK clients,
         # pydantic schemas, the service graph). Each older-generation collection walks them
         # all again, and streams allocate dicts per chunk; freezing them after one
@@ -78,8 +82,12 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics
-    app.state.stream_config = StreamConfig(heartbeat_seconds=settings.heartbeat_seconds)
-    app.state.drain = drain = Drain()  # `drain.begin()` on SIGTERM: new requests get 503
+    app.state.drain = drain = Drain()  # begun on SIGTERM: new requests get 503
+    app.state.stream_config = StreamConfig(
+        heartbeat_seconds=settings.heartbeat_seconds,
+        send_timeout_seconds=settings.stream_send_timeout_seconds,
+        drain=drain,
+    )
     install_error_handlers(app)
     install_auth_error_handler(app)
     install_middlewares(

@@ -9,15 +9,13 @@ Outermost first, as `install_middlewares` stacks them:
 - `BodySizeLimitMiddleware`: 413 with the standard error body when a body is too large,
   by `Content-Length` up front or by counting a chunked body as it arrives.
 
-`Drain` is the shutdown switch: once `begin()` is called (on SIGTERM, by whoever handles
-it), new requests get 503 `shutting_down` with `Retry-After` and `Connection: close`, while
-requests already in flight finish; SSE producers can `await drain.wait()` to send a final
-event and end their stream.
+Once the `Drain` (app.api.drain) has begun, new requests get 503 `shutting_down` with
+`Retry-After` and `Connection: close`, while requests already in flight finish; the
+context middleware also tells the drain how many SSE responses are open.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -29,6 +27,7 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.drain import Drain
 from app.observability.logging import request_id_var, run_id_var, user_id_var
 from app.observability.metrics import Metrics
 
@@ -50,23 +49,6 @@ def _route_template(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
     return path if isinstance(path, str) else "unmatched"
-
-
-class Drain:
-    """Set once when the service starts shutting down; never unset."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def begin(self) -> None:
-        self._event.set()
-
-    @property
-    def draining(self) -> bool:
-        return self._event.is_set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
 
 def _json_response(
@@ -114,6 +96,8 @@ class RequestContextMiddleware:
                 if content_type.startswith(b"text/event-stream"):
                     streaming = True
                     self.metrics.stream_opened()
+                    if self.drain is not None:
+                        self.drain.stream_opened()
             await send(message)
 
         try:
@@ -134,6 +118,8 @@ class RequestContextMiddleware:
         finally:
             if streaming:
                 self.metrics.stream_closed()
+                if self.drain is not None:
+                    self.drain.stream_closed()
             elapsed = time.perf_counter() - started
             method = scope.get("method", "GET")
             route = _route_template(scope)

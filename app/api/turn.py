@@ -24,8 +24,8 @@ from fastapi.responses import JSONResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
-from app.api.streaming import StreamConfig, sse_response
-from app.domain.events import SequencedEvent
+from app.api.streaming import Encoded, StreamConfig, sse_response
+from app.domain.events import ErrorEvent, RunEnd, SequencedEvent
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.runs.handle import RunHandle
@@ -36,8 +36,13 @@ from app.runs.turns import Runs
 class Wire(Protocol):
     """One wire protocol's writer for one run."""
 
-    def encode(self, batch: list[SequencedEvent]) -> bytes:
+    def encode(self, batch: list[SequencedEvent]) -> Encoded:
         """SSE frames for a batch of the run's events."""
+        ...
+
+    def farewell(self) -> bytes:
+        """The last frames of a stream the service cuts while draining: the run was
+        interrupted, the client may retry."""
         ...
 
     async def answer(self, handle: RunHandle) -> dict[str, Any]:
@@ -74,8 +79,9 @@ async def run_turn(
         return sse_response(
             handle.events(0),
             wire.encode,
-            heartbeat=stream.heartbeat_seconds,
+            stream,
             on_disconnect=handle.cancel if turn.cancel_on_hangup else None,
+            farewell=wire.farewell,
         )
     await _wait(request, handle, cancel_on_hangup=turn.cancel_on_hangup)
     return JSONResponse(await wire.answer(handle))
@@ -102,3 +108,20 @@ async def _hangup(request: Request) -> None:
     # The body has been read: the next message the server sends is the disconnect.
     while (await request.receive())["type"] != "http.disconnect":
         pass
+
+
+def interrupted_events(run_id: str) -> list[SequencedEvent]:
+    """What a stateless wire's encoder is fed to end a stream cut by shutdown: the error
+    (retryable) and the run's end as `interrupted`."""
+    return [
+        SequencedEvent(
+            seq=0,
+            event=ErrorEvent(
+                run_id=run_id,
+                code="shutting_down",
+                message="The service is restarting; send the request again.",
+                retryable=True,
+            ),
+        ),
+        SequencedEvent(seq=0, event=RunEnd(run_id=run_id, status="interrupted")),
+    ]

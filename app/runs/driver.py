@@ -116,6 +116,12 @@ async def play(
             task.uncancel()
         status = "interrupted" if run.shutting_down else "cancelled"
         message = agent.snapshot(interrupted=status)
+        if status == "interrupted":
+            error = {
+                "code": "shutting_down",
+                "message": "The service restarted during this answer; send it again.",
+                "retryable": True,
+            }
     except TimeoutError:
         error = {"code": "run_timeout", "message": "The run exceeded its time limit."}
         message = agent.snapshot(interrupted="failed")
@@ -133,7 +139,7 @@ async def play(
         log.exception("run crashed", extra={"run_id": run.run_id})
         error = {"code": "internal_error", "message": "The run failed unexpectedly."}
         message = agent.snapshot(interrupted="failed")
-    if error is not None and status == "failed":
+    if error is not None and status in ("failed", "interrupted"):
         await run.emit(
             ErrorEvent(
                 run_id=run.run_id,

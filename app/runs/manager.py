@@ -69,7 +69,8 @@ class RunManager:
         self._active: dict[str, ActiveRun] = {}
         self._finished: OrderedDict[str, ActiveRun] = OrderedDict()
         self._unsettled: dict[str, Unsettled] = {}
-        self._reader = RunReader(journal, self.local)
+        self._stopping = False
+        self._reader = RunReader(journal, self.local, lambda: self._stopping)
         self._leases = LeaseKeeper(journal, self, lease_seconds=lease_seconds)
 
     # -- starting runs --------------------------------------------------------------
@@ -313,7 +314,9 @@ class RunManager:
         return await self._leases.recover()
 
     async def shutdown(self, grace_seconds: float) -> None:
-        """Checkpoint every running run as interrupted (SIGTERM), within `grace_seconds`."""
+        """Checkpoint every running run as interrupted (SIGTERM), within `grace_seconds`;
+        readers following runs of other instances from here are let go."""
+        self._stopping = True
         await self._leases.stop()
         runs = list(self._active.values())
         for run in runs:

@@ -20,9 +20,15 @@ POLL_SECONDS = 0.25
 
 
 class RunReader:
-    def __init__(self, journal: RunJournal, local: Callable[[str], ActiveRun | None]) -> None:
+    def __init__(
+        self,
+        journal: RunJournal,
+        local: Callable[[str], ActiveRun | None],
+        stopping: Callable[[], bool],
+    ) -> None:
         self._journal = journal
         self._local = local
+        self._stopping = stopping
 
     def _mine(self, owner_id: str, run_id: str, conversation_id: str | None) -> ActiveRun | None:
         run = self._local(run_id)
@@ -90,4 +96,6 @@ class RunReader:
                 async for live_batch in live.log.follow(position):
                     yield live_batch
                 return
+            if self._stopping():
+                return  # shutting down: the reader resumes on another instance
             await asyncio.sleep(POLL_SECONDS)

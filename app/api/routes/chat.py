@@ -15,6 +15,7 @@ from app.api.chat_completion import completion_body
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders import native
 from app.api.schemas.chat import ChatRequest, ChatResponse
+from app.api.streaming import Encoded
 from app.api.turn import StatelessTurn, run_turn, wants_stream
 from app.domain.events import SequencedEvent
 from app.domain.messages import Message
@@ -42,8 +43,16 @@ class NativeChatWire:
         self._history = history
         self._client_tools = client_tools
 
-    def encode(self, batch: list[SequencedEvent]) -> bytes:
+    def encode(self, batch: list[SequencedEvent]) -> Encoded:
         return native.frames(batch)
+
+    def farewell(self) -> bytes:
+        return native.error_frame(
+            run_id=self._handle.run_id,
+            code="shutting_down",
+            message="The service is restarting; send the request again.",
+            retryable=True,
+        )
 
     async def answer(self, handle: RunHandle) -> dict[str, Any]:
         message = handle.result()

@@ -23,7 +23,7 @@ from app.api.schemas.openai_chat import (
     OpenAIModel,
     OpenAIModelList,
 )
-from app.api.turn import StatelessTurn, run_turn
+from app.api.turn import StatelessTurn, interrupted_events, run_turn
 from app.domain.errors import InvalidRequest
 from app.domain.events import SequencedEvent
 from app.domain.models import allowed
@@ -42,6 +42,7 @@ class ChatCompletionsWire:
     """`chat.completion.chunk` frames, or one `chat.completion` object."""
 
     def __init__(self, handle: RunHandle, client_tools: frozenset[str], include_usage: bool):
+        self._run_id = handle.run_id
         self._client_tools = client_tools
         self._chunks = ChatChunkEncoder(
             completion_id=completion_id(handle),
@@ -53,6 +54,9 @@ class ChatCompletionsWire:
 
     def encode(self, batch: list[SequencedEvent]) -> bytes:
         return self._chunks.encode(batch)
+
+    def farewell(self) -> bytes:
+        return self._chunks.encode(interrupted_events(self._run_id))
 
     async def answer(self, handle: RunHandle) -> dict[str, Any]:
         return completion_body(handle, handle.result(), set(self._client_tools))

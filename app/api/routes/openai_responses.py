@@ -21,7 +21,7 @@ from fastapi.responses import Response
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.schemas.openai_responses import ResponseObject, ResponsesRequest
-from app.api.turn import StatelessTurn, run_turn
+from app.api.turn import StatelessTurn, interrupted_events, run_turn
 from app.domain.errors import ChatBffError, InvalidRequest
 from app.domain.events import SequencedEvent
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
@@ -79,6 +79,7 @@ class ResponsesWire:
     """Responses streaming events, or the final Response object they build."""
 
     def __init__(self, handle: RunHandle, client_tools: frozenset[str], echo: dict[str, Any]):
+        self._run_id = handle.run_id
         self._encoder = ResponsesEncoder(
             response_id=f"resp_{handle.run_id.removeprefix('run_')}",
             model=handle.model_id,
@@ -89,6 +90,9 @@ class ResponsesWire:
 
     def encode(self, batch: list[SequencedEvent]) -> bytes:
         return self._encoder.encode(batch)
+
+    def farewell(self) -> bytes:
+        return self._encoder.encode(interrupted_events(self._run_id))
 
     async def answer(self, handle: RunHandle) -> dict[str, Any]:
         handle.result()  # the run's failure, raised

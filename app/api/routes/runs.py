@@ -3,6 +3,7 @@ client tool results, regenerate and edit. Thin: the work is in `app.runs.turns`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response, status
@@ -53,6 +54,22 @@ def events_url(conversation_id: str, run_id: str) -> str:
     return f"/api/conversations/{conversation_id}/runs/{run_id}/events"
 
 
+def _resume_elsewhere(run_id: str, url: str) -> Callable[[], bytes]:
+    """The last frame of a stream this instance cuts while shutting down: the run goes on
+    (or was checkpointed); the reader resumes from `url` with its Last-Event-ID."""
+
+    def farewell() -> bytes:
+        return native.error_frame(
+            run_id=run_id,
+            code="shutting_down",
+            message="This instance is restarting; resume from resume_url.",
+            retryable=True,
+            resume_url=url,
+        )
+
+    return farewell
+
+
 def stream_token(auth: Authenticator, caller: Caller, run_id: str) -> str | None:
     """A token bound to this run's events, for EventSource; None without authentication."""
     if auth.development:
@@ -71,7 +88,11 @@ def _answer(
     assert run.conversation_id is not None
     if wants_stream(request, stream):
         return sse_response(
-            run.events(0), native.frames, heartbeat=config.heartbeat_seconds, retry_ms=RECONNECT_MS
+            run.events(0),
+            native.frames,
+            config,
+            farewell=_resume_elsewhere(run.run_id, events_url(run.conversation_id, run.run_id)),
+            retry_ms=RECONNECT_MS,
         )
     body = RunStarted(
         run_id=run.run_id,
@@ -156,7 +177,8 @@ async def run_events(
     return sse_response(
         batches,
         native.frames,
-        heartbeat=config.heartbeat_seconds,
+        config,
+        farewell=_resume_elsewhere(run_id, events_url(conversation_id, run_id)),
         retry_ms=RECONNECT_MS,
     )
 

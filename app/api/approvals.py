@@ -13,10 +13,10 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, Svc
+from app.api.routing import api_router
 from app.api.tools_route import server_tools
 from app.container import Services
 from app.domain.errors import ChatBffError
@@ -26,7 +26,7 @@ from app.store.tool_repos import ApprovalRecord, approval_not_found
 from app.tools.approvals import ApprovalService
 from app.tools.base import DEFAULT_SCOPE_ARGS
 
-router = APIRouter(prefix="/api/approvals", tags=["approvals"])
+router = api_router(prefix="/api/approvals", tags=["approvals"])
 log = logging.getLogger("chat_bff.approvals")
 
 

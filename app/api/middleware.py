@@ -32,6 +32,7 @@ from app.observability.logging import request_id_var, run_id_var, user_id_var
 from app.observability.metrics import Metrics
 
 access_log = logging.getLogger("chat_bff.access")
+error_log = logging.getLogger("chat_bff.errors")
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -85,9 +86,12 @@ class RequestContextMiddleware:
         status = 500
         streaming = False
 
+        started = False
+
         async def send_wrapper(message: Message) -> None:
-            nonlocal status, streaming
+            nonlocal status, streaming, started
             if message["type"] == "http.response.start":
+                started = True
                 status = int(message["status"])
                 headers = list(message.get("headers", []))
                 headers.append((REQUEST_ID_HEADER.lower().encode(), request_id.encode()))
@@ -115,6 +119,19 @@ class RequestContextMiddleware:
                     await send_wrapper(message)
             else:
                 await self.app(scope, receive, send_wrapper)
+        except Exception as exc:
+            # A bug, not a client error: log it (the log filter redacts secrets) and, when
+            # nothing was sent yet, answer 500 with the request id on a connection that
+            # stays usable. Once a response has started, only cutting it is honest.
+            error_log.exception("unhandled error", extra={"error_type": type(exc).__name__})
+            if started:
+                raise
+            for message in _json_response(
+                500,
+                _error_body_for(scope, "internal_error", "Internal server error."),
+                [],
+            ):
+                await send_wrapper(message)
         finally:
             if streaming:
                 self.metrics.stream_closed()
@@ -144,6 +161,13 @@ class RequestContextMiddleware:
             request_id_var.reset(tokens[0])
 
 
+def _error_body_for(scope: Scope, code: str, message: str) -> dict[str, object]:
+    if str(scope.get("path", "")).startswith("/v1/"):
+        kind = "server_error"
+        return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return {"error": {"code": code, "message": message}}
+
+
 def _too_large_body(path: str, limit: int) -> bytes:
     message = f"Request body exceeds the limit of {limit} bytes."
     if path.startswith("/v1/"):
@@ -158,10 +182,7 @@ def _too_large_body(path: str, limit: int) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
-# A JSON `\\u0000` escape that is not itself an escaped backslash followed by "u0000".
-_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
-_TAIL = 32  # bytes kept from the previous chunk, so an escape split across reads is seen
-_NUL_MESSAGE = "NUL characters are not accepted (in the path, the query or the body)."
+_NUL_MESSAGE = "NUL characters are not accepted in the path or the query."
 
 
 def _error_body(path: str, code: str, message: str) -> bytes:
@@ -175,8 +196,8 @@ def _error_body(path: str, code: str, message: str) -> bytes:
 
 class BodySizeLimitMiddleware:
     """Guards the request before the app sees it: a body over the cap is 413, and a NUL
-    character anywhere (path, query, a JSON `\\u0000`) is 400 — Postgres text and JSONB
-    cannot hold one, so it would otherwise surface as a database error."""
+    character in the path or the query is 400 (no id or filter can hold one). A NUL inside
+    a JSON body is text like any other: it becomes U+FFFD (`app.api.routing`)."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
         self.app = app
@@ -217,20 +238,14 @@ class BodySizeLimitMiddleware:
         received = 0
         refused: int | None = None  # the status that replaces the app's answer
         response_started = False
-        tail = b""
 
         async def counting_receive() -> Message:
-            nonlocal received, refused, tail
+            nonlocal received, refused
             message = await receive()
             if message["type"] == "http.request":
-                chunk = message.get("body", b"")
-                received += len(chunk)
-                window = tail + chunk
-                tail = window[-_TAIL:]
+                received += len(message.get("body", b""))
                 if limit and received > limit:
                     refused = 413
-                elif b"\x00" in chunk or _NUL_ESCAPE.search(window):
-                    refused = 400
                 if refused is not None:
                     # Stop the app reading: from its side the client went away.
                     return {"type": "http.disconnect"}

@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import Body
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, Svc
+from app.api.routing import api_router
 from app.api.tools_route import server_tools
 from app.container import Services
 from app.domain.errors import NotFound
@@ -21,7 +22,7 @@ from app.store.tool_repos import ProposalRecord
 from app.tools.base import DEFAULT_SCOPE_ARGS
 from app.tools.proposals import ProposalService
 
-router = APIRouter(prefix="/api/conversations", tags=["proposals"])
+router = api_router(prefix="/api/conversations", tags=["proposals"])
 
 
 class ProposalOut(BaseModel):

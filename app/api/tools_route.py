@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from pydantic import BaseModel, Field
 
 from app.api.deps import CallerDep, Svc
+from app.api.routing import api_router
 from app.container import Services
 from app.tools.base import Policy
 from app.tools.runtime import ServerToolRuntime
 
-router = APIRouter(prefix="/api", tags=["tools"])
+router = api_router(prefix="/api", tags=["tools"])
 
 
 def server_tools(services: Services) -> ServerToolRuntime | None:

@@ -126,6 +126,15 @@ async def play(
         error = {"code": "run_timeout", "message": "The run exceeded its time limit."}
         message = agent.snapshot(interrupted="failed")
     except ChatBffError as exc:
+        log.warning(
+            "run failed: %s",
+            exc.message,
+            extra={
+                "run_id": run.run_id,
+                "code": exc.code,
+                "cause": type(exc.__cause__).__name__ if exc.__cause__ else None,
+            },
+        )
         run.failure = exc
         error = {"code": exc.code, "message": exc.message, "retryable": exc.retryable}
         retry_after = getattr(exc, "retry_after", None)

@@ -43,6 +43,25 @@ async def test_errors_carry_the_request_id_too(make_api: MakeApi, tmp_path: Path
     assert response.headers["x-request-id"] == "rid-404"
 
 
+async def test_an_unexpected_error_is_a_500_with_the_request_id_and_a_body(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    async with make_api(sqlite_settings(tmp_path)) as api:
+        api.app.add_api_route("/api/boom", boom)
+        with capture_logs() as logs:
+            failed = await api.get("/api/boom", headers={"X-Request-ID": "req-500"})
+        after = await api.get("/api/models")
+
+    assert failed.status_code == 500
+    assert failed.headers["x-request-id"] == "req-500"
+    assert failed.json()["error"] == {"code": "internal_error", "message": "Internal server error."}
+    assert any("unhandled error" in line for line in logs.lines)
+    assert after.status_code == 200  # the same client goes on
+
+
 async def test_the_access_log_is_a_json_line_with_the_request_id(
     make_api: MakeApi, tmp_path: Path
 ) -> None:

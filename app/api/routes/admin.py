@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, status
+from fastapi import Depends, Query, status
 
 from app.api.deps import CallerDep, Svc
+from app.api.routing import api_router
 from app.api.schemas.identity import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -37,7 +38,7 @@ AdminDep = Annotated[Caller, Depends(require_admin)]
 _NOT_FOR_YOU: dict[int | str, dict[str, Any]] = {
     404: {"description": "Not found (also what a caller without the `admin` role gets)."}
 }
-router = APIRouter(prefix="/api/admin", tags=["admin"], responses=_NOT_FOR_YOU)
+router = api_router(prefix="/api/admin", tags=["admin"], responses=_NOT_FOR_YOU)
 
 
 def _key_out(record: ApiKeyRecord) -> ApiKeyOut:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import Response
 
 from app.api.chat_completion import completion_body
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders import native
+from app.api.routing import api_router
 from app.api.schemas.chat import ChatRequest, ChatResponse
 from app.api.streaming import Encoded
 from app.api.turn import StatelessTurn, run_turn, wants_stream
@@ -24,7 +25,7 @@ from app.runs.requests import TurnInput
 from app.translate.aikit import messages_from_wire
 from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
 
-router = APIRouter(prefix="/api", tags=["chat"])
+router = api_router(prefix="/api", tags=["chat"])
 
 _SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import Path, Query, Response, status
 
 from app.api.deps import CallerDep, CatalogDep, DbDep, RunsDep
+from app.api.routing import api_router
 from app.api.schemas.conversations import (
     ConversationCreate,
     ConversationDetail,
@@ -20,7 +21,7 @@ from app.api.schemas.conversations import (
     ConversationPatch,
 )
 
-router = APIRouter(prefix="/api/conversations", tags=["conversations"])
+router = api_router(prefix="/api/conversations", tags=["conversations"])
 
 ConversationId = Annotated[str, Path(description="Conversation id (`conv_...`).")]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {

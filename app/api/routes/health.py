@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
 from app.api.deps import DbDep
+from app.api.routing import api_router
 from app.api.schemas.catalog import Health
 
-router = APIRouter(tags=["operations"])
+router = api_router(tags=["operations"])
 
 READY_TIMEOUT_SECONDS = 2.0
 

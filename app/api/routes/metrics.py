@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 
+from app.api.routing import api_router
 from app.observability.metrics import Metrics
 
-router = APIRouter(tags=["operations"])
+router = api_router(tags=["operations"])
 
 
 @router.get(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from app.api.deps import CallerDep, CatalogDep
+from app.api.routing import api_router
 from app.api.schemas.catalog import ModelList, ModelOut
 from app.domain.models import allowed
 
-router = APIRouter(prefix="/api", tags=["models"])
+router = api_router(prefix="/api", tags=["models"])
 
 
 @router.get("/models", response_model=ModelList, summary="List the models you may use.")

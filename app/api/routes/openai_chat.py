@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import Response
 
 from app.api.chat_completion import completion_body, completion_id
 from app.api.deps import CallerDep, CatalogDep, RunsDep, StreamDep
 from app.api.encoders.chat_chunks import ChatChunkEncoder
+from app.api.routing import api_router
 from app.api.schemas.chat import ChatCompletion
 from app.api.schemas.openai_chat import (
     ChatCompletionRequest,
@@ -35,7 +36,7 @@ from app.translate.openai_chat import (
     tools_from_openai,
 )
 
-router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+router = api_router(prefix="/v1", tags=["openai-compatible"])
 
 
 class ChatCompletionsWire:

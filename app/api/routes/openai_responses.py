@@ -15,11 +15,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import Response
 
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
+from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponseObject, ResponsesRequest
 from app.api.turn import StatelessTurn, interrupted_events, run_turn
 from app.domain.errors import ChatBffError, InvalidRequest
@@ -33,7 +34,7 @@ from app.translate.openai_responses import (
     tools_from_responses,
 )
 
-router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+router = api_router(prefix="/v1", tags=["openai-compatible"])
 
 
 def _refuse_stateful(body: ResponsesRequest) -> None:

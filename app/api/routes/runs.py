@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import Header, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api.deps import AuthDep, CallerDep, RunsDep, StreamDep
 from app.api.encoders import native
+from app.api.routing import api_router
 from app.api.schemas.runs import (
     EditMessage,
     Regenerate,
@@ -30,7 +31,7 @@ from app.runs.requests import TurnInput
 from app.runs.turns import ToolResult
 from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
 
-router = APIRouter(prefix="/api/conversations", tags=["runs"])
+router = api_router(prefix="/api/conversations", tags=["runs"])
 
 # How soon a browser's EventSource comes back after a dropped connection (its default is
 # 3 s); resuming is cheap, the events are replayed from the log.

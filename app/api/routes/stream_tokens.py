@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter
-
 from app.api.deps import AuthDep, CallerDep
+from app.api.routing import api_router
 from app.api.schemas.identity import MeOut, StreamTokenOut, StreamTokenRequest
 
-router = APIRouter(prefix="/api", tags=["auth"])
+router = api_router(prefix="/api", tags=["auth"])
 
 
 @router.post(

@@ -133,13 +133,15 @@ class UpstreamErrors:
         self,
         status: int,
         *,
-        kind: str | None = None,
-        detail: str | None = None,
+        kind: object = None,
+        detail: object = None,
         headers: Mapping[str, str] | None = None,
     ) -> ProviderError:
         """An upstream HTTP error status (or an error inside a 200 stream, `status` < 400).
 
         `kind` is the upstream's error type; `detail` its explanation, shown for a 4xx.
+        Both come from the upstream's body as the SDK parsed it, so they are taken as
+        any value: only a string is ever shown.
         """
         if status < 400:
             return self.in_stream(kind)
@@ -159,11 +161,11 @@ class UpstreamErrors:
         elif cls is ProviderUnavailable:
             message = f"{label} is unavailable (HTTP {status}{', ' + shown if shown else ''})."
         else:
-            text = self.safe_text(detail or "") or shown
+            text = (self.safe_text(detail) if isinstance(detail, str) else "") or shown
             message = f"{label} refused the request (HTTP {status}){': ' + text if text else '.'}"
         return cls(message, provider=self.provider, upstream_status=status)
 
-    def in_stream(self, kind: str | None = None) -> ProviderUnavailable:
+    def in_stream(self, kind: object = None) -> ProviderUnavailable:
         """The upstream reported an error after the answer had begun."""
         shown = self._kind(kind) or "error"
         return ProviderUnavailable(
@@ -202,5 +204,5 @@ class UpstreamErrors:
             text = text[:MAX_UPSTREAM_TEXT] + "..."
         return text
 
-    def _kind(self, kind: str | None) -> str:
-        return kind if kind is not None and _KIND.fullmatch(kind) else ""
+    def _kind(self, kind: object) -> str:
+        return kind if isinstance(kind, str) and _KIND.fullmatch(kind) else ""

@@ -97,6 +97,12 @@ def test_a_bad_request_carries_the_upstream_reason_scrubbed() -> None:
         assert secret not in str(error.to_body())
 
 
+@pytest.mark.parametrize("detail", [None, 42, ["not", "text"]])
+def test_a_reason_that_is_not_text_is_left_out(detail: object) -> None:
+    error = ERRORS.for_status(400, detail=detail)
+    assert error.message == "Acme refused the request (HTTP 400)."
+
+
 def test_a_long_upstream_reason_is_cut_to_300_characters() -> None:
     error = ERRORS.for_status(422, detail="x" * 1000)
     reason = error.message.split(": ", 1)[1]
@@ -118,8 +124,8 @@ def test_a_short_upstream_error_type_is_named() -> None:
     )
 
 
-@pytest.mark.parametrize("kind", [f"boom {KEY}", "x" * 65, "", None])
-def test_an_error_type_that_is_not_a_short_identifier_is_not_shown(kind: str | None) -> None:
+@pytest.mark.parametrize("kind", [f"boom {KEY}", "x" * 65, "", None, 42, {"a": 1}])
+def test_an_error_type_that_is_not_a_short_identifier_is_not_shown(kind: object) -> None:
     error = ERRORS.in_stream(kind)
     assert error.message == "Acme stopped the response mid-stream (error)."
 

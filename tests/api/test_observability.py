@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from app.observability.logging import JsonFormatter, RedactionFilter, bind_run, redact_text
+from app.domain.redaction import redact
+from app.observability.logging import JsonFormatter, RedactionFilter, bind_run
 from app.observability.metrics import Metrics
 from tests.auth.tokens import sqlite_settings
 from tests.canary import capture_logs
@@ -99,7 +100,7 @@ def test_log_lines_carry_the_run_id_inside_bind_run() -> None:
 )
 def test_redaction_removes_key_shaped_text(text: str) -> None:
     secretish = text.split()[-1].strip('"}')
-    assert secretish not in redact_text(text)
+    assert secretish not in redact(text)
 
 
 def test_redaction_filter_scrubs_extras_and_configured_values() -> None:

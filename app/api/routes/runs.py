@@ -242,13 +242,14 @@ async def submit_tool_results(
 )
 async def regenerate(
     conversation_id: str,
-    body: Regenerate,
     request: Request,
     runs: RunsDep,
     config: StreamDep,
     auth: AuthDep,
     caller: CallerDep,
+    body: Regenerate | None = None,
 ) -> Response:
+    body = body or Regenerate()  # every option is optional, so is the body
     run = await runs.regenerate(
         caller, conversation_id, TurnInput(client_tools=[], model_id=body.model)
     )

@@ -71,3 +71,13 @@ async def test_only_the_last_user_message_can_be_edited(client: ApiClient) -> No
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "not_last_message"
     assert len((await conversation(client, cid))["messages"]) == 4
+
+
+async def test_regenerate_needs_no_body(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text="First."), ScriptedTurn(text="Second."))
+    cid = await create(client)
+    await finished(client, await send(client, cid))
+
+    again = await client.post(f"{CONVERSATIONS}/{cid}/regenerate")
+
+    assert again.status_code == 202, again.text

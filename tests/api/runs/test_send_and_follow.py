@@ -3,6 +3,8 @@ stores both messages."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.providers.scripted import ScriptedToolCall, ScriptedTurn
@@ -171,3 +173,20 @@ async def test_a_message_sent_as_typed_parts_is_stored_as_parts(client: ApiClien
     assert [p["type"] for p in question["content"]] == ["text", "file"]
     assert question["content"][1]["data"]["name"] == "plan.pdf"
     assert provider.requests[0].messages[-1].text() == "Look at this"
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "   \n\t ", [{"type": "text", "data": {"text": "  "}}], []],
+    ids=["empty", "whitespace", "blank-part", "no-parts"],
+)
+async def test_a_message_with_nothing_to_say_is_refused_before_any_run(
+    client: ApiClient, content: Any
+) -> None:
+    cid = await create(client)
+
+    response = await client.post(f"{CONVERSATIONS}/{cid}/messages", json={"content": content})
+
+    assert response.status_code == 422
+    assert response.json()["error"]["param"] == "content"
+    assert (await conversation(client, cid))["messages"] == []

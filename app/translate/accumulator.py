@@ -2,8 +2,9 @@
 
 Tool calls are keyed by the vendor's index (OpenAI's `tool_calls[].index` may start at 1
 after text; Anthropic's content block index), so parallel calls whose pieces interleave
-still land in the right part. The streaming and non-streaming paths both go through
-this builder, which is what makes their parts identical.
+still land in the right part. The agent loop feeds it each event as it arrives (and
+reports what each one started); the service makes no non-streaming model call, so there
+is no second way to build parts that could drift from this one.
 """
 
 from __future__ import annotations
@@ -187,11 +188,3 @@ class PartsBuilder:
             response_id=self.response_id,
             model=self.model,
         )
-
-
-async def fold(events: Any) -> ModelResponse:
-    """Fold a whole async stream of events: the non-streaming path."""
-    builder = PartsBuilder()
-    async for event in events:
-        builder.feed(event)
-    return builder.build()

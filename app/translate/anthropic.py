@@ -381,29 +381,3 @@ def _block_delta(index: int, delta: dict[str, Any]) -> list[ProviderEvent]:
         # citations yet, and the words themselves are not lost.
         return []
     raise protocol_error(f"a content delta of type {kind!r}")
-
-
-def message_to_events(message: Any) -> list[ProviderEvent]:
-    """A whole non-streamed Messages response -> the events its stream would have given."""
-    data = _as_dict(message)
-    if data.get("type") == "error":
-        raise stream_error(data)
-    usage = data.get("usage") or {}
-    events: list[ProviderEvent] = [
-        ResponseMeta(response_id=data.get("id"), model=data.get("model")),
-        Usage(input_tokens=usage.get("input_tokens") or 0),
-    ]
-    for index, block in enumerate(data.get("content") or []):
-        kind = block.get("type")
-        if kind == "tool_use":
-            events.append(ToolCallDelta(index=index, id=block["id"], name=block["name"]))
-            if block.get("input"):
-                events.append(ToolCallDelta(index=index, args_delta=json.dumps(block["input"])))
-        elif kind in {"text", "thinking", "redacted_thinking"}:
-            events.extend(_block_start(index, block))
-        else:
-            raise protocol_error(f"a content block of type {kind!r}")
-    events.append(_usage(usage))
-    if data.get("stop_reason") is not None:
-        events.append(Finish(reason=finish_reason(data["stop_reason"])))
-    return events

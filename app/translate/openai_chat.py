@@ -77,23 +77,6 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def same_args(a: str | Mapping[str, Any] | None, b: str | Mapping[str, Any] | None) -> bool:
-    """Compare tool arguments as JSON values: browsers re-serialise them (spacing, key order).
-
-    Text that is not JSON only equals the very same text.
-    """
-
-    def value(x: str | Mapping[str, Any] | None) -> Any:
-        if x is None or isinstance(x, Mapping):
-            return {} if x is None else dict(x)
-        try:
-            return json.loads(x) if x.strip() else {}
-        except json.JSONDecodeError:
-            return ("not-json", x)
-
-    return bool(value(a) == value(b))
-
-
 # --- messages: OpenAI -> ours ------------------------------------------------------------
 
 
@@ -551,31 +534,6 @@ def chunk_to_events(chunk: Any, *, first: bool = False) -> list[ProviderEvent]:
             events.append(Finish(reason=finish_reason_from_openai(choice["finish_reason"])))
     if data.get("usage"):
         events.append(_usage(data["usage"]))
-    return events
-
-
-def completion_to_events(completion: Any) -> list[ProviderEvent]:
-    """A non-streaming `chat.completion` as the events its stream would have produced."""
-    data = _as_dict(completion)
-    events: list[ProviderEvent] = [
-        ResponseMeta(response_id=data.get("id"), model=data.get("model"))
-    ]
-    choice = next((c for c in data.get("choices") or [] if c.get("index", 0) == 0), None)
-    if choice is not None:
-        message = choice.get("message") or {}
-        for key in ("reasoning_content", "reasoning"):
-            if message.get(key):
-                events.append(ThinkingDelta(text=message[key]))
-        if message.get("content"):
-            events.append(TextDelta(text=message["content"]))
-        if message.get("refusal"):
-            events.append(TextDelta(text=message["refusal"]))
-        for index, call in enumerate(message.get("tool_calls") or []):
-            events.append(_call_delta(index, call))
-    if data.get("usage"):
-        events.append(_usage(data["usage"]))
-    if choice is not None and choice.get("finish_reason"):
-        events.append(Finish(reason=finish_reason_from_openai(choice["finish_reason"])))
     return events
 
 

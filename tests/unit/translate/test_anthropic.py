@@ -28,12 +28,12 @@ from app.domain.stream import (
 from app.translate.anthropic import (
     CANCELLED_RESULT,
     OPENING_USER_TEXT,
-    message_to_events,
     messages_to_anthropic,
     stream_event_to_events,
     tool_choice_to_anthropic,
     tools_to_anthropic,
 )
+from tests.support.non_streaming import message_to_events
 
 
 def user(text: str) -> dict[str, Any]:

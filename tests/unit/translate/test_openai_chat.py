@@ -34,18 +34,17 @@ from app.domain.stream import (
 from app.translate.openai_chat import (
     CANCELLED_TEXT,
     chunk_to_events,
-    completion_to_events,
     data_url_mime,
     messages_from_openai,
     messages_to_openai,
     parts_to_openai_message,
-    same_args,
     tool_choice_from_openai,
     tool_choice_to_openai,
     tools_from_openai,
     tools_to_openai,
 )
 from tests.fakes.openai_upstream import FIXTURES
+from tests.support.non_streaming import completion_to_events
 
 
 def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -395,26 +394,6 @@ def test_our_messages_round_trip_through_openai() -> None:
         ),
     ]
     assert without_ids(messages_from_openai(messages_to_openai(messages))) == without_ids(messages)
-
-
-# --- arguments compare as JSON ------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "same"),
-    [
-        pytest.param('{"a": 1, "b": 2}', '{"b":2,"a":1}', True, id="spacing-and-order"),
-        pytest.param('{"a": 1}', {"a": 1}, True, id="text-vs-object"),
-        pytest.param("", {}, True, id="empty-is-empty-object"),
-        pytest.param(None, "{}", True, id="none-is-empty-object"),
-        pytest.param('{"a": 1}', '{"a": 2}', False, id="different-values"),
-        pytest.param('{"a": 1}', '{"a": 1.5}', False, id="different-numbers"),
-        pytest.param("{bad", "{bad", True, id="same-invalid-text"),
-        pytest.param("{bad", "{bad }", False, id="different-invalid-text"),
-    ],
-)
-def test_same_args_compares_json_values(a: Any, b: Any, same: bool) -> None:
-    assert same_args(a, b) is same
 
 
 # --- tools --------------------------------------------------------------------------------

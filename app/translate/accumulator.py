@@ -9,10 +9,9 @@ is no second way to build parts that could drift from this one.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import assert_never
 
 from app.domain.parts import (
     Part,
@@ -33,6 +32,7 @@ from app.domain.stream import (
     ToolCallDelta,
     Usage,
 )
+from app.translate.tool_args import parse_tool_args
 
 
 @dataclass
@@ -55,25 +55,6 @@ class ModelResponse:
 
     def tool_parts(self) -> list[ToolPart]:
         return [p for p in self.parts if isinstance(p, ToolPart)]
-
-
-def parse_tool_args(name: str, text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Arguments as a JSON object, or None and a readable reason for the tool card."""
-    if not text.strip():
-        return {}, None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, (
-            f"The model sent arguments for `{name}` that are not valid JSON "
-            f"({exc.msg} at position {exc.pos}); the tool was not run."
-        )
-    if not isinstance(value, dict):
-        return None, (
-            f"The model sent arguments for `{name}` that are not a JSON object; "
-            "the tool was not run."
-        )
-    return value, None
 
 
 @dataclass

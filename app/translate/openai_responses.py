@@ -38,8 +38,8 @@ from app.domain.parts import (
     tool_part,
 )
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
-from app.translate.accumulator import parse_tool_args
-from app.translate.openai_chat import data_url_mime
+from app.translate.data_url import data_url_mime
+from app.translate.tool_args import parse_tool_args
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ASSISTANT_ITEMS = frozenset({"function_call", "reasoning", "mcp_call"})

@@ -20,7 +20,7 @@ from app.runs.journal import RunJournal
 from app.runs.requests import TurnInput
 from app.settings import Settings
 from app.store.repos import ConversationRepo, MessageRepo
-from app.translate.openai_chat import tools_from_openai
+from app.translate.openai_chat.read import tools_from_openai
 from tests.api.sse_frames import Frame, parse
 from tests.fakes.anthropic_upstream import (
     AnthropicUpstream,

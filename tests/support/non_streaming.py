@@ -16,7 +16,7 @@ from typing import Any
 from app.domain.stream import ProviderEvent
 from app.translate.accumulator import ModelResponse, PartsBuilder
 from app.translate.anthropic import stream_event_to_events
-from app.translate.openai_chat import chunk_to_events
+from app.translate.openai_chat.stream import chunk_to_events
 
 
 async def fold(events: AsyncIterable[ProviderEvent]) -> ModelResponse:

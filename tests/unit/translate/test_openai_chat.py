@@ -31,16 +31,18 @@ from app.domain.stream import (
     ToolSpec,
     Usage,
 )
-from app.translate.openai_chat import (
-    CANCELLED_TEXT,
-    chunk_to_events,
-    data_url_mime,
+from app.translate.data_url import data_url_mime
+from app.translate.openai_chat.read import (
     messages_from_openai,
+    tool_choice_from_openai,
+    tools_from_openai,
+)
+from app.translate.openai_chat.stream import chunk_to_events
+from app.translate.openai_chat.tool_results import CANCELLED_TEXT
+from app.translate.openai_chat.write import (
     messages_to_openai,
     parts_to_openai_message,
-    tool_choice_from_openai,
     tool_choice_to_openai,
-    tools_from_openai,
     tools_to_openai,
 )
 from tests.fakes.openai_upstream import FIXTURES

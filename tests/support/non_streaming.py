@@ -15,7 +15,7 @@ from typing import Any
 
 from app.domain.stream import ProviderEvent
 from app.translate.accumulator import ModelResponse, PartsBuilder
-from app.translate.anthropic import stream_event_to_events
+from app.translate.anthropic.stream import stream_event_to_events
 from app.translate.openai_chat.stream import chunk_to_events
 
 

@@ -25,11 +25,11 @@ from app.domain.stream import (
     ToolSpec,
     Usage,
 )
-from app.translate.anthropic import (
+from app.translate.anthropic.stream import stream_event_to_events
+from app.translate.anthropic.write import (
     CANCELLED_RESULT,
     OPENING_USER_TEXT,
     messages_to_anthropic,
-    stream_event_to_events,
     tool_choice_to_anthropic,
     tools_to_anthropic,
 )

@@ -37,6 +37,7 @@ from app.domain.messages import Message
 from app.domain.models import ModelInfo
 from app.domain.parts import Part, ToolData, ToolPart, cancel_unfinished
 from app.domain.stream import (
+    GenerationOptions,
     ModelRequest,
     TextDelta,
     ThinkingDelta,
@@ -61,6 +62,8 @@ class TurnOptions:
     tool_choice: ToolChoice | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    parallel_tool_calls: bool | None = None
+    generation: GenerationOptions = field(default_factory=GenerationOptions)
     reserve_tokens: int = 4096
 
 
@@ -87,6 +90,7 @@ class Agent:
     parts: list[Part] = field(default_factory=list)
     usage: UsageInfo = field(default_factory=UsageInfo)
     _builder: PartsBuilder | None = None
+    refused: str | None = None  # the refusal's explanation, when the model declined
 
     # -- the loop -------------------------------------------------------------------
 
@@ -110,6 +114,8 @@ class Agent:
                 tool_choice=self.options.tool_choice if (server_specs or client_specs) else None,
                 max_output_tokens=self.options.max_output_tokens or self.model.max_output_tokens,
                 temperature=self.options.temperature,
+                parallel_tool_calls=self.options.parallel_tool_calls,
+                options=self.options.generation,
             )
             new_parts = await self._call_model(request)
             self.parts.extend(new_parts)
@@ -184,6 +190,10 @@ class Agent:
                     )
         self.usage.input_tokens += response.input_tokens
         self.usage.output_tokens += response.output_tokens
+        if response.finish_reason in ("refusal", "content_filter"):
+            # The model (or its provider's filter) declined: every wire says so, as
+            # OpenAI's `content_filter` finish and `refusal` text, not as a plain stop.
+            self.refused = response.finish_detail or "The model declined to answer."
         return response.parts
 
     async def _emit_text(self, text: str) -> None:
@@ -299,6 +309,9 @@ class Agent:
             partial = self._builder.build().parts
             parts.extend(_close_dangling(p, force=True) for p in partial)
         metadata: dict[str, object] = {"model": self.model.id}
+        if self.refused is not None:
+            metadata["finish_reason"] = "content_filter"
+            metadata["refusal"] = self.refused
         if interrupted is not None:
             parts = [_close_dangling(p) for p in parts]
             metadata["status"] = "incomplete"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.api.encoders.chat_chunks import server_tool_call
 from app.domain.messages import Message
 from app.domain.parts import FINAL_TOOL_STATUSES, Part, ToolPart
 from app.runs.handle import RunHandle
@@ -38,7 +39,21 @@ def completion_body(handle: RunHandle, message: Message, client_tools: set[str])
     openai_message, finish = parts_to_openai_message(
         client_visible_parts(message.parts(), client_tools)
     )
-    usage = message.metadata.get("usage", {}) if message.metadata else {}
+    metadata = message.metadata or {}
+    if metadata.get("finish_reason") == "content_filter":
+        # The model declined: OpenAI's clients read that from the finish and `refusal`.
+        finish = "content_filter"
+        openai_message["refusal"] = str(metadata.get("refusal") or openai_message["content"] or "")
+    ran = [
+        server_tool_call(p)
+        for p in message.parts()
+        if isinstance(p, ToolPart)
+        and p.data.toolName not in client_tools
+        and p.data.status in FINAL_TOOL_STATUSES
+    ]
+    if ran:
+        openai_message["server_tool_calls"] = ran
+    usage = metadata.get("usage", {})
     prompt = int(usage.get("input_tokens", 0))
     completion = int(usage.get("output_tokens", 0))
     return {

@@ -1,8 +1,9 @@
 """What a provider yields and what it is asked: the vendor-neutral model call.
 
-A provider turns vendor stream items into `ProviderEvent`s; the accumulator
-(`app.translate.accumulator`) folds them into parts. Non-streaming calls fold the same
-events, which is why stream and non-stream give identical parts.
+A provider turns vendor stream items into `ProviderEvent`s; the parts builder
+(`app.translate.accumulator`) folds them into parts. Every model call streams, and every
+answer (streamed to a client or not) is built from those events, which is why stream and
+non-stream answers have identical parts.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.messages import Message
 
@@ -30,6 +31,39 @@ class NamedToolChoice(BaseModel):
 ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
 
 
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class GenerationOptions(BaseModel):
+    """What a client may ask of generation beyond the basics, in OpenAI's terms.
+
+    A provider forwards what it supports (each provider's `supports` names them) and
+    translates what has an equivalent; a request naming one it cannot honour is refused
+    before any run starts, never silently dropped. `response_format` is OpenAI's shape:
+    `{"type": "text" | "json_object"}` or `{"type": "json_schema", "json_schema": {...}}`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stop: list[str] | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    response_format: dict[str, Any] | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    logit_bias: dict[str, float] | None = None
+    service_tier: str | None = None
+    user: str | None = None
+
+    def named(self) -> list[str]:
+        """The options this request sets, in declaration order."""
+        return [name for name in type(self).model_fields if getattr(self, name) is not None]
+
+
 class ModelRequest(BaseModel):
     """One call to a model. `messages` may start with a system message."""
 
@@ -40,6 +74,7 @@ class ModelRequest(BaseModel):
     max_output_tokens: int | None = None
     temperature: float | None = None
     parallel_tool_calls: bool | None = None
+    options: GenerationOptions = Field(default_factory=GenerationOptions)
 
 
 # Provider events are plain slots dataclasses, not models: several are made per streamed
@@ -88,6 +123,8 @@ FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "refusa
 class Finish:
     type: Literal["finish"] = "finish"
     reason: FinishReason
+    # Why, when the provider said (the explanation of a refusal).
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,6 +45,7 @@ class InstrumentedProvider:
     def __init__(self, inner: Provider, metrics: Metrics) -> None:
         self.inner = inner
         self.name = inner.name
+        self.supports = inner.supports
         self._metrics = metrics
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:

@@ -32,6 +32,8 @@ from app.domain.errors import ProviderError
 from app.domain.stream import ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
+from app.translate.anthropic.options import SUPPORTED as ANTHROPIC_OPTIONS
+from app.translate.anthropic.options import options_to_anthropic
 from app.translate.anthropic.stream import stream_event_to_events
 from app.translate.anthropic.write import (
     messages_to_anthropic,
@@ -51,6 +53,8 @@ _CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
 
 class AnthropicProvider:
     """`Provider` for Anthropic's Messages API (or anything speaking it at `base_url`)."""
+
+    supports = ANTHROPIC_OPTIONS
 
     def __init__(
         self,
@@ -90,10 +94,14 @@ class AnthropicProvider:
             )
             if choice is not None:
                 params["tool_choice"] = choice
+        options, raw = options_to_anthropic(request.options)
+        params.update(options)
         if request.temperature is not None:
             # SDK 1.x dropped the sampling arguments from its signature; the API still takes
             # `temperature` (newer models only its default), so it rides in the raw body.
-            params["extra_body"] = {"temperature": request.temperature}
+            raw["temperature"] = request.temperature
+        if raw:
+            params["extra_body"] = raw
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:

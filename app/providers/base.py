@@ -17,6 +17,9 @@ from app.domain.stream import ModelRequest, ProviderEvent
 @runtime_checkable
 class Provider(Protocol):
     name: str
+    # The generation options (`GenerationOptions` field names) this provider forwards or
+    # translates; a request naming another is refused before the run starts.
+    supports: frozenset[str]
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Start the model call and yield its events until the model finishes.

@@ -31,6 +31,8 @@ from app.domain.errors import ProviderError
 from app.domain.stream import Finish, ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
+from app.translate.openai_chat.options import SUPPORTED as OPENAI_OPTIONS
+from app.translate.openai_chat.options import options_to_openai
 from app.translate.openai_chat.stream import chunk_to_events
 from app.translate.openai_chat.write import (
     messages_to_openai,
@@ -48,6 +50,8 @@ _CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
 
 class OpenAIProvider:
     """`stream(request)` over `chat.completions.create(stream=True)`, its body read raw."""
+
+    supports = OPENAI_OPTIONS
 
     def __init__(
         self,
@@ -98,6 +102,7 @@ class OpenAIProvider:
             params[self._completion_tokens_param] = request.max_output_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
+        params.update(options_to_openai(request.options))
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:

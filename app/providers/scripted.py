@@ -27,6 +27,7 @@ from app.domain.messages import Message
 from app.domain.parts import ToolPart
 from app.domain.stream import (
     Finish,
+    GenerationOptions,
     ModelRequest,
     ProviderEvent,
     ResponseMeta,
@@ -108,6 +109,9 @@ class ScriptedProvider:
     Only the last 100 are kept: the scripted model is in every default catalogue, so a
     long-running server must not hold on to every request it was ever sent.
     """
+
+    # A script plays the same whatever is asked: every option is accepted (and recorded).
+    supports: frozenset[str] = frozenset(GenerationOptions.model_fields)
 
     name = "scripted"
 

@@ -19,7 +19,7 @@ from app.domain.events import ContextInfo, RunEvent, RunStatus
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
-from app.domain.stream import ToolChoice, ToolSpec
+from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
 from app.domain.tooling import ConversationMode
 from app.providers.base import Provider
 from app.runs.log import RunLog
@@ -45,6 +45,8 @@ class RunRequest:
     tool_choice: ToolChoice | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    parallel_tool_calls: bool | None = None
+    options: GenerationOptions = field(default_factory=GenerationOptions)
     mode: ConversationMode = "auto"
     scope: dict[str, str] = field(default_factory=dict)
     context: ContextInfo | None = None

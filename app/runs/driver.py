@@ -65,6 +65,8 @@ def _agent(run: ActiveRun, request: RunRequest, tools: ToolRuntime, limits: RunL
             tool_choice=request.tool_choice,
             max_output_tokens=request.max_output_tokens,
             temperature=request.temperature,
+            parallel_tool_calls=request.parallel_tool_calls,
+            generation=request.options,
         ),
     )
 

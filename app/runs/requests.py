@@ -16,7 +16,7 @@ from app.domain.errors import InvalidRequest
 from app.domain.events import ContextInfo
 from app.domain.identity import Caller
 from app.domain.models import Catalog
-from app.domain.stream import ToolChoice, ToolSpec
+from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
 from app.domain.tooling import ConversationMode
 from app.providers.base import Provider
 from app.runs.active import RunRequest
@@ -31,6 +31,8 @@ class TurnInput:
     model_id: str | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    parallel_tool_calls: bool | None = None
+    options: GenerationOptions = field(default_factory=GenerationOptions)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,14 @@ class RunRequests:
     ) -> RunRequest:
         settings = conversation or ConversationSettings(scope={"user_id": caller.user_id})
         model = self._catalog.resolve(turn.model_id or settings.model_id, caller.roles)
+        provider = self._providers[model.provider]
+        refused = [name for name in turn.options.named() if name not in provider.supports]
+        if refused:
+            raise InvalidRequest(
+                f"`{refused[0]}` is not supported by the model `{model.id}` "
+                f"({model.provider}); leave it out or choose another model.",
+                param=refused[0],
+            )
         clashes = [t.name for t in turn.client_tools if self._tools.knows(t.name)]
         if clashes:
             raise InvalidRequest(
@@ -70,11 +80,13 @@ class RunRequests:
         return RunRequest(
             caller=caller,
             model=model,
-            provider=self._providers[model.provider],
+            provider=provider,
             client_tools=turn.client_tools,
             tool_choice=turn.tool_choice,
             max_output_tokens=turn.max_output_tokens,
             temperature=turn.temperature,
+            parallel_tool_calls=turn.parallel_tool_calls,
+            options=turn.options,
             mode=settings.mode,
             scope=dict(settings.scope),
             context=(

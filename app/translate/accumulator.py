@@ -48,6 +48,8 @@ class ModelResponse:
 
     parts: list[Part]
     finish_reason: FinishReason | None = None
+    # The provider's explanation of how it finished (a refusal's reason), when it gave one.
+    finish_detail: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     response_id: str | None = None
@@ -68,6 +70,7 @@ class PartsBuilder:
     _calls: dict[int, _ToolCall] = field(default_factory=dict)  # key -> call
     _keys: dict[int, int] = field(default_factory=dict)  # vendor index -> current key
     finish_reason: FinishReason | None = None
+    finish_detail: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     response_id: str | None = None
@@ -115,6 +118,7 @@ class PartsBuilder:
             self.output_tokens = max(self.output_tokens, event.output_tokens)
         elif isinstance(event, Finish):
             self.finish_reason = event.reason
+            self.finish_detail = event.detail or self.finish_detail
         elif isinstance(event, ResponseMeta):
             self.response_id = event.response_id or self.response_id
             self.model = event.model or self.model
@@ -164,6 +168,7 @@ class PartsBuilder:
         return ModelResponse(
             parts=parts,
             finish_reason=finish,
+            finish_detail=self.finish_detail,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             response_id=self.response_id,

@@ -161,6 +161,35 @@ async def test_openai_a_tool_that_fails_or_times_out_is_an_error_result_not_a_cr
     assert "call_1" in tool_messages(openai_upstream.request_bodies()[1])
 
 
+async def test_openai_clients_are_told_when_a_server_tool_failed_behind_the_answer(
+    gpt: ApiClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(
+        Completion(tool_calls=[ToolCall(name="boom", id="call_1")]),
+        Completion(text="All done!"),
+        Completion(tool_calls=[ToolCall(name="boom", id="call_2")]),
+        Completion(text="All done!"),
+    )
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Go"}]}
+
+    whole = (await gpt.post("/v1/chat/completions", json=body)).json()
+    streamed = await gpt.post("/v1/chat/completions", json={**body, "stream": True})
+
+    message = whole["choices"][0]["message"]
+    assert message["content"] == "All done!"
+    [failed] = message["server_tool_calls"]
+    assert (failed["name"], failed["status"]) == ("boom", "error")
+    assert "fail" in failed["error"].lower()
+    chunks = [json.loads(x[6:]) for x in streamed.text.splitlines() if x.startswith("data: {")]
+    reported = [
+        call
+        for c in chunks
+        if c["choices"]
+        for call in c["choices"][0]["delta"].get("server_tool_calls", [])
+    ]
+    assert [(r["name"], r["status"]) for r in reported] == [("boom", "error")]
+
+
 async def test_openai_the_iteration_cap_ends_the_run_with_max_iterations(
     gpt: ApiClient, openai_upstream: FakeOpenAIUpstream
 ) -> None:

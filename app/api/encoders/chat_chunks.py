@@ -26,6 +26,7 @@ from app.domain.events import (
     ToolError,
     ToolStart,
 )
+from app.domain.parts import ToolPart
 
 DONE = b"data: [DONE]\n\n"
 _FINISH = {
@@ -52,6 +53,7 @@ class ChatChunkEncoder:
     _tool_index: dict[str, int] = field(default_factory=dict)
     _wrote_text: bool = False
     _separator_due: bool = False
+    _refusal: str | None = None  # the model declined (MessageEnd said so)
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         body = {
@@ -98,7 +100,23 @@ class ChatChunkEncoder:
                 return b""
             call = {"index": index_or_none, "function": {"arguments": event.delta}}
             return self._chunk({"tool_calls": [call]})
-        if isinstance(event, ToolEnd | ToolError | ConfirmRequired | MessageEnd):
+        if isinstance(event, MessageEnd):
+            self._separator_due = True
+            metadata = event.message.metadata or {}
+            if metadata.get("finish_reason") == "content_filter":
+                self._refusal = str(metadata.get("refusal") or "")
+                if not self._wrote_text and self._refusal:
+                    return self._chunk({"refusal": self._refusal})
+            return b""
+        if isinstance(event, ToolEnd | ToolError):
+            self._separator_due = True
+            if event.part.data.toolName in self.client_tools:
+                return b""
+            # A server tool ran inside the loop: not a call for the client to make, but
+            # what happened is the client's to know (a failure must not hide behind the
+            # model's answer). `server_tool_calls` is ours; OpenAI clients ignore it.
+            return self._chunk({"server_tool_calls": [server_tool_call(event.part)]})
+        if isinstance(event, ConfirmRequired):
             self._separator_due = True
             return b""
         if isinstance(event, ErrorEvent):
@@ -108,6 +126,8 @@ class ChatChunkEncoder:
             finish = _FINISH[event.status]
             if event.status == "requires_action" and not self._tool_index:
                 finish = "stop"
+            if self._refusal is not None and event.status == "completed":
+                finish = "content_filter"
             out = self._chunk({}, finish)
             if self.include_usage:
                 usage = {
@@ -126,3 +146,13 @@ class ChatChunkEncoder:
                 out += b"data: " + _dumps(body) + b"\n\n"
             return out + DONE
         assert_never(event)
+
+
+def server_tool_call(part: ToolPart) -> dict[str, Any]:
+    """A server tool call as `server_tool_calls` shows it: what ran and how it ended."""
+    data = part.data
+    call: dict[str, Any] = {"id": part.id, "name": data.toolName, "status": data.status}
+    if data.status == "error":
+        result = data.result if isinstance(data.result, dict) else {}
+        call["error"] = str(data.bodyContent or result.get("error") or "The tool failed.")
+    return call

@@ -90,6 +90,7 @@ class ResponsesEncoder:
     _reasoning: OutputItem | None = None
     _tools: dict[str, OutputItem] = field(default_factory=dict)
     _error: dict[str, Any] | None = None
+    _refused: bool = False  # the model declined (content_filter)
 
     # -- framing ---------------------------------------------------------------------
 
@@ -136,7 +137,9 @@ class ResponsesEncoder:
         if isinstance(event, ToolError):
             return self._tool_done(event.part, error=event.error)
         if isinstance(event, MessageEnd):
-            cut = (event.message.metadata or {}).get("status") == "incomplete"
+            metadata = event.message.metadata or {}
+            self._refused = metadata.get("finish_reason") == "content_filter"
+            cut = metadata.get("status") == "incomplete"
             return self._close_all("incomplete" if cut else "completed")
         if isinstance(event, ErrorEvent):
             self._error = stream_error_object(event.code, event.message)
@@ -322,6 +325,9 @@ class ResponsesEncoder:
         if event.status == "max_iterations":
             kind = "response.incomplete"
             final.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+        elif self._refused and event.status == "completed":
+            kind = "response.incomplete"
+            final.update(status="incomplete", incomplete_details={"reason": "content_filter"})
         elif event.status in ("cancelled", "interrupted"):
             kind = "response.incomplete"
             final["status"] = "cancelled"

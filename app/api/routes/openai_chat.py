@@ -17,6 +17,7 @@ from fastapi.responses import Response
 from app.api.chat_completion import completion_body, completion_id
 from app.api.deps import CallerDep, CatalogDep, RunsDep, StreamDep
 from app.api.encoders.chat_chunks import ChatChunkEncoder
+from app.api.openai_params import chat_options
 from app.api.routing import api_router
 from app.api.schemas.chat import ChatCompletion
 from app.api.schemas.openai_chat import (
@@ -93,6 +94,8 @@ async def chat_completions(
             model_id=body.model,
             max_output_tokens=body.max_completion_tokens or body.max_tokens,
             temperature=body.temperature,
+            parallel_tool_calls=body.parallel_tool_calls,
+            options=chat_options(body),
         ),
         stream=body.stream,
     )
@@ -121,3 +124,16 @@ async def list_models_openai(catalog: CatalogDep, caller: CallerDep) -> OpenAIMo
             if allowed(m, caller.roles)
         ]
     )
+
+
+@router.get(
+    "/models/{model_id}",
+    response_model=OpenAIModel,
+    summary="One model of the catalogue, in OpenAI's shape (`client.models.retrieve`).",
+    responses={404: {"description": "No such model, or not one this caller may use."}},
+)
+async def retrieve_model_openai(
+    model_id: str, catalog: CatalogDep, caller: CallerDep
+) -> OpenAIModel:
+    model = catalog.resolve(model_id, caller.roles)
+    return OpenAIModel(id=model.id, created=0, owned_by=model.provider)

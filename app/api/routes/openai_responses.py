@@ -20,6 +20,7 @@ from fastapi.responses import Response
 
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
+from app.api.openai_params import responses_options
 from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponseObject, ResponsesRequest
 from app.api.turn import StatelessTurn, interrupted_events, run_turn
@@ -134,6 +135,8 @@ async def create_response(
             model_id=body.model,
             max_output_tokens=body.max_output_tokens,
             temperature=body.temperature,
+            parallel_tool_calls=body.parallel_tool_calls,
+            options=responses_options(body),
         ),
         stream=body.stream,
     )

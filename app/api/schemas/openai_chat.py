@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from app.api.schemas.refused import refuse_smuggled
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class StreamOptions(BaseModel):
@@ -18,7 +16,9 @@ class StreamOptions(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    """OpenAI's chat completion request; unsupported parameters are ignored."""
+    """OpenAI's chat completion request. Every parameter is forwarded to the model's
+    provider, translated, or refused with a 400 naming it (see the README's table);
+    none is dropped silently."""
 
     model_config = ConfigDict(
         extra="allow",
@@ -46,11 +46,35 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, description="Output token cap.")
     max_completion_tokens: int | None = Field(default=None, ge=1, description="Same.")
     n: int | None = Field(default=None, ge=1, le=1, description="Only 1 is supported.")
-
-    @model_validator(mode="after")
-    def _refuse_smuggled(self) -> ChatCompletionRequest:
-        refuse_smuggled(self.model_extra)
-        return self
+    stop: str | list[str] | None = Field(default=None, description="Stop sequences (up to 4).")
+    top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")
+    seed: int | None = Field(default=None, description="Best-effort determinism (OpenAI).")
+    response_format: dict[str, Any] | None = Field(
+        default=None,
+        description="`{type: text | json_object}` or `{type: json_schema, json_schema: "
+        "{name, schema, strict}}` (structured outputs; Anthropic gets output_config.format).",
+    )
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = Field(
+        default=None, description="Reasoning effort (Anthropic: output_config.effort)."
+    )
+    verbosity: Literal["low", "medium", "high"] | None = Field(
+        default=None, description="Answer length hint (OpenAI)."
+    )
+    logprobs: bool | None = Field(default=None, description="Token log probabilities (OpenAI).")
+    top_logprobs: int | None = Field(default=None, ge=0, le=20, description="With logprobs.")
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
+    logit_bias: dict[str, float] | None = Field(default=None, description="OpenAI.")
+    service_tier: str | None = Field(default=None, description="OpenAI's service tier.")
+    user: str | None = Field(
+        default=None, max_length=256, description="End-user id (Anthropic: metadata.user_id)."
+    )
+    safety_identifier: str | None = Field(
+        default=None, max_length=256, description="Same as `user` (OpenAI's newer name)."
+    )
+    store: bool | None = Field(
+        default=None, description="Only false: chat-bff never asks the provider to store."
+    )
 
 
 class OpenAIModel(BaseModel):

@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.refused import refuse_smuggled
+
+class TextOptions(BaseModel):
+    """Responses `text`: the output format and verbosity."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: dict[str, Any] | None = Field(
+        default=None,
+        description="`{type: text | json_object}` or `{type: json_schema, name, schema, strict}`.",
+    )
+    verbosity: Literal["low", "medium", "high"] | None = Field(
+        default=None, description="Answer length hint (OpenAI)."
+    )
+
+
+class ReasoningOptions(BaseModel):
+    """Responses `reasoning`: effort, and whether to summarise (reasoning text is streamed
+    whenever the model sends it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = Field(
+        default=None, description="Reasoning effort."
+    )
+    summary: str | None = Field(default=None, description="Accepted (auto, concise, detailed).")
+    generate_summary: str | None = Field(default=None, description="Older name of summary.")
 
 
 class ResponsesRequest(BaseModel):
-    """OpenAI's Responses create request; unsupported parameters are ignored."""
+    """OpenAI's Responses create request. Every parameter is forwarded to the model's
+    provider, translated, or refused with a 400 naming it (see the README's table)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -36,11 +60,24 @@ class ResponsesRequest(BaseModel):
     )
     conversation: Any | None = Field(default=None, description="Not supported (stateless).")
     background: bool | None = Field(default=None, description="Not supported (stateless).")
-
-    @model_validator(mode="after")
-    def _refuse_smuggled(self) -> ResponsesRequest:
-        refuse_smuggled(self.model_extra)
-        return self
+    text: TextOptions | None = Field(default=None, description="Output format, verbosity.")
+    reasoning: ReasoningOptions | None = Field(default=None, description="Reasoning effort.")
+    top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")
+    top_logprobs: int | None = Field(default=None, ge=0, le=20, description="OpenAI.")
+    service_tier: str | None = Field(default=None, description="OpenAI's service tier.")
+    user: str | None = Field(default=None, max_length=256, description="End-user id.")
+    safety_identifier: str | None = Field(
+        default=None, max_length=256, description="Same as `user` (OpenAI's newer name)."
+    )
+    truncation: Literal["auto", "disabled"] | None = Field(
+        default=None, description="Accepted: history is always fitted to the context window."
+    )
+    store: bool | None = Field(
+        default=None, description="Accepted; the upstream provider is never asked to store."
+    )
+    include: list[str] | None = Field(
+        default=None, description="Only empty: no extra output data is produced."
+    )
 
 
 class ResponseObject(BaseModel):

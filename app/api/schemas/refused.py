@@ -4,15 +4,6 @@ ignored, as compatible servers do."""
 
 from __future__ import annotations
 
-from typing import Any
-
 REFUSED_FIELDS = frozenset(
     {"api_key", "api_base", "base_url", "owner_id", "user_id", "organization", "headers"}
 )
-
-
-def refuse_smuggled(extra: dict[str, Any] | None) -> None:
-    """Raise ValueError (a validation error) when `extra` holds a refused field."""
-    found = sorted(set(extra or {}) & REFUSED_FIELDS)
-    if found:
-        raise ValueError(f"unsupported field: {found[0]}")

@@ -97,9 +97,17 @@ def stream_event_to_events(event: Any) -> list[ProviderEvent]:
         return _block_delta(data["index"], data["delta"])
     if kind == "message_delta":
         events: list[ProviderEvent] = [_usage(data.get("usage"))]
-        stop_reason = (data.get("delta") or {}).get("stop_reason")
+        delta = data.get("delta") or {}
+        stop_reason = delta.get("stop_reason")
         if stop_reason is not None:
-            events.append(Finish(reason=finish_reason(stop_reason)))
+            details = delta.get("stop_details")
+            explanation = details.get("explanation") if isinstance(details, dict) else None
+            events.append(
+                Finish(
+                    reason=finish_reason(stop_reason),
+                    detail=explanation if isinstance(explanation, str) else None,
+                )
+            )
         return events
     if kind in {"ping", "message_stop", "content_block_stop"}:
         # Keep-alives and end markers: the blocks and the message end when the

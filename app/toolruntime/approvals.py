@@ -1,0 +1,260 @@
+"""Deciding a pending approval: the only way a `confirm` tool ever runs.
+
+    decide(caller, approval_id, approve | reject, args?, reason?)
+      unknown or another owner's id           -> 404 approval_not_found
+      already decided                          -> 409 already_decided (the tool never reruns)
+      past its expiry                          -> 409 approval_expired
+      the stored tool part no longer matches   -> 409 approval_args_mismatch
+      edited args that fail validation         -> 422 invalid_arguments (still pending)
+      otherwise: claim it with a conditional UPDATE (exactly one decider wins), commit,
+      then run the tool once (approve) or build the rejection result (reject), write the
+      result into the stored tool part and the audit log, and tell the caller whether the
+      conversation can continue.
+
+Expiry answers 409 rather than 410: like `already_decided` it says "this approval can no
+longer be decided", and a client handles both the same way (reload the conversation).
+The claim is committed before the tool runs, so a crash in between leaves the approval
+decided and the tool not run: at most once, never twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from app.domain.errors import ChatBffError, Conflict
+from app.domain.identity import Caller
+from app.domain.messages import Message
+from app.domain.parts import ToolPart, tool_part
+from app.domain.tooling import ToolOutcome
+from app.store.repos.approvals import ApprovalRecord
+from app.store.repos.messages import MessageRepo
+from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.base import visible_args
+from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
+
+Decision = Literal["approve", "reject"]
+WAITING_STATUSES = frozenset({"loading", "waitingConfirmation", "waitingSubmission"})
+
+
+class Unprocessable(ChatBffError):
+    status = 422
+    code = "invalid_arguments"
+
+
+@dataclass(frozen=True)
+class DecisionResult:
+    approval: ApprovalRecord
+    part: ToolPart | None
+    # True when no tool part of the assistant message waits any more: the run may resume.
+    ready_to_resume: bool
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ApprovalService:
+    """Built once per service over the tool runtime (which runs an approved call)."""
+
+    def __init__(self, runtime: ServerToolRuntime) -> None:
+        self.runtime = runtime
+        self.db = runtime.db
+
+    async def inbox(self, caller: Caller) -> list[ApprovalRecord]:
+        async with self.db.read() as tx:
+            return await tx.approvals.pending(caller.user_id, now=_now())
+
+    async def get(self, caller: Caller, approval_id: str) -> ApprovalRecord:
+        async with self.db.read() as tx:
+            return await tx.approvals.get(caller.user_id, approval_id)
+
+    async def decide(
+        self,
+        caller: Caller,
+        approval_id: str,
+        decision: Decision,
+        *,
+        args: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> DecisionResult:
+        owner = caller.user_id
+        record = await self.get(caller, approval_id)
+        self._refuse_if_closed(record)
+        tool = self.runtime.catalog.permitted(record.tool_name, caller, record.model_id)
+        if tool is None:
+            raise Conflict(
+                f"The tool `{record.tool_name}` is no longer available.", code="tool_unavailable"
+            )
+        await self._check_part(record)
+        final_args = record.args
+        model = None
+        if decision == "approve":
+            source = args if args is not None else record.args
+            try:
+                model, final_args = pin_and_validate(tool, source, record.scope)
+            except InvalidArguments as exc:
+                raise Unprocessable(str(exc)) from None
+        now = _now()
+        async with self.db.write() as tx:
+            claimed = await tx.approvals.claim(
+                owner,
+                approval_id,
+                status="approved" if decision == "approve" else "rejected",
+                decided_by=owner,
+                now=now,
+                reason=reason,
+                args=final_args if decision == "approve" else None,
+            )
+        if not claimed:
+            self._refuse_if_closed(await self.get(caller, approval_id), now=now)
+            raise Conflict("This approval was already decided.", code="already_decided")
+
+        if model is not None:
+            outcome = await self.runtime.execute(tool, model, stored_site(caller, record))
+        else:
+            outcome = error_outcome(REJECTED, args=visible_args(tool, record.args), reason=reason)
+        part, ready = await self._finish(caller, record, decision, outcome, final_args)
+        return DecisionResult(await self.get(caller, approval_id), part, ready)
+
+    def _refuse_if_closed(self, record: ApprovalRecord, *, now: datetime | None = None) -> None:
+        if record.status == "pending" and record.expires_at <= (now or _now()):
+            raise Conflict(
+                "This approval has expired; ask the assistant again.",
+                code="approval_expired",
+                expired_at=record.expires_at.isoformat(),
+            )
+        if record.status != "pending":
+            raise Conflict(
+                "This approval was already decided.",
+                code="already_decided",
+                decision=record.status,
+            )
+
+    async def _check_part(self, record: ApprovalRecord) -> None:
+        """The stored tool part must still be this call, waiting, with the same args."""
+        if record.conversation_id is None:
+            return
+        async with self.db.read() as tx:
+            found = await _find_part(tx.messages, record)
+        if found is None:
+            raise Conflict(
+                "The tool call is not stored yet; retry in a moment.",
+                code="approval_not_ready",
+                retryable=True,
+            )
+        _, part = found
+        if part.data.status != "waitingConfirmation":
+            async with self.db.write() as tx:
+                await tx.approvals.cancel_pending(
+                    record.owner_id, approval_id=record.id, now=_now()
+                )
+            raise Conflict(
+                "This tool call is no longer waiting (its run was cancelled or it was "
+                "answered otherwise).",
+                code="already_decided",
+                decision="cancelled",
+            )
+        tool = self.runtime.catalog.registry.get(record.tool_name)
+        try:
+            assert tool is not None
+            _, stored = pin_and_validate(tool, part.data.args or {}, record.scope)
+        except InvalidArguments:
+            stored = None
+        if (
+            part.data.toolName != record.tool_name
+            or stored is None
+            or (args_hash(stored) != record.args_hash)
+        ):
+            raise Conflict(
+                "The tool call's arguments changed since approval was asked.",
+                code="approval_args_mismatch",
+            )
+
+    async def _finish(
+        self,
+        caller: Caller,
+        record: ApprovalRecord,
+        decision: Decision,
+        outcome: ToolOutcome,
+        final_args: dict[str, Any],
+    ) -> tuple[ToolPart | None, bool]:
+        owner = caller.user_id
+        part: ToolPart | None = None
+        ready = False
+        async with self.db.write() as tx:
+            await tx.approvals.record_outcome(
+                owner, record.id, outcome_status=outcome.status, result=outcome.result
+            )
+            if record.conversation_id is not None:
+                # Take the conversation's write lock first, so two decisions on one message
+                # queue up instead of overwriting each other's part.
+                await tx.conversations.lock(owner, record.conversation_id)
+                found = await _find_part(tx.messages, record)
+                if found is not None:
+                    message, run_id = found[0]
+                    part = _updated_part(found[1], outcome)
+                    content = [
+                        part if isinstance(p, ToolPart) and p.id == part.id else p
+                        for p in message.parts()
+                    ]
+                    updated = message.model_copy(update={"content": content})
+                    await tx.messages.upsert(owner, record.conversation_id, updated, run_id=run_id)
+                    ready = not any(p.data.status in WAITING_STATUSES for p in updated.tool_parts())
+            await tx.audit(
+                actor_id=owner,
+                action=f"approval.{decision}",
+                target_type="approval",
+                target_id=record.id,
+                details={
+                    "conversation_id": record.conversation_id,
+                    "run_id": record.run_id,
+                    "tool_call_id": record.tool_call_id,
+                    "tool": record.tool_name,
+                    "model": record.model_id,
+                    "args": final_args,
+                    "edited": final_args != record.args,
+                    "outcome": outcome.status,
+                    "reason": outcome.error if outcome.status == "error" else None,
+                },
+            )
+        if part is None:  # no stored message (a stateless run): the part as it now stands
+            part = _updated_part(
+                tool_part(
+                    tool_call_id=record.tool_call_id,
+                    tool_name=record.tool_name,
+                    status="waitingConfirmation",
+                ),
+                outcome,
+            )
+        return part, ready
+
+
+def _updated_part(part: ToolPart, outcome: ToolOutcome) -> ToolPart:
+    data = part.data.model_copy(
+        update={
+            "status": outcome.status,
+            "result": outcome.result,
+            "args": outcome.args if outcome.args is not None else part.data.args,
+            "bodyContent": outcome.error,
+            "mutates": outcome.mutates,
+        }
+    )
+    return ToolPart(id=part.id, data=data)
+
+
+async def _find_part(
+    messages: MessageRepo, record: ApprovalRecord
+) -> tuple[tuple[Message, str | None], ToolPart] | None:
+    """The newest current message holding the tool part of this approval's call."""
+    assert record.conversation_id is not None
+    records = await messages.records(record.owner_id, record.conversation_id)
+    for stored in reversed(records):
+        if stored.message.role != "assistant":
+            continue
+        for p in stored.message.tool_parts():
+            if p.id == record.tool_call_id:
+                return (stored.message, stored.run_id), p
+    return None

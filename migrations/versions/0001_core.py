@@ -19,7 +19,8 @@ from sqlalchemy.dialects import postgresql
 
 revision: str = "0001_core"
 down_revision: str | Sequence[str] | None = None
-branch_labels: str | Sequence[str] | None = None
+# The core's branch; tool packages' tables are branches of their own (`app.store.migrate`).
+branch_labels: str | Sequence[str] | None = ("core",)
 depends_on: str | Sequence[str] | None = None
 
 

@@ -24,15 +24,19 @@ from app.domain.models import Catalog, ModelInfo
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
+from app.limits.run_hooks import LimitHooks
 from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
-from app.observability.run_hooks import ServiceRunHooks
+from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
 from app.providers.catalog import build_catalog, default_models, parse_models
 from app.providers.factory import build_providers
+from app.runs.driver import RunLimits
+from app.runs.hooks import AllHooks
+from app.runs.journal import RunJournal
 from app.runs.manager import RunManager
-from app.runs.service import Runs
-from app.runs.store import RunStore
+from app.runs.requests import RunRequests
+from app.runs.turns import Runs
 from app.settings import Settings
 from app.store.database import Database
 from app.store.db import create_engine
@@ -220,14 +224,15 @@ async def build_services(
     tools: ToolRuntime = tool_runtime
     limits = build_limiter(settings, metrics)
     manager = RunManager(
-        store=RunStore(sessions, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
+        journal=RunJournal(db, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
-        max_iterations=settings.max_iterations,
-        run_timeout=settings.run_timeout_seconds,
-        hooks=ServiceRunHooks(limits, metrics),
+        limits=RunLimits(
+            max_iterations=settings.max_iterations, run_timeout=settings.run_timeout_seconds
+        ),
+        hooks=AllHooks([ObservabilityHooks(metrics), LimitHooks(limits)]),
         lease_seconds=settings.run_lease_seconds,
     )
-    runs = Runs(manager=manager, sessions=sessions, catalog=catalog, providers=built, tools=tools)
+    runs = Runs(manager=manager, db=db, requests=RunRequests(catalog, built, tools), tools=tools)
     interrupted = await manager.start()
     if interrupted:
         log.warning("closed runs left running by a stopped process", extra={"runs": interrupted})

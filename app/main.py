@@ -13,24 +13,24 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app.api import (
+from app.api import approvals, proposals, tools_route
+from app.api.drain import Drain, GracefulShutdown
+from app.api.errors import install_auth_error_handler, install_error_handlers
+from app.api.middleware import install_middlewares
+from app.api.openapi import install_openapi
+from app.api.routes import (
     admin,
-    approvals,
-    auth_routes,
     chat,
     conversations,
     health,
-    metrics_route,
-    models_route,
-    openai_compat,
-    proposals,
-    responses_compat,
+    models,
+    openai_chat,
+    openai_responses,
     runs,
-    tools_route,
+    stream_tokens,
 )
-from app.api.errors import install_error_handlers
-from app.api.middleware import Drain, install_middlewares
-from app.api.openapi import install_openapi
+from app.api.routes import metrics as metrics_route
+from app.api.streaming import StreamConfig
 from app.container import build_services
 from app.observability.logging import configure_logging
 from app.observability.metrics import Metrics
@@ -57,6 +57,9 @@ def create_app(
         services = await build_services(settings, providers=providers, metrics=metrics)
         services.authenticator.warn_if_open()
         app.state.services = services
+        GracefulShutdown(
+            drain, services.runs.manager.shutdown, budget=settings.shutdown_timeout_seconds
+        ).install()
         # Start-up leaves hundreds of thousands of long-lived objects (modules, SDK clients,
         # pydantic schemas, the service graph). Each older-generation collection walks them
         # all again, and streams allocate dicts per chunk; freezing them after one
@@ -79,9 +82,14 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics
-    app.state.drain = drain = Drain()  # `drain.begin()` on SIGTERM: new requests get 503
+    app.state.drain = drain = Drain()  # begun on SIGTERM: new requests get 503
+    app.state.stream_config = StreamConfig(
+        heartbeat_seconds=settings.heartbeat_seconds,
+        send_timeout_seconds=settings.stream_send_timeout_seconds,
+        drain=drain,
+    )
     install_error_handlers(app)
-    auth_routes.install_auth_error_handler(app)
+    install_auth_error_handler(app)
     install_middlewares(
         app,
         metrics=metrics,
@@ -90,18 +98,18 @@ def create_app(
         drain=drain,
     )
     app.include_router(metrics_route.router)
-    app.include_router(auth_routes.router)
+    app.include_router(stream_tokens.router)
     app.include_router(admin.router)
     app.include_router(health.router)
-    app.include_router(models_route.router)
+    app.include_router(models.router)
     app.include_router(chat.router)
     app.include_router(conversations.router)
     app.include_router(runs.router)
     app.include_router(tools_route.router)
     app.include_router(approvals.router)
     app.include_router(proposals.router)
-    app.include_router(openai_compat.router)
-    app.include_router(responses_compat.router)
+    app.include_router(openai_chat.router)
+    app.include_router(openai_responses.router)
     install_openapi(app)
     return app
 

@@ -38,7 +38,19 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, description="Request body size cap.")
     heartbeat_seconds: float = Field(default=15.0, description="SSE heartbeat interval.")
-    shutdown_timeout_seconds: float = Field(default=10.0, description="Graceful stop budget.")
+    stream_send_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="An SSE reader whose socket takes nothing for this long is dropped "
+        "(it can resume with Last-Event-ID).",
+    )
+    shutdown_timeout_seconds: float = Field(
+        default=6.0,
+        gt=0,
+        description="SIGTERM drain budget: new requests 503, runs checkpointed, streams "
+        "ended; keep it below the server's graceful timeout and the container's stop "
+        "timeout (10 s by default).",
+    )
 
     # --- providers (names as the official SDKs read them) ----------------------------
     openai_api_key: SecretStr | None = Field(default=None, description="OpenAI key.")
@@ -173,10 +185,6 @@ class Settings(BaseSettings):
             if value is not None and _weak_secret(value.get_secret_value()):
                 raise ValueError(f"{name.upper()} is too weak for production (32+ random chars)")
         return self
-
-    @property
-    def has_provider_key(self) -> bool:
-        return self.openai_api_key is not None or self.anthropic_api_key is not None
 
 
 _DEFAULT_SECRETS = frozenset(

@@ -20,6 +20,7 @@ from typing import Literal
 
 from app.agent.context import fit_history
 from app.agent.ports import EventSink, ToolRuntime
+from app.agent.valid_stream import valid_events
 from app.domain.events import (
     ConfirmRequired,
     ContextInfo,
@@ -43,6 +44,7 @@ from app.domain.stream import (
     ToolChoice,
     ToolSpec,
 )
+from app.domain.text import valid_json
 from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
 from app.providers.base import Provider
 from app.translate.accumulator import PartsBuilder
@@ -129,7 +131,7 @@ class Agent:
         self.usage.model_calls += 1
         stream = self.provider.stream(request)
         try:
-            async for event in stream:
+            async for event in valid_events(stream):
                 started = builder.feed(event)
                 if isinstance(event, TextDelta):
                     if event.text:
@@ -172,6 +174,14 @@ class Agent:
             await stream.aclose()
         response = builder.build()
         self._builder = None
+        for index, part in enumerate(response.parts):
+            # Arguments parsed from JSON text may hold escapes of what is not valid text.
+            if isinstance(part, ToolPart) and part.data.args:
+                args = valid_json(part.data.args)
+                if args != part.data.args:
+                    response.parts[index] = ToolPart(
+                        id=part.id, data=part.data.model_copy(update={"args": args})
+                    )
         self.usage.input_tokens += response.input_tokens
         self.usage.output_tokens += response.output_tokens
         return response.parts

@@ -13,18 +13,18 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import ApprovalsDep, CallerDep, RunsDep, ToolCatalogDep
+from app.api.routing import api_router
 from app.domain.errors import ChatBffError
 from app.domain.identity import Caller
 from app.domain.parts import ToolPart
-from app.runs.service import Runs
+from app.runs.turns import Runs
 from app.store.repos.approvals import ApprovalRecord
 from app.tools.catalog import ToolCatalog
 
-router = APIRouter(prefix="/api/approvals", tags=["approvals"])
+router = api_router(prefix="/api/approvals", tags=["approvals"])
 log = logging.getLogger("chat_bff.approvals")
 
 

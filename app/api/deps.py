@@ -1,8 +1,9 @@
 """`Annotated` dependency aliases, gathered in one place.
 
-Routers declare what they need (`CallerDep`, and narrow values such as `ApprovalsDep`,
-`ProposalsDep`, `ToolCatalogDep`, `RunsDep`; `Svc` where a route still takes the whole
-graph) and never reach into `app.state`.
+Routes declare the narrow values they need (`RunsDep`, `CatalogDep`, `StreamDep`,
+`ApprovalsDep`, `ProposalsDep`, `ToolCatalogDep`, `CallerDep`, ...) and never reach into
+`app.state` or the container themselves. The values are built once, at start-up, by the
+composition root (`app.container`) and hung on `app.state` by `create_app`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.streaming import StreamConfig
+from app.auth.authenticator import Authenticator
 from app.container import Services
 from app.domain.identity import Caller
 from app.domain.models import Catalog
-from app.runs.service import Runs
+from app.runs.turns import Runs
+from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
 from app.toolruntime.proposals import ProposalService
 from app.tools.catalog import ToolCatalog
@@ -36,6 +40,19 @@ def get_catalog(request: Request) -> Catalog:
     return get_services(request).catalog
 
 
+def get_stream_config(request: Request) -> StreamConfig:
+    config: StreamConfig = request.app.state.stream_config
+    return config
+
+
+def get_authenticator(request: Request) -> Authenticator:
+    return get_services(request).authenticator
+
+
+def get_db(request: Request) -> Database:
+    return get_services(request).db
+
+
 def get_approvals(request: Request) -> ApprovalService:
     return get_services(request).approvals
 
@@ -48,8 +65,11 @@ def get_tool_catalog(request: Request) -> ToolCatalog:
     return get_services(request).tool_catalog
 
 
+DbDep = Annotated[Database, Depends(get_db)]
+AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RunsDep = Annotated[Runs, Depends(get_runs)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
+StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
 ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]

@@ -15,7 +15,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.auth.authenticator import log_failure
+from app.auth.errors import Unauthorized
 from app.domain.errors import ChatBffError, ProviderError, RateLimited
+from app.domain.text import valid_json
 
 log = logging.getLogger("chat_bff.errors")
 
@@ -58,7 +61,24 @@ def error_response(
         body = {"error": {"code": code, "message": message, **extra}}
         if param is not None:
             body["error"]["param"] = param
-    return JSONResponse(body, status_code=status, headers=headers)
+    # The message may echo what a client sent (a field name, a model id): make it valid
+    # text, or encoding the answer would raise and turn a 4xx into a 500.
+    return JSONResponse(valid_json(body), status_code=status, headers=headers)
+
+
+def log_provider_failure(exc: ProviderError) -> None:
+    """A failed model call, with its cause: our message (written by us, redacted), the
+    upstream status and the vendor exception's type, never its text."""
+    log.warning(
+        "model call failed: %s",
+        exc.message,
+        extra={
+            "code": exc.code,
+            "provider": exc.provider,
+            "upstream_status": exc.upstream_status,
+            "cause": type(exc.__cause__).__name__ if exc.__cause__ else None,
+        },
+    )
 
 
 def retry_after_header(exc: ChatBffError) -> dict[str, str] | None:
@@ -79,6 +99,8 @@ def _validation_detail(errors: list[Any]) -> list[dict[str, Any]]:
 def install_error_handlers(app: FastAPI) -> None:
     async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ChatBffError)
+        if isinstance(exc, ProviderError):
+            log_provider_failure(exc)
         return error_response(
             request,
             exc.status,
@@ -123,12 +145,25 @@ def install_error_handlers(app: FastAPI) -> None:
             request, exc.status_code, code, message, headers=dict(exc.headers or {})
         )
 
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # Log the type only: SDK exception messages and tracebacks can carry headers.
-        log.error("unhandled error", extra={"error_type": type(exc).__name__})
-        return error_response(request, 500, "internal_error", "Internal server error.")
-
     app.add_exception_handler(ChatBffError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_exception_handler(Exception, on_unexpected)
+    # Anything else reaches `RequestContextMiddleware`, which answers 500 with the
+    # request id and keeps the connection (see app.api.middleware).
+
+
+def install_auth_error_handler(app: FastAPI) -> None:
+    """The one 401 answer for every authentication failure."""
+
+    async def on_unauthorized(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Unauthorized)
+        log_failure(exc, request)
+        return error_response(
+            request,
+            401,
+            exc.code,
+            exc.message,
+            headers={"WWW-Authenticate": 'Bearer realm="chat-bff"'},
+        )
+
+    app.add_exception_handler(Unauthorized, on_unauthorized)

@@ -9,15 +9,13 @@ Outermost first, as `install_middlewares` stacks them:
 - `BodySizeLimitMiddleware`: 413 with the standard error body when a body is too large,
   by `Content-Length` up front or by counting a chunked body as it arrives.
 
-`Drain` is the shutdown switch: once `begin()` is called (on SIGTERM, by whoever handles
-it), new requests get 503 `shutting_down` with `Retry-After` and `Connection: close`, while
-requests already in flight finish; SSE producers can `await drain.wait()` to send a final
-event and end their stream.
+Once the `Drain` (app.api.drain) has begun, new requests get 503 `shutting_down` with
+`Retry-After` and `Connection: close`, while requests already in flight finish; the
+context middleware also tells the drain how many SSE responses are open.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -29,10 +27,12 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.drain import Drain
 from app.observability.logging import request_id_var, run_id_var, user_id_var
 from app.observability.metrics import Metrics
 
 access_log = logging.getLogger("chat_bff.access")
+error_log = logging.getLogger("chat_bff.errors")
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -50,23 +50,6 @@ def _route_template(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
     return path if isinstance(path, str) else "unmatched"
-
-
-class Drain:
-    """Set once when the service starts shutting down; never unset."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def begin(self) -> None:
-        self._event.set()
-
-    @property
-    def draining(self) -> bool:
-        return self._event.is_set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
 
 def _json_response(
@@ -103,9 +86,12 @@ class RequestContextMiddleware:
         status = 500
         streaming = False
 
+        started = False
+
         async def send_wrapper(message: Message) -> None:
-            nonlocal status, streaming
+            nonlocal status, streaming, started
             if message["type"] == "http.response.start":
+                started = True
                 status = int(message["status"])
                 headers = list(message.get("headers", []))
                 headers.append((REQUEST_ID_HEADER.lower().encode(), request_id.encode()))
@@ -114,6 +100,8 @@ class RequestContextMiddleware:
                 if content_type.startswith(b"text/event-stream"):
                     streaming = True
                     self.metrics.stream_opened()
+                    if self.drain is not None:
+                        self.drain.stream_opened()
             await send(message)
 
         try:
@@ -131,9 +119,24 @@ class RequestContextMiddleware:
                     await send_wrapper(message)
             else:
                 await self.app(scope, receive, send_wrapper)
+        except Exception as exc:
+            # A bug, not a client error: log it (the log filter redacts secrets) and, when
+            # nothing was sent yet, answer 500 with the request id on a connection that
+            # stays usable. Once a response has started, only cutting it is honest.
+            error_log.exception("unhandled error", extra={"error_type": type(exc).__name__})
+            if started:
+                raise
+            for message in _json_response(
+                500,
+                _error_body_for(scope, "internal_error", "Internal server error."),
+                [],
+            ):
+                await send_wrapper(message)
         finally:
             if streaming:
                 self.metrics.stream_closed()
+                if self.drain is not None:
+                    self.drain.stream_closed()
             elapsed = time.perf_counter() - started
             method = scope.get("method", "GET")
             route = _route_template(scope)
@@ -158,6 +161,13 @@ class RequestContextMiddleware:
             request_id_var.reset(tokens[0])
 
 
+def _error_body_for(scope: Scope, code: str, message: str) -> dict[str, object]:
+    if str(scope.get("path", "")).startswith("/v1/"):
+        kind = "server_error"
+        return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return {"error": {"code": code, "message": message}}
+
+
 def _too_large_body(path: str, limit: int) -> bytes:
     message = f"Request body exceeds the limit of {limit} bytes."
     if path.startswith("/v1/"):
@@ -172,10 +182,7 @@ def _too_large_body(path: str, limit: int) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
-# A JSON `\\u0000` escape that is not itself an escaped backslash followed by "u0000".
-_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
-_TAIL = 32  # bytes kept from the previous chunk, so an escape split across reads is seen
-_NUL_MESSAGE = "NUL characters are not accepted (in the path, the query or the body)."
+_NUL_MESSAGE = "NUL characters are not accepted in the path or the query."
 
 
 def _error_body(path: str, code: str, message: str) -> bytes:
@@ -189,8 +196,8 @@ def _error_body(path: str, code: str, message: str) -> bytes:
 
 class BodySizeLimitMiddleware:
     """Guards the request before the app sees it: a body over the cap is 413, and a NUL
-    character anywhere (path, query, a JSON `\\u0000`) is 400 — Postgres text and JSONB
-    cannot hold one, so it would otherwise surface as a database error."""
+    character in the path or the query is 400 (no id or filter can hold one). A NUL inside
+    a JSON body is text like any other: it becomes U+FFFD (`app.api.routing`)."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
         self.app = app
@@ -231,20 +238,14 @@ class BodySizeLimitMiddleware:
         received = 0
         refused: int | None = None  # the status that replaces the app's answer
         response_started = False
-        tail = b""
 
         async def counting_receive() -> Message:
-            nonlocal received, refused, tail
+            nonlocal received, refused
             message = await receive()
             if message["type"] == "http.request":
-                chunk = message.get("body", b"")
-                received += len(chunk)
-                window = tail + chunk
-                tail = window[-_TAIL:]
+                received += len(message.get("body", b""))
                 if limit and received > limit:
                     refused = 413
-                elif b"\x00" in chunk or _NUL_ESCAPE.search(window):
-                    refused = 400
                 if refused is not None:
                     # Stop the app reading: from its side the client went away.
                     return {"type": "http.disconnect"}

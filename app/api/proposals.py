@@ -10,14 +10,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import Body
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ProposalsDep, ToolCatalogDep
+from app.api.routing import api_router
 from app.store.repos.proposals import ProposalRecord
 from app.tools.catalog import ToolCatalog
 
-router = APIRouter(prefix="/api/conversations", tags=["proposals"])
+router = api_router(prefix="/api/conversations", tags=["proposals"])
 
 
 class ProposalOut(BaseModel):

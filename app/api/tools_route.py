@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from pydantic import BaseModel, Field
 
 from app.api.deps import CallerDep, CatalogDep, ToolCatalogDep
+from app.api.routing import api_router
 from app.tools.base import Policy
 
-router = APIRouter(prefix="/api", tags=["tools"])
+router = api_router(prefix="/api", tags=["tools"])
 
 
 class ToolOut(BaseModel):

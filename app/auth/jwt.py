@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from jwt import PyJWK
 
 from app.auth.errors import Unauthorized
+from app.domain.text import valid_json
 
 MAX_SUBJECT_LENGTH = 255  # owner ids are String(255) in every table
 _RSA_ALGS = ("RS256", "RS384", "RS512")
@@ -104,6 +105,9 @@ class JwtVerifier:
             )
         except jwt.PyJWTError as exc:
             raise Unauthorized(f"jwt: {type(exc).__name__}") from None
+        # Claims are text entering the service: a signed `sub` may still hold a lone
+        # surrogate or NUL, which no log line, header or database column can take.
+        payload = valid_json(payload)
         subject = payload.get("sub")
         if not isinstance(subject, str) or not subject.strip():
             raise Unauthorized("jwt: empty subject")

@@ -7,7 +7,7 @@ is assigned once, before anything is sent, and is the SSE `id:`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -148,13 +148,26 @@ RunEvent = Annotated[
 RUN_EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class SequencedEvent:
-    """An event at its place in a run's log; `seq` starts at 1 and has no gaps.
+    """An event at its place in a run's log; `seq` starts at 1 and increases.
 
     A plain dataclass, not a model: one is made per streamed token, and the event inside
-    is already validated.
+    is already validated. Its JSON is made once, on first use, and shared by every reader
+    that sends it (a long answer's `message_end` is one buffer, not one per reader).
     """
 
     seq: int
     event: RunEvent
+    _json: bytes | None = field(default=None, repr=False)
+
+    def json(self) -> bytes:
+        """The event as compact JSON (cached)."""
+        if self._json is None:
+            self._json = self.event.__pydantic_serializer__.to_json(self.event)
+        return self._json
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SequencedEvent):
+            return NotImplemented
+        return self.seq == other.seq and self.event == other.event

@@ -16,9 +16,6 @@ class Caller:
     roles: frozenset[str] = field(default_factory=frozenset)
     method: AuthMethod = "development"
 
-    def has_role(self, role: str) -> bool:
-        return role in self.roles
-
     @property
     def is_admin(self) -> bool:
         return "admin" in self.roles

@@ -6,15 +6,15 @@ written while handling a request or a run carries them without being passed arou
 
 `RedactionFilter` is the last line of defence, not the first: provider SDK errors are
 mapped before they reach a log line. It still scrubs anything key-shaped (provider keys,
-our API keys, bearer tokens, JWTs, `secret=...` pairs) and any configured secret value
-from the message, the extra fields and the exception text.
+our API keys, bearer tokens, JWTs, `secret=...` pairs: the shapes of
+`app.domain.redaction`, the same list the providers scrub upstream text with) and any
+configured secret value from the message, the extra fields and the exception text.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,25 +22,11 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from app.domain.redaction import REDACTED, is_secret_name, redact, redact_value
+
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 run_id_var: ContextVar[str | None] = ContextVar("run_id", default=None)
 user_id_var: ContextVar[str | None] = ContextVar("user_id", default=None)
-
-REDACTED = "[redacted]"
-
-# Shapes of credentials: provider keys, our API keys, bearer values, JWTs, key=value pairs.
-_SECRET_PATTERNS = [
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"\bcbff_[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"),
-    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"),
-    re.compile(
-        r"(?i)((?:api[_-]?key|secret|password|passwd|token|authorization|x-api-key)"
-        r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}"
-    ),
-]
-_SECRET_FIELD = re.compile(r"(?i)(secret|token|password|passwd|api_?key|authorization|cookie)")
 
 # Attributes every LogRecord has; anything else came in through `extra=`.
 _STANDARD_ATTRS = frozenset(
@@ -48,54 +34,29 @@ _STANDARD_ATTRS = frozenset(
 ) | {"message", "asctime", "taskName"}
 
 
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    for pattern in _SECRET_PATTERNS:
-        if pattern.groups:
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        else:
-            text = pattern.sub(REDACTED, text)
-    return text
-
-
-def _redact_value(value: Any, secrets: tuple[str, ...]) -> Any:
-    if isinstance(value, str):
-        return redact_text(value, secrets)
-    if isinstance(value, dict):
-        return {
-            k: REDACTED if _SECRET_FIELD.search(str(k)) else _redact_value(v, secrets)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_redact_value(v, secrets) for v in value]
-    return value
-
-
 class RedactionFilter(logging.Filter):
     """Scrubs key-shaped text and the configured secret values from every record."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
-        self._secrets = tuple(s for s in secrets if len(s) >= 4)
+        self._secrets = tuple(secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        record.msg = redact_text(message, self._secrets)
+        record.msg = redact(message, self._secrets)
         record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact_text(record.exc_text, self._secrets)
+            record.exc_text = redact(record.exc_text, self._secrets)
         record.exc_info = None
         for key, value in list(vars(record).items()):
             if key in _STANDARD_ATTRS:
                 continue
-            if _SECRET_FIELD.search(key):
+            if is_secret_name(key):
                 setattr(record, key, REDACTED)
             else:
-                setattr(record, key, _redact_value(value, self._secrets))
+                setattr(record, key, redact_value(value, self._secrets))
         return True
 
 

@@ -1,6 +1,6 @@
 """Prometheus metrics, one registry per app instance (no import-time globals).
 
-`Metrics` is built by `build_metrics()` in the container and reached as `services.metrics`.
+`Metrics` is built once by `create_app` and handed to the container.
 Callers use its small API, never the prometheus objects:
 
     metrics.run_started()                         # active runs +1
@@ -145,7 +145,3 @@ class Metrics:
     def render(self) -> tuple[bytes, str]:
         """The text exposition format and its content type."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
-
-
-def build_metrics() -> Metrics:
-    return Metrics()

@@ -16,13 +16,14 @@ stream is never resumed.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import NamedTuple
 
 import anyio
 import httpx2
+
+from app.providers.errors import TRANSPORT_FAILURES
 
 _BOM = b"\xef\xbb\xbf"
 _DRAIN_SECONDS = 0.1
@@ -131,5 +132,5 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
         try:
             async for _ in chunks:
                 pass
-        except (httpx2.RequestError, httpx2.StreamError, ssl.SSLError, anyio.EndOfStream):
+        except TRANSPORT_FAILURES:
             pass  # the connection will not be reused; nothing else is lost

@@ -6,8 +6,9 @@ an event has been yielded nothing is retried: a stream cut mid-way is an error f
 caller, who has already shown part of the answer.
 
 Every SDK and transport exception is mapped to `app.domain.errors` in `_mapped_errors`
-and nowhere else; the messages are ours, and the only upstream text that can reach
-them (a 4xx explanation) is redacted of keys and credentials first.
+and nowhere else, through the shared kit in `app.providers.errors`: the messages are
+ours, and the only upstream text that can reach them (a 4xx explanation) is redacted of
+keys and credentials first.
 
 The SDK sends the request, retries it and maps HTTP errors; the body of a 200 is read as
 raw SSE (`app.providers._sse`) and each event's data parsed with `json.loads` into the
@@ -19,29 +20,18 @@ several times as long as parsing and translating it. The SDK stream's rules are 
 
 from __future__ import annotations
 
-import email.utils
 import json
-import re
-import ssl
-import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any
 
 import anthropic
-import anyio
 import httpx2
 
-from app.domain.errors import (
-    ProviderAuthError,
-    ProviderBadRequest,
-    ProviderError,
-    ProviderRateLimited,
-    ProviderTimeout,
-    ProviderUnavailable,
-)
+from app.domain.errors import ProviderError
 from app.domain.stream import ModelRequest, ProviderEvent
 from app.providers import _sse
+from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
 from app.translate.anthropic import (
     messages_to_anthropic,
     stream_event_to_events,
@@ -50,46 +40,13 @@ from app.translate.anthropic import (
 )
 
 DEFAULT_MAX_TOKENS = 4096
-_MAX_UPSTREAM_MESSAGE = 300
 
-_SECRET_PATTERNS = (
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]*"),
-    re.compile(r"Bearer\s+\S+", re.IGNORECASE),
-    re.compile(r"x-api-key\s*[:=]?\s*\S*", re.IGNORECASE),
-    re.compile(r"(?<=://)[^/\s@]+@"),  # credentials in a URL's userinfo
+# The SDK's own timeout and connection errors, and what httpx2 raises reading the body.
+_TIMEOUTS: tuple[type[BaseException], ...] = (anthropic.APITimeoutError, *TRANSPORT_TIMEOUTS)
+_CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
+    anthropic.APIConnectionError,
+    *TRANSPORT_FAILURES,
 )
-
-
-def redact(text: str, secret: str | None = None) -> str:
-    """Upstream text with our key and anything key-shaped taken out, kept short."""
-    if secret:
-        text = text.replace(secret, "[redacted]")
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub("[redacted]", text)
-    if len(text) > _MAX_UPSTREAM_MESSAGE:
-        text = text[:_MAX_UPSTREAM_MESSAGE] + "..."
-    return text
-
-
-def retry_after_seconds(headers: httpx2.Headers) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(float(raw_ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(float(raw), 0.0)
-    except ValueError:
-        pass
-    parsed = email.utils.parsedate_tz(raw)
-    if parsed is None:
-        return None
-    return max(float(email.utils.mktime_tz(parsed)) - time.time(), 0.0)
 
 
 class AnthropicProvider:
@@ -107,7 +64,7 @@ class AnthropicProvider:
         name: str = "anthropic",
     ) -> None:
         self.name = name
-        self._api_key = api_key
+        self._errors = UpstreamErrors(provider=name, label="Anthropic", secret=api_key)
         limits = httpx2.Timeout(timeout, connect=connect_timeout)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
@@ -158,10 +115,7 @@ class AnthropicProvider:
                         yield item
                     complete = data.get("type") == "message_stop"
             if not complete:
-                raise ProviderUnavailable(
-                    "Anthropic ended the response before it was complete.",
-                    provider=self.name,
-                )
+                raise self._errors.incomplete()
 
     def _event_data(self, event: _sse.SSEvent, response: httpx2.Response) -> dict[str, Any] | None:
         """One event's data as a dict, None for one to skip; an `error` event raises."""
@@ -177,17 +131,10 @@ class AnthropicProvider:
         try:
             data = json.loads(event.data)
         except json.JSONDecodeError as exc:
-            raise self._unreadable(response) from exc
+            raise self._errors.unreadable(response.status_code) from exc
         if not isinstance(data, dict):
-            raise self._unreadable(response)
+            raise self._errors.unreadable(response.status_code)
         return data
-
-    def _unreadable(self, response: httpx2.Response) -> ProviderUnavailable:
-        return ProviderUnavailable(
-            "Anthropic sent a response this service could not read.",
-            provider=self.name,
-            upstream_status=response.status_code,
-        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -195,68 +142,24 @@ class AnthropicProvider:
     @asynccontextmanager
     async def _mapped_errors(self) -> AsyncIterator[None]:
         """SDK and transport exceptions -> our `ProviderError`s, raised from the original."""
+        errors = self._errors
         try:
             yield
         except ProviderError:
             raise
         except anthropic.APIStatusError as exc:
-            raise self._status_error(exc) from exc
-        except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise ProviderTimeout("Anthropic did not answer in time.", provider=self.name) from exc
-        except (
-            anthropic.APIConnectionError,
-            httpx2.RequestError,
-            httpx2.StreamError,
-            ssl.SSLError,
-            anyio.EndOfStream,
-        ) as exc:
+            raise errors.for_status(
+                exc.status_code,
+                kind=exc.type,
+                detail=exc.api_message,
+                headers=exc.response.headers,
+            ) from exc
+        except _TIMEOUTS as exc:
+            raise errors.timeout() from exc
+        except _CONNECTION_FAILURES as exc:
             # The body is read with httpx2 itself, so its errors arrive unwrapped.
-            raise ProviderUnavailable(
-                "The connection to Anthropic failed or was cut off.", provider=self.name
-            ) from exc
+            raise errors.connection() from exc
         except anthropic.APIResponseValidationError as exc:
-            raise ProviderUnavailable(
-                "Anthropic sent a response this service could not read.",
-                provider=self.name,
-                upstream_status=exc.status_code,
-            ) from exc
+            raise errors.unreadable(exc.status_code) from exc
         except anthropic.AnthropicError as exc:
-            raise ProviderError("The call to Anthropic failed.", provider=self.name) from exc
-
-    def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
-        status = exc.status_code
-        kind = redact(str(exc.type or "error"), self._api_key)
-        if status < 400:
-            # An `error` event inside a 200 stream: the upstream gave up mid-answer.
-            return ProviderUnavailable(
-                f"Anthropic stopped the response mid-stream ({kind}).", provider=self.name
-            )
-        if status in (401, 403):
-            return ProviderAuthError(
-                f"Anthropic refused the service's credentials (HTTP {status}).",
-                provider=self.name,
-                upstream_status=status,
-            )
-        if status == 429:
-            return ProviderRateLimited(
-                "Anthropic is rate limiting this service; try again later.",
-                provider=self.name,
-                upstream_status=status,
-                retry_after=retry_after_seconds(exc.response.headers),
-            )
-        if status in (408, 504):
-            return ProviderTimeout(
-                f"Anthropic timed out (HTTP {status}).", provider=self.name, upstream_status=status
-            )
-        if status >= 500:
-            return ProviderUnavailable(
-                f"Anthropic is unavailable (HTTP {status}, {kind}).",
-                provider=self.name,
-                upstream_status=status,
-            )
-        detail = redact(exc.api_message or kind, self._api_key)
-        return ProviderBadRequest(
-            f"Anthropic refused the request (HTTP {status}): {detail}",
-            provider=self.name,
-            upstream_status=status,
-        )
+            raise errors.failed() from exc

@@ -2,7 +2,8 @@
 
 A provider owns an SDK client and a translation. Auth comes from settings, the tool loop
 lives in `app.agent`, and SDK exceptions are mapped to `app.domain.errors.ProviderError`
-inside the provider (one context manager per vendor) and nowhere else.
+inside the provider (one context manager per vendor, built on the shared status table,
+Retry-After reader and scrubber of `app.providers.errors`) and nowhere else.
 """
 
 from __future__ import annotations

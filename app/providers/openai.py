@@ -20,26 +20,17 @@ generator closes the response.
 from __future__ import annotations
 
 import json
-import re
-import ssl
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing, contextmanager
 from typing import Any
 
-import anyio
 import httpx2
 import openai
 
-from app.domain.errors import (
-    ProviderAuthError,
-    ProviderBadRequest,
-    ProviderError,
-    ProviderRateLimited,
-    ProviderTimeout,
-    ProviderUnavailable,
-)
+from app.domain.errors import ProviderError
 from app.domain.stream import Finish, ModelRequest, ProviderEvent
 from app.providers import _sse
+from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
 from app.translate.openai_chat import (
     chunk_to_events,
     messages_to_openai,
@@ -47,10 +38,12 @@ from app.translate.openai_chat import (
     tools_to_openai,
 )
 
-_KEYLIKE = re.compile(
-    r"(\bsk-[A-Za-z0-9_\-*.]+|Bearer\s+\S+|[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]*@\S*)", re.IGNORECASE
+# The SDK's own timeout and connection errors, and what httpx2 raises reading the body.
+_TIMEOUTS: tuple[type[BaseException], ...] = (openai.APITimeoutError, *TRANSPORT_TIMEOUTS)
+_CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
+    openai.APIConnectionError,
+    *TRANSPORT_FAILURES,
 )
-_MAX_UPSTREAM_MESSAGE = 300
 
 
 class OpenAIProvider:
@@ -68,7 +61,8 @@ class OpenAIProvider:
         name: str = "openai",
     ) -> None:
         self.name = name
-        self._secret = api_key
+        # Messages name "the model provider": this may be any OpenAI-compatible server.
+        self._errors = UpstreamErrors(provider=name, label="The model provider", secret=api_key)
         limits = httpx2.Timeout(timeout, connect=connect_timeout)
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
@@ -127,9 +121,7 @@ class OpenAIProvider:
                             yield item
                         first = False
                 if not finished:
-                    raise ProviderUnavailable(
-                        "The model's answer stopped before it was finished.", provider=self.name
-                    )
+                    raise self._errors.incomplete()
 
     def _chunk(self, event: _sse.SSEvent, response: httpx2.Response) -> dict[str, Any] | None:
         """One event's chunk; None for a keep-alive. An error in the stream raises.
@@ -157,87 +149,34 @@ class OpenAIProvider:
 
     @contextmanager
     def _mapped_errors(self) -> Iterator[None]:
-        """The one place SDK and transport errors become ours, with messages we wrote."""
+        """The one place SDK and transport errors become ours (`app.providers.errors`)."""
+        errors = self._errors
         try:
             yield
+        except ProviderError:
+            raise
         except openai.APIStatusError as exc:
-            raise self._status_error(exc) from exc
-        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise ProviderTimeout(
-                "The model provider did not answer in time.", provider=self.name
+            raise errors.for_status(
+                exc.status_code,
+                kind=exc.type,
+                detail=_upstream_message(exc.body),
+                headers=exc.response.headers,
             ) from exc
-        except (
-            openai.APIConnectionError,
-            httpx2.RequestError,
-            httpx2.StreamError,
-            ssl.SSLError,
-            anyio.EndOfStream,
-        ) as exc:
+        except _TIMEOUTS as exc:
+            raise errors.timeout() from exc
+        except _CONNECTION_FAILURES as exc:
             # The body is read with httpx2 itself, so its errors arrive unwrapped; the
             # SDK's stream counted TLS failures and an early end of stream among them.
-            raise ProviderUnavailable(
-                "The connection to the model provider failed.", provider=self.name
-            ) from exc
-        except (openai.APIError, json.JSONDecodeError) as exc:
-            # An error event inside a 200 stream, or a stream we cannot read.
-            raise ProviderUnavailable(
-                "The model provider reported an error while answering.", provider=self.name
-            ) from exc
-
-    def _status_error(self, exc: openai.APIStatusError) -> ProviderError:
-        status = exc.status_code
-        if status in (401, 403):
-            return ProviderAuthError(
-                "The model provider refused the service's credentials.",
-                provider=self.name,
-                upstream_status=status,
-            )
-        if status == 429:
-            return ProviderRateLimited(
-                "The model provider is rate limiting requests; try again later.",
-                provider=self.name,
-                upstream_status=status,
-                retry_after=_retry_after(exc.response.headers),
-            )
-        if status == 408:
-            return ProviderTimeout(
-                "The model provider timed out.", provider=self.name, upstream_status=status
-            )
-        if status >= 500:
-            return ProviderUnavailable(
-                "The model provider is unavailable.", provider=self.name, upstream_status=status
-            )
-        detail = self._safe_detail(exc.body)
-        return ProviderBadRequest(
-            f"The model provider refused the request{': ' + detail if detail else '.'}",
-            provider=self.name,
-            upstream_status=status,
-        )
-
-    def _safe_detail(self, body: object) -> str:
-        """The upstream's own explanation (useful: "context too long"), minus anything secret."""
-        error = body.get("error", body) if isinstance(body, dict) else None
-        message = error.get("message") if isinstance(error, dict) else None
-        if not isinstance(message, str):
-            return ""
-        return redact(message, self._secret)[:_MAX_UPSTREAM_MESSAGE]
+            raise errors.connection() from exc
+        except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+            raise errors.unreadable() from exc
+        except openai.APIError as exc:
+            # An error event inside a 200 stream (raised by `_chunk`).
+            raise errors.in_stream(exc.type) from exc
 
 
-def redact(text: str, secret: str) -> str:
-    """Remove the configured key, key-like tokens and URLs that carry credentials."""
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "[redacted]")
-    return _KEYLIKE.sub("[redacted]", text)
-
-
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    """Seconds to wait, from `retry-after-ms` or `retry-after` (seconds; dates ignored)."""
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) / scale)
-        except ValueError:
-            continue
-    return None
+def _upstream_message(body: object) -> str | None:
+    """The upstream's own explanation (useful: "context too long"); the kit scrubs it."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None

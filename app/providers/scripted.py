@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import deque
 from collections.abc import AsyncGenerator
 from importlib import resources
 from pathlib import Path
@@ -71,6 +72,9 @@ class Script(BaseModel):
     turns: list[ScriptedTurn]
 
 
+_RECENT_REQUESTS = 100
+
+
 def load_script(path: Path | None) -> Script:
     if path is None:
         text = resources.files("app.providers").joinpath("default_script.json").read_text()
@@ -99,13 +103,20 @@ def _fresh_tool_results(messages: list[Message]) -> list[ToolPart]:
 
 
 class ScriptedProvider:
+    """Plays `script`; `requests` keeps the most recent model requests for tests to read.
+
+    Only the last 100 are kept: the scripted model is in every default catalogue, so a
+    long-running server must not hold on to every request it was ever sent.
+    """
+
     name = "scripted"
 
     def __init__(self, script: Script, *, delay_ms: float = 20.0) -> None:
         self._script = script
         self._delay = delay_ms / 1000.0
         self._cursor = 0
-        self.requests: list[ModelRequest] = []
+        self._calls = 0
+        self.requests: deque[ModelRequest] = deque(maxlen=_RECENT_REQUESTS)
 
     def _choose(self, request: ModelRequest) -> ScriptedTurn:
         if self._script.mode == "sequence":
@@ -142,6 +153,7 @@ class ScriptedProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         self.requests.append(request)
+        self._calls += 1
         turn = self._choose(request)
         delay = self._delay if turn.delay_ms is None else turn.delay_ms / 1000.0
         if turn.stall_seconds:
@@ -159,7 +171,7 @@ class ScriptedProvider:
                     status=turn.error.status,
                 )
             )
-        yield ResponseMeta(response_id=f"scripted-{len(self.requests)}", model="scripted")
+        yield ResponseMeta(response_id=f"scripted-{self._calls}", model="scripted")
         output = 0
         if turn.thinking:
             for piece in _chunks(turn.thinking):
@@ -173,7 +185,7 @@ class ScriptedProvider:
                 yield TextDelta(text=piece)
         for index, call in enumerate(turn.tool_calls):
             raw = call.args if isinstance(call.args, str) else json.dumps(call.args)
-            call_id = call.id or f"call_scripted_{len(self.requests)}_{index}"
+            call_id = call.id or f"call_scripted_{self._calls}_{index}"
             await _pace(delay)
             yield ToolCallDelta(index=index, id=call_id, name=call.name)
             # Stream the arguments in a few pieces, as real providers do.

@@ -102,6 +102,12 @@ class Database:
             yield Tx(session)
 
     @asynccontextmanager
+    async def unit(self) -> AsyncIterator[Tx]:
+        """A unit that decides itself: nothing is kept unless it calls `tx.commit()`."""
+        async with self.sessions() as session:
+            yield Tx(session)
+
+    @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
         """One transaction: committed when the block ends, rolled back when it raises."""
         async with self.sessions.begin() as session:

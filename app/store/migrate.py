@@ -21,8 +21,9 @@ concurrent starters: with several workers booting at once, one migrates and the 
 wait, then find the database at head and do nothing.
 
 The core scripts live in `migrations/` at the repository root (`alembic.ini` there serves
-the `alembic` command line for authoring new revisions); an installed package looks for
-them in the working directory.
+the `alembic` command line for authoring new revisions); a built wheel carries them inside
+the package as `app/migrations`, so `chat-bff migrate` works wherever it is installed.
+Tool packages carry their own `migrations/` package, so they ship with their code.
 """
 
 from __future__ import annotations
@@ -44,9 +45,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.store.db import Base
 
-# Beside the package in a checkout; in the working directory when the package is installed
-# into a virtualenv and the scripts are shipped next to it (see the Dockerfile).
-MIGRATIONS_CANDIDATES = (Path(__file__).resolve().parents[2] / "migrations", Path("migrations"))
+# Inside the package when it is installed from a wheel (setup.py maps the repository's
+# `migrations/` to `app/migrations`); beside the package in a checkout. Never the working
+# directory: a service must not run whatever scripts happen to lie where it was started.
+_PACKAGE = Path(__file__).resolve().parents[1]
+MIGRATIONS_CANDIDATES = (_PACKAGE / "migrations", _PACKAGE.parent / "migrations")
 # pg_advisory_lock key: "chatbff" + "\x01" as a big-endian 64-bit integer.
 MIGRATION_LOCK_KEY = int.from_bytes(b"chatbff\x01", "big")
 

@@ -5,7 +5,7 @@ Revises:
 Create Date: 2026-11-29
 
 Runs on SQLite and Postgres. JSON columns are JSONB on Postgres; timestamps carry a time
-zone (stored as UTC on SQLite). Keep in step with `app/store/tables.py`: a test compares
+zone (stored as UTC on SQLite). Keep in step with `app/store/tables/core.py`: a test compares
 the two.
 """
 

@@ -1,7 +1,9 @@
-"""NUL characters: refused on the way in, harmless on the way out (Postgres included).
+"""NUL characters: text like any other once it enters (U+FFFD), refused only where no
+value could hold one (a path, a query).
 
-Postgres text and JSONB cannot hold U+0000. A client that sends one gets a 400, never a
-database error; a model that emits one still gets its answer stored.
+Postgres text and JSONB cannot hold U+0000. A client that sends one in a body gets it
+stored as U+FFFD, never a database error; a model that emits one still gets its answer
+stored.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from tests.fakes.db import ApiClient, MakeApi
 CONVERSATIONS = "/api/conversations"
 
 
-async def test_a_nul_in_a_json_body_is_a_400(api: ApiClient) -> None:
+async def test_a_nul_in_a_json_body_becomes_a_replacement_character(api: ApiClient) -> None:
     response = await api.post(CONVERSATIONS, json={"title": "bad\x00title"})
 
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == "invalid_characters"
+    assert response.status_code == 201
+    assert response.json()["title"] == "bad\ufffdtitle"
 
 
 async def test_a_nul_in_the_path_is_a_400(api: ApiClient) -> None:
@@ -36,13 +38,14 @@ async def test_a_nul_in_the_query_is_a_400(api: ApiClient) -> None:
     assert response.status_code == 400
 
 
-async def test_a_nul_on_the_openai_surface_is_an_openai_shaped_400(api: ApiClient) -> None:
+async def test_a_nul_on_the_openai_surface_reaches_the_model_as_a_replacement(
+    api: ApiClient,
+) -> None:
     body = {"model": "scripted", "messages": [{"role": "user", "content": "a\x00"}]}
 
     response = await api.post("/v1/chat/completions", json=body)
 
-    assert response.status_code == 400
-    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert response.status_code == 200
 
 
 async def test_an_escaped_backslash_before_u0000_is_ordinary_text(api: ApiClient) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from app.observability.logging import JsonFormatter, RedactionFilter, bind_run, redact_text
+from app.domain.redaction import redact
+from app.observability.logging import JsonFormatter, RedactionFilter, bind_run
 from app.observability.metrics import Metrics
 from tests.auth.tokens import sqlite_settings
 from tests.canary import capture_logs
@@ -41,6 +42,25 @@ async def test_errors_carry_the_request_id_too(make_api: MakeApi, tmp_path: Path
         response = await api.get("/api/nowhere", headers={"X-Request-ID": "rid-404"})
     assert response.status_code == 404
     assert response.headers["x-request-id"] == "rid-404"
+
+
+async def test_an_unexpected_error_is_a_500_with_the_request_id_and_a_body(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    async with make_api(sqlite_settings(tmp_path)) as api:
+        api.app.add_api_route("/api/boom", boom)
+        with capture_logs() as logs:
+            failed = await api.get("/api/boom", headers={"X-Request-ID": "req-500"})
+        after = await api.get("/api/models")
+
+    assert failed.status_code == 500
+    assert failed.headers["x-request-id"] == "req-500"
+    assert failed.json()["error"] == {"code": "internal_error", "message": "Internal server error."}
+    assert any("unhandled error" in line for line in logs.lines)
+    assert after.status_code == 200  # the same client goes on
 
 
 async def test_the_access_log_is_a_json_line_with_the_request_id(
@@ -80,7 +100,7 @@ def test_log_lines_carry_the_run_id_inside_bind_run() -> None:
 )
 def test_redaction_removes_key_shaped_text(text: str) -> None:
     secretish = text.split()[-1].strip('"}')
-    assert secretish not in redact_text(text)
+    assert secretish not in redact(text)
 
 
 def test_redaction_filter_scrubs_extras_and_configured_values() -> None:

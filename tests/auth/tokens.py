@@ -51,7 +51,7 @@ def _pair(key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> KeyPair:
 class Claims:
     sub: str = "alice"
     roles: list[str] | None = field(default_factory=lambda: ["user"])
-    exp_in: float | None = 600
+    exp_in: float | None = 86_400  # some tests mint at import; a slow suite must not outlive them
     extra: dict[str, Any] = field(default_factory=dict)
 
     def payload(self) -> dict[str, Any]:

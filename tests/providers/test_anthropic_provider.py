@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import socket
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -374,6 +376,31 @@ async def test_overload_then_success_is_retried_transparently(
     anthropic_upstream.message(MessageSpec([Text("Back")]))
     response = await fold(provider.stream(request()))
     assert summary(response.parts) == [("text", "Back")]
+
+
+@pytest.mark.parametrize("status", [408, 504])
+async def test_an_upstream_timeout_status_raises_timeout(
+    status: int, anthropic_upstream: AnthropicUpstream
+) -> None:
+    provider = make_provider(anthropic_upstream, max_retries=0)
+    anthropic_upstream.error(status, "took too long", error_type="timeout_error")
+    with pytest.raises(ProviderTimeout) as caught:
+        await fold(provider.stream(request()))
+    await provider.aclose()
+    assert (caught.value.status, caught.value.upstream_status) == (504, status)
+
+
+async def test_a_rate_limit_until_an_http_date_gives_the_seconds_until_then(
+    anthropic_upstream: AnthropicUpstream,
+) -> None:
+    provider = make_provider(anthropic_upstream, max_retries=0)
+    until = email.utils.formatdate(time.time() + 30, usegmt=True)
+    anthropic_upstream.error(429, headers={"retry-after": until})
+    with pytest.raises(ProviderRateLimited) as caught:
+        await fold(provider.stream(request()))
+    await provider.aclose()
+    assert caught.value.retry_after is not None
+    assert 25 < caught.value.retry_after <= 30
 
 
 @pytest.mark.parametrize("status", [401, 403])

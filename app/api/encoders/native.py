@@ -2,22 +2,40 @@
 `data:` the event as JSON.
 
 JSON escapes every newline inside strings, so model text containing `\\n\\nevent: x` or
-`data:` can never break out of its frame.
+`data:` can never break out of its frame. The JSON is the event's own cached encoding
+(`SequencedEvent.json`), handed out as a piece of its own so that every reader of a long
+answer sends the same buffer.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from app.domain.events import SequencedEvent
+
+_END = b"\n\n"
+
+
+def frame_pieces(item: SequencedEvent) -> list[bytes]:
+    head = b"id: %d\nevent: %s\ndata: " % (item.seq, item.event.type.encode())
+    return [head, item.json(), _END]
+
+
+def frames(batch: list[SequencedEvent]) -> list[bytes]:
+    """The frames of a batch, as pieces (see `app.api.streaming`)."""
+    out: list[bytes] = []
+    for item in batch:
+        out.extend(frame_pieces(item))
+    return out
 
 
 def frame(item: SequencedEvent) -> bytes:
-    event = item.event
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (
-        item.seq,
-        event.type.encode(),
-        event.__pydantic_serializer__.to_json(event),
-    )
+    return b"".join(frame_pieces(item))
 
 
-def frames(batch: list[SequencedEvent]) -> bytes:
-    return b"".join(frame(item) for item in batch)
+def error_frame(**fields: Any) -> bytes:
+    """An `error` event outside the run's sequence (no `id:`, so Last-Event-ID keeps
+    pointing at the last event of the run the reader has)."""
+    data = json.dumps({"type": "error", **fields}, separators=(",", ":"), ensure_ascii=False)
+    return b"event: error\ndata: " + data.encode() + _END

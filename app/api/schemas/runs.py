@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api.schemas.chat import ClientTool
 from app.domain.events import RunStatus
-from app.domain.parts import Part
+from app.domain.parts import FilePart, Part, TextPart
+
+
+def require_content(content: str | list[Part]) -> str | list[Part]:
+    """A message must say something: blank text (or parts that hold nothing but blank
+    text) would send the model an empty turn."""
+    if isinstance(content, str):
+        if not content.strip():
+            raise ValueError("content must not be empty or only whitespace")
+        return content
+    if not any(
+        isinstance(p, FilePart) or (isinstance(p, TextPart) and p.data.text.strip())
+        for p in content
+    ):
+        raise ValueError("content must hold some text or a file")
+    return content
 
 
 class SendMessage(BaseModel):
@@ -33,6 +48,8 @@ class SendMessage(BaseModel):
     model: str | None = Field(default=None, description="Model id for this turn.")
     stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
 
+    _content = field_validator("content")(require_content)
+
 
 class EditMessage(BaseModel):
     """New content for the last user message; the conversation is answered again."""
@@ -41,6 +58,8 @@ class EditMessage(BaseModel):
     content: str | list[Part] = Field(description="The new text or parts.")
     model: str | None = Field(default=None, description="Model id for the rerun.")
     stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+
+    _content = field_validator("content")(require_content)
 
 
 class Regenerate(BaseModel):

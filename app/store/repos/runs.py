@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -109,19 +110,18 @@ class RunRepo:
             raise NotFound(RUN_NOT_FOUND_MESSAGE)
 
     async def list_unfinished(
-        self, *, stale_before: datetime | None = None, exclude_instance: str | None = None
+        self, *, stale_before: datetime | None = None, exclude_ids: Collection[str] = ()
     ) -> list[RunRecord]:
         """Runs still marked `running`; with `stale_before`, only those whose process has
-        not renewed their lease since then (a dead process's), never `exclude_instance`'s."""
+        not renewed their lease since then (a dead process's), never those in
+        `exclude_ids` (the runs the asking instance holds)."""
         query = select(RunRow).where(RunRow.status == "running")
         if stale_before is not None:
             query = query.where(
                 or_(RunRow.heartbeat_at.is_(None), RunRow.heartbeat_at < stale_before)
             )
-        if exclude_instance is not None:
-            query = query.where(
-                or_(RunRow.instance_id.is_(None), RunRow.instance_id != exclude_instance)
-            )
+        if exclude_ids:
+            query = query.where(RunRow.id.not_in(list(exclude_ids)))
         rows = await self._session.execute(query.order_by(RunRow.created_at))
         return [to_record(r) for r in rows.scalars()]
 

@@ -1,0 +1,62 @@
+"""The Chat Completions object for an ended stateless run (`/api/chat` and
+`/v1/chat/completions` without streaming).
+
+Only the client's own pending tool calls surface as `tool_calls`: server tools ran inside
+the loop, and an OpenAI client that saw them would try to run them itself.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from app.domain.messages import Message
+from app.domain.parts import FINAL_TOOL_STATUSES, Part, ToolPart
+from app.runs.handle import RunHandle
+from app.translate.openai_chat import parts_to_openai_message
+
+FINISH_BY_STATUS = {"max_iterations": "length"}
+
+
+def client_visible_parts(parts: list[Part], client_tools: set[str]) -> list[Part]:
+    """Parts an OpenAI-shaped client should see as `tool_calls`: only its own pending ones."""
+    return [
+        p
+        for p in parts
+        if not isinstance(p, ToolPart)
+        or p.data.status in FINAL_TOOL_STATUSES
+        or p.data.toolName in client_tools
+    ]
+
+
+def completion_id(handle: RunHandle) -> str:
+    return f"chatcmpl-{handle.run_id.removeprefix('run_')}"
+
+
+def completion_body(handle: RunHandle, message: Message, client_tools: set[str]) -> dict[str, Any]:
+    """The Chat Completions object for a finished stateless run."""
+    openai_message, finish = parts_to_openai_message(
+        client_visible_parts(message.parts(), client_tools)
+    )
+    usage = message.metadata.get("usage", {}) if message.metadata else {}
+    prompt = int(usage.get("input_tokens", 0))
+    completion = int(usage.get("output_tokens", 0))
+    return {
+        "id": completion_id(handle),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": handle.model_id,
+        "choices": [
+            {
+                "index": 0,
+                "message": openai_message,
+                "finish_reason": FINISH_BY_STATUS.get(handle.status, finish),
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }

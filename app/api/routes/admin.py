@@ -1,0 +1,135 @@
+"""Admin endpoints: the audit log and API key management.
+
+Callers without the `admin` role get 404 on every route here, the same as a path that does
+not exist: the admin surface is not something a user can probe.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, status
+
+from app.api.deps import CallerDep, Svc
+from app.api.routing import api_router
+from app.api.schemas.identity import (
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyList,
+    ApiKeyOut,
+    AuditEntryOut,
+    AuditPageOut,
+)
+from app.auth.key_management import create_api_key, list_api_keys, revoke_api_key
+from app.domain.errors import NotFound
+from app.domain.identity import Caller
+from app.store.repos.api_keys import ApiKeyRecord
+from app.store.repos.audit import list_audit
+
+
+async def require_admin(caller: CallerDep) -> Caller:
+    if not caller.is_admin:
+        raise NotFound("Not found.")
+    return caller
+
+
+AdminDep = Annotated[Caller, Depends(require_admin)]
+
+_NOT_FOR_YOU: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Not found (also what a caller without the `admin` role gets)."}
+}
+router = api_router(prefix="/api/admin", tags=["admin"], responses=_NOT_FOR_YOU)
+
+
+def _key_out(record: ApiKeyRecord) -> ApiKeyOut:
+    return ApiKeyOut(
+        id=record.id,
+        name=record.name,
+        prefix=record.display_prefix,
+        owner_id=record.owner_id,
+        roles=list(record.roles),
+        created_by=record.created_by,
+        created_at=record.created_at,
+        last_used_at=record.last_used_at,
+        revoked_at=record.revoked_at,
+    )
+
+
+@router.get(
+    "/audit",
+    response_model=AuditPageOut,
+    summary="Read the audit log (admins).",
+    responses={400: {"description": "The cursor is not one this endpoint gave out."}},
+)
+async def read_audit(
+    services: Svc,
+    admin: AdminDep,
+    limit: Annotated[int, Query(ge=1, le=200, description="Page size.")] = 50,
+    cursor: Annotated[str | None, Query(max_length=200, description="From `next_cursor`.")] = None,
+    actor_id: Annotated[str | None, Query(max_length=255, description="Only this actor.")] = None,
+    action: Annotated[str | None, Query(max_length=64, description="Only this action.")] = None,
+    target_type: Annotated[str | None, Query(max_length=64, description="Only this kind.")] = None,
+    target_id: Annotated[str | None, Query(max_length=128, description="Only this object.")] = None,
+) -> AuditPageOut:
+    async with services.sessions() as session:
+        page = await list_audit(
+            session,
+            limit=limit,
+            cursor=cursor or None,
+            actor_id=actor_id,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+        )
+    return AuditPageOut(
+        data=[
+            AuditEntryOut(
+                id=e.id,
+                at=e.at,
+                actor_id=e.actor_id,
+                action=e.action,
+                target_type=e.target_type,
+                target_id=e.target_id,
+                details=e.details,
+            )
+            for e in page.items
+        ],
+        next_cursor=page.next_cursor,
+    )
+
+
+@router.post(
+    "/api-keys",
+    response_model=ApiKeyCreated,
+    status_code=status.HTTP_201_CREATED,
+    summary="Create an API key; the key is shown only in this answer.",
+)
+async def create_key(body: ApiKeyCreate, services: Svc, admin: AdminDep) -> ApiKeyCreated:
+    record, key = await create_api_key(
+        services.sessions,
+        name=body.name,
+        owner_id=body.owner_id,
+        roles=body.roles,
+        created_by=admin.user_id,
+    )
+    return ApiKeyCreated(**_key_out(record).model_dump(), key=key)
+
+
+@router.get("/api-keys", response_model=ApiKeyList, summary="List API keys (never the keys).")
+async def list_keys(
+    services: Svc,
+    admin: AdminDep,
+    owner_id: Annotated[str | None, Query(max_length=255, description="Only this owner.")] = None,
+    include_revoked: Annotated[bool, Query(description="Also list revoked keys.")] = False,
+) -> ApiKeyList:
+    records = await list_api_keys(
+        services.sessions, owner_id=owner_id, include_revoked=include_revoked
+    )
+    return ApiKeyList(data=[_key_out(r) for r in records])
+
+
+@router.delete(
+    "/api-keys/{key_id}", response_model=ApiKeyOut, summary="Revoke an API key (idempotent)."
+)
+async def revoke_key(key_id: str, services: Svc, admin: AdminDep) -> ApiKeyOut:
+    return _key_out(await revoke_api_key(services.sessions, key_id, actor_id=admin.user_id))

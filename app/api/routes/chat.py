@@ -1,0 +1,98 @@
+"""`POST /api/chat`: one stateless turn, streamed as native SSE or answered whole.
+
+The answer without streaming is a Chat Completions object (so unchanged AIKit and OpenAI
+clients work) plus the assistant message as typed parts and the whole updated history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+
+from app.api.chat_completion import completion_body
+from app.api.deps import CallerDep, RunsDep, StreamDep
+from app.api.encoders import native
+from app.api.routing import api_router
+from app.api.schemas.chat import ChatRequest, ChatResponse
+from app.api.streaming import Encoded
+from app.api.turn import StatelessTurn, run_turn, wants_stream
+from app.domain.events import SequencedEvent
+from app.domain.messages import Message
+from app.runs.handle import RunHandle
+from app.runs.requests import TurnInput
+from app.translate.aikit import messages_from_wire
+from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
+
+router = api_router(prefix="/api", tags=["chat"])
+
+_SSE_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A Chat Completions object with typed parts, or native SSE when "
+        "`stream: true` / `Accept: text/event-stream`.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+
+
+class NativeChatWire:
+    """Native SSE frames, or the Chat Completions object with typed parts."""
+
+    def __init__(self, handle: RunHandle, history: list[Message], client_tools: set[str]):
+        self._handle = handle
+        self._history = history
+        self._client_tools = client_tools
+
+    def encode(self, batch: list[SequencedEvent]) -> Encoded:
+        return native.frames(batch)
+
+    def farewell(self) -> bytes:
+        return native.error_frame(
+            run_id=self._handle.run_id,
+            code="shutting_down",
+            message="The service is restarting; send the request again.",
+            retryable=True,
+        )
+
+    async def answer(self, handle: RunHandle) -> dict[str, Any]:
+        message = handle.result()
+        body = completion_body(handle, message, self._client_tools)
+        usage = message.metadata.get("usage", {}) if message.metadata else {}
+        body.update(
+            message=message.model_dump(mode="json"),
+            messages=[m.model_dump(mode="json") for m in [*self._history, message]],
+            run_id=handle.run_id,
+            status=handle.status,
+            run_usage=usage,
+        )
+        return body
+
+
+@router.post(
+    "/chat",
+    response_model=ChatResponse,
+    responses=_SSE_DOC,
+    summary="Run one chat turn (server tools run in the loop).",
+)
+async def chat(
+    body: ChatRequest, request: Request, runs: RunsDep, stream: StreamDep, caller: CallerDep
+) -> Response:
+    history = messages_from_wire(body.messages)
+    client_tools = tools_from_openai([t.model_dump(exclude_none=True) for t in body.tools or []])
+    turn = StatelessTurn(
+        history=history,
+        input=TurnInput(
+            client_tools=client_tools,
+            tool_choice=tool_choice_from_openai(body.tool_choice),
+            model_id=body.model,
+            max_output_tokens=body.max_tokens,
+            temperature=body.temperature,
+        ),
+        stream=wants_stream(request, body.stream),
+        cancel_on_hangup=body.on_disconnect == "cancel",
+    )
+    names = {t.name for t in client_tools}
+    return await run_turn(
+        request, caller, runs, stream, turn, lambda h: NativeChatWire(h, history, names)
+    )

@@ -1,0 +1,144 @@
+"""`POST /v1/responses`: the OpenAI Responses surface, stateless.
+
+The official openai SDK (`client.responses.create(...)`, also with `stream=True`) and
+AIKit's `useOpenAIStreamAdapter` work against it unchanged. Each request is one stateless
+run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id`,
+`conversation` and `background` are refused rather than silently ignored; a client keeps
+its history and sends it back as input items (`input += response.output` works, see
+`app.translate.openai_responses`). Fields that could smuggle identity or routing are
+refused; other OpenAI parameters we do not act on are accepted and ignored. Errors answer
+in OpenAI's shape (`app.api.errors`). The wire mapping is in `app.api.encoders.responses`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+
+from app.api.deps import CallerDep, RunsDep, StreamDep
+from app.api.encoders.responses import ResponsesEncoder
+from app.api.routing import api_router
+from app.api.schemas.openai_responses import ResponseObject, ResponsesRequest
+from app.api.turn import StatelessTurn, interrupted_events, run_turn
+from app.domain.errors import ChatBffError, InvalidRequest
+from app.domain.events import SequencedEvent
+from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.runs.handle import RunHandle
+from app.runs.requests import TurnInput
+from app.translate.openai_responses import (
+    messages_from_responses_input,
+    tool_choice_from_responses,
+    tools_from_responses,
+)
+
+router = api_router(prefix="/v1", tags=["openai-compatible"])
+
+
+def _refuse_stateful(body: ResponsesRequest) -> None:
+    for name in ("previous_response_id", "conversation"):
+        if getattr(body, name) is not None:
+            raise InvalidRequest(
+                f"{name} is not supported: chat-bff does not store responses; "
+                "send the whole history as input items.",
+                param=name,
+            )
+    if body.background:
+        raise InvalidRequest("background responses are not supported.", param="background")
+
+
+def _echo(
+    body: ResponsesRequest, tools: list[ToolSpec], choice: ToolChoice | None
+) -> dict[str, Any]:
+    """What the Response object repeats from the request, in Responses shapes."""
+    tool_choice: Any = choice
+    if isinstance(choice, NamedToolChoice):
+        tool_choice = {"type": "function", "name": choice.name}
+    return {
+        "instructions": body.instructions,
+        "max_output_tokens": body.max_output_tokens,
+        "metadata": body.metadata,
+        "parallel_tool_calls": body.parallel_tool_calls is not False,
+        "temperature": body.temperature,
+        "tool_choice": tool_choice,
+        "tools": [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description or None,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in tools
+        ],
+    }
+
+
+class ResponsesWire:
+    """Responses streaming events, or the final Response object they build."""
+
+    def __init__(self, handle: RunHandle, client_tools: frozenset[str], echo: dict[str, Any]):
+        self._run_id = handle.run_id
+        self._encoder = ResponsesEncoder(
+            response_id=f"resp_{handle.run_id.removeprefix('run_')}",
+            model=handle.model_id,
+            created_at=int(time.time()),
+            client_tools=client_tools,
+            request=echo,
+        )
+
+    def encode(self, batch: list[SequencedEvent]) -> bytes:
+        return self._encoder.encode(batch)
+
+    def farewell(self) -> bytes:
+        return self._encoder.encode(interrupted_events(self._run_id))
+
+    async def answer(self, handle: RunHandle) -> dict[str, Any]:
+        handle.result()  # the run's failure, raised
+        # The answer is the encoder's final Response for the same events: identical to
+        # what a stream of this run ends with, by construction.
+        async for batch in handle.events(0):
+            self._encoder.encode(batch)
+        if self._encoder.final is None:  # pragma: no cover - an ended run ends its log
+            raise ChatBffError("The run ended without a response.")
+        return self._encoder.final
+
+
+@router.post(
+    "/responses",
+    summary="OpenAI Responses API, stateless (stream and non-stream).",
+    responses={
+        200: {
+            "model": ResponseObject,
+            "description": "A Response object, or Responses streaming events as SSE.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def create_response(
+    body: ResponsesRequest, request: Request, runs: RunsDep, stream: StreamDep, caller: CallerDep
+) -> Response:
+    _refuse_stateful(body)
+    history = messages_from_responses_input(body.input, body.instructions)
+    if not any(m.role != "system" for m in history):
+        raise InvalidRequest("input must not be empty.", param="input")
+    client_tools = tools_from_responses(body.tools)
+    choice = tool_choice_from_responses(body.tool_choice)
+    turn = StatelessTurn(
+        history=history,
+        input=TurnInput(
+            client_tools=client_tools,
+            tool_choice=choice,
+            model_id=body.model,
+            max_output_tokens=body.max_output_tokens,
+            temperature=body.temperature,
+        ),
+        stream=body.stream,
+    )
+    names = frozenset(t.name for t in client_tools)
+    echo = _echo(body, client_tools, choice)
+    return await run_turn(
+        request, caller, runs, stream, turn, lambda handle: ResponsesWire(handle, names, echo)
+    )

@@ -1,0 +1,283 @@
+"""Conversation runs over HTTP: start, follow (EventSource + Last-Event-ID), cancel,
+client tool results, regenerate and edit. Thin: the work is in `app.runs.turns`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Header, Query, Request, Response, status
+from fastapi.responses import JSONResponse
+
+from app.api.deps import AuthDep, CallerDep, RunsDep, StreamDep
+from app.api.encoders import native
+from app.api.routing import api_router
+from app.api.schemas.runs import (
+    EditMessage,
+    Regenerate,
+    RunStarted,
+    RunState,
+    SendMessage,
+    ToolResultsIn,
+    ToolResultsOut,
+)
+from app.api.streaming import StreamConfig, sse_response
+from app.api.turn import wants_stream
+from app.auth.authenticator import Authenticator
+from app.domain.errors import InvalidRequest
+from app.domain.identity import Caller
+from app.runs.handle import RunHandle
+from app.runs.requests import TurnInput
+from app.runs.turns import ToolResult
+from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
+
+router = api_router(prefix="/api/conversations", tags=["runs"])
+
+# How soon a browser's EventSource comes back after a dropped connection (its default is
+# 3 s); resuming is cheap, the events are replayed from the log.
+RECONNECT_MS = 1000
+
+# Sequence numbers are a 32-bit INTEGER column; a larger position would overflow the
+# database driver (a 500, found by Schemathesis) instead of being refused.
+MAX_SEQ = 2**31 - 1
+
+_STARTED: dict[int | str, dict[str, Any]] = {
+    202: {"model": RunStarted, "description": "The run started; follow `events_url`."},
+    200: {
+        "description": "Native SSE of the run (with `Accept: text/event-stream`).",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    409: {"description": "A run is already active (`active_run_id` in the error)."},
+}
+
+
+def events_url(conversation_id: str, run_id: str) -> str:
+    return f"/api/conversations/{conversation_id}/runs/{run_id}/events"
+
+
+def _resume_elsewhere(run_id: str, url: str) -> Callable[[], bytes]:
+    """The last frame of a stream this instance cuts while shutting down: the run goes on
+    (or was checkpointed); the reader resumes from `url` with its Last-Event-ID."""
+
+    def farewell() -> bytes:
+        return native.error_frame(
+            run_id=run_id,
+            code="shutting_down",
+            message="This instance is restarting; resume from resume_url.",
+            retryable=True,
+            resume_url=url,
+        )
+
+    return farewell
+
+
+def stream_token(auth: Authenticator, caller: Caller, run_id: str) -> str | None:
+    """A token bound to this run's events, for EventSource; None without authentication."""
+    if auth.development:
+        return None
+    return auth.stream_tokens.mint(caller, run_id=run_id).token
+
+
+def _answer(
+    request: Request,
+    run: RunHandle,
+    caller: Caller,
+    stream: bool,
+    config: StreamConfig,
+    auth: Authenticator,
+) -> Response:
+    assert run.conversation_id is not None
+    if wants_stream(request, stream):
+        return sse_response(
+            run.events(0),
+            native.frames,
+            config,
+            farewell=_resume_elsewhere(run.run_id, events_url(run.conversation_id, run.run_id)),
+            retry_ms=RECONNECT_MS,
+        )
+    body = RunStarted(
+        run_id=run.run_id,
+        events_url=events_url(run.conversation_id, run.run_id),
+        truncated_input=run.truncated_input,
+        stream_token=stream_token(auth, caller, run.run_id),
+    )
+    return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
+
+
+def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
+    specs = tools_from_openai([t.model_dump(exclude_none=True) for t in tools or []])
+    return TurnInput(
+        client_tools=specs, tool_choice=tool_choice_from_openai(tool_choice), model_id=model
+    )
+
+
+@router.post(
+    "/{conversation_id}/messages",
+    status_code=202,
+    responses=_STARTED,
+    response_model=RunStarted,
+    summary="Send a user message and start a run.",
+)
+async def send_message(
+    conversation_id: str,
+    body: SendMessage,
+    request: Request,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
+    caller: CallerDep,
+) -> Response:
+    turn = _turn(body.tools, body.tool_choice, body.model)
+    run = await runs.send(caller, conversation_id, body.content, turn)
+    return _answer(request, run, caller, body.stream, config, auth)
+
+
+@router.get(
+    "/{conversation_id}/runs/{run_id}/events",
+    responses={
+        200: {
+            "description": "Native SSE: replays the events after `Last-Event-ID` (or "
+            "`after`), then follows the run live; closes after `run_end`.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        204: {
+            "description": "The run has ended and the reader has every event: an "
+            "EventSource stops reconnecting."
+        },
+    },
+    summary="Follow a run (EventSource); resume with Last-Event-ID.",
+)
+async def run_events(
+    conversation_id: str,
+    run_id: str,
+    runs: RunsDep,
+    config: StreamDep,
+    caller: CallerDep,
+    after: Annotated[
+        int | None,
+        Query(ge=0, le=MAX_SEQ, description="Replay events after this sequence number."),
+    ] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> Response:
+    position = after or 0
+    if last_event_id:
+        try:
+            resume_at = int(last_event_id)
+        except ValueError:
+            resume_at = MAX_SEQ + 1
+        if resume_at > MAX_SEQ:
+            raise InvalidRequest("Last-Event-ID must be a sequence number.", param="Last-Event-ID")
+        position = max(position, resume_at)
+    # Before any 200 goes out: a foreign or unknown run is a plain 404, and a finished
+    # run with nothing after the reader's position is 204, which tells a browser's
+    # EventSource to stop reconnecting (it reconnects after every close otherwise).
+    finished, last_seq = await runs.position(caller.user_id, run_id, conversation_id)
+    if finished and position >= last_seq:
+        return Response(status_code=204)
+    batches = runs.follow(caller.user_id, run_id, conversation_id=conversation_id, after=position)
+    return sse_response(
+        batches,
+        native.frames,
+        config,
+        farewell=_resume_elsewhere(run_id, events_url(conversation_id, run_id)),
+        retry_ms=RECONNECT_MS,
+    )
+
+
+@router.post(
+    "/{conversation_id}/runs/{run_id}/cancel",
+    response_model=RunState,
+    summary="Stop a run; partial text is kept. Harmless when it already ended.",
+)
+async def cancel_run(
+    conversation_id: str,
+    run_id: str,
+    runs: RunsDep,
+    caller: CallerDep,
+) -> RunState:
+    final = await runs.cancel(caller.user_id, run_id, conversation_id)
+    return RunState(run_id=run_id, status=final)
+
+
+@router.post(
+    "/{conversation_id}/tool-results",
+    response_model=ToolResultsOut,
+    responses={
+        200: {
+            "description": "Stored; `run_id` is set when the conversation continued.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        404: {"description": "Unknown or foreign conversation or tool call."},
+        409: {"description": "Already answered, or a run is active."},
+    },
+    summary="Submit client tool results (AIKit submitResult); the run continues.",
+)
+async def submit_tool_results(
+    conversation_id: str,
+    body: ToolResultsIn,
+    request: Request,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
+    caller: CallerDep,
+) -> Response:
+    results = [ToolResult(r.toolCallId, r.status, r.result) for r in body.results]
+    run = await runs.submit_tool_results(caller, conversation_id, results)
+    if run is None:
+        return JSONResponse(ToolResultsOut(run_id=None, events_url=None, waiting=True).model_dump())
+    if wants_stream(request, body.stream):
+        return _answer(request, run, caller, True, config, auth)
+    out = ToolResultsOut(
+        run_id=run.run_id, events_url=events_url(conversation_id, run.run_id), waiting=False
+    )
+    return JSONResponse(out.model_dump())
+
+
+@router.post(
+    "/{conversation_id}/regenerate",
+    status_code=202,
+    responses=_STARTED,
+    response_model=RunStarted,
+    summary="Answer the last user message again (the old answer is kept, superseded).",
+)
+async def regenerate(
+    conversation_id: str,
+    request: Request,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
+    caller: CallerDep,
+    body: Regenerate | None = None,
+) -> Response:
+    body = body or Regenerate()  # every option is optional, so is the body
+    run = await runs.regenerate(
+        caller, conversation_id, TurnInput(client_tools=[], model_id=body.model)
+    )
+    return _answer(request, run, caller, body.stream, config, auth)
+
+
+@router.put(
+    "/{conversation_id}/messages/{message_id}",
+    status_code=202,
+    responses=_STARTED,
+    response_model=RunStarted,
+    summary="Edit the last user message and answer it again (old version kept).",
+)
+async def edit_message(
+    conversation_id: str,
+    message_id: str,
+    body: EditMessage,
+    request: Request,
+    runs: RunsDep,
+    config: StreamDep,
+    auth: AuthDep,
+    caller: CallerDep,
+) -> Response:
+    run = await runs.edit(
+        caller,
+        conversation_id,
+        message_id,
+        body.content,
+        TurnInput(client_tools=[], model_id=body.model),
+    )
+    return _answer(request, run, caller, body.stream, config, auth)

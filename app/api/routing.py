@@ -1,0 +1,39 @@
+"""Routers whose request bodies enter the service as valid text.
+
+JSON may carry what no encoder or database accepts: a lone UTF-16 surrogate (`"\\ud800"`)
+or NUL (`"\\u0000"`). Every route made by `api_router` reads its JSON body through
+`app.domain.text.valid_json`, so such characters become U+FFFD before any model
+validates them, and a message that carries one is stored, streamed and reloaded the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.routing import APIRoute
+
+from app.domain.text import valid_json
+
+
+class ValidTextRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = valid_json(await super().json())
+        return self._json
+
+
+class ValidTextRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def valid_text_handler(request: Request) -> Response:
+            return await handler(ValidTextRequest(request.scope, request.receive))
+
+        return valid_text_handler
+
+
+def api_router(**kwargs: Any) -> APIRouter:
+    """An `APIRouter` whose routes read JSON bodies as valid text."""
+    return APIRouter(route_class=ValidTextRoute, **kwargs)

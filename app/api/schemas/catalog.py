@@ -1,0 +1,31 @@
+"""The model list and the health answers."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ModelOut(BaseModel):
+    """A catalogue model; its id is what requests send as `model`."""
+
+    id: str = Field(description="Model id to send as `model`.")
+    provider: str = Field(description="openai, anthropic or scripted.")
+    context_window: int = Field(description="Context window in tokens.")
+    supports_tools: bool = Field(description="Whether the model can call tools.")
+    supports_vision: bool = Field(description="Whether the model accepts images.")
+    description: str = Field(description="Human-readable description.")
+    default: bool = Field(description="True for the model used when none is named.")
+
+
+class ModelList(BaseModel):
+    """The model catalogue as this caller may use it."""
+
+    data: list[ModelOut] = Field(description="Models the caller may use.")
+    default: str = Field(description="Id of the default model.")
+    offline: bool = Field(description="True when only the offline scripted model is served.")
+
+
+class Health(BaseModel):
+    """A probe's answer, for load balancers and orchestrators."""
+
+    status: str = Field(description="`ok` when the check passed.")

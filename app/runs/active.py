@@ -1,0 +1,77 @@
+"""A run while it lives in this process: what it was asked to do and how far it got.
+
+`RunRequest` is everything a run needs besides its history; `ActiveRun` is the manager's
+record of a started run (its event log, its batched writer, its task and, once it ends,
+its status, final message or failure). The API never touches an `ActiveRun`: it holds a
+`RunHandle` (`app.runs.handle`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from app.domain.errors import ChatBffError
+from app.domain.events import ContextInfo, RunEvent, RunStatus
+from app.domain.identity import Caller
+from app.domain.messages import Message
+from app.domain.models import ModelInfo
+from app.domain.stream import ToolChoice, ToolSpec
+from app.domain.tooling import ConversationMode
+from app.providers.base import Provider
+from app.runs.log import RunLog
+from app.runs.writer import EventWriter
+
+
+class StoppedBeforeStart(Exception):
+    """Cancel (or shutdown) arrived before the run's task began."""
+
+
+def new_run_id() -> str:
+    return f"run_{uuid.uuid4().hex}"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything a run needs besides its history."""
+
+    caller: Caller
+    model: ModelInfo
+    provider: Provider
+    client_tools: Sequence[ToolSpec] = ()
+    tool_choice: ToolChoice | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    mode: ConversationMode = "auto"
+    scope: dict[str, str] = field(default_factory=dict)
+    context: ContextInfo | None = None
+    system_prompt: str | None = None
+
+
+@dataclass
+class ActiveRun:
+    run_id: str
+    owner_id: str
+    conversation_id: str | None
+    message_id: str
+    log: RunLog
+    writer: EventWriter | None
+    task: asyncio.Task[None] | None = None
+    status: RunStatus = "running"
+    started_at: float = field(default_factory=time.monotonic)
+    shutting_down: bool = False
+    # Set when the task's body has begun; a task cancelled before that would never run
+    # its body (and never close the run), so cancel() only flags such a run instead.
+    started: bool = False
+    cancel_requested: bool = False
+    failure: ChatBffError | None = None
+    final_message: Message | None = None
+    truncated_input: bool = False  # the user message was cut to fit (the answer says so)
+
+    async def emit(self, event: RunEvent) -> None:
+        item = self.log.append(event)
+        if self.writer is not None:
+            self.writer.add(item)

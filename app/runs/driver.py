@@ -1,0 +1,166 @@
+"""The body of a run's task: play one agent turn and say how it ended.
+
+`play` announces the run (`run_start`), runs the agent under the run's time cap and turns
+every way a turn can stop into an `Ending`: completed or paused by the agent, cancelled or
+interrupted (shutdown), timed out, failed with one of our errors, or crashed on a bug.
+Whatever happens, the partial answer is kept. Storing the end is the manager's job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from app.agent.context import fit_history
+from app.agent.loop import Agent, TurnOptions
+from app.agent.ports import ToolRuntime
+from app.domain.errors import ChatBffError
+from app.domain.events import ErrorEvent, RunStart, RunStatus, UsageInfo
+from app.domain.messages import Message
+from app.domain.tooling import RunContext
+from app.runs.active import ActiveRun, RunRequest, StoppedBeforeStart
+
+log = logging.getLogger("chat_bff.runs")
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Caps every run shares: model calls per run and wall-clock seconds."""
+
+    max_iterations: int
+    run_timeout: float
+
+
+@dataclass
+class Ending:
+    """How a run ended: its status, its (possibly partial) message, usage and error."""
+
+    status: RunStatus
+    message: Message
+    usage: UsageInfo
+    error: dict[str, Any] | None = None
+
+
+def _agent(run: ActiveRun, request: RunRequest, tools: ToolRuntime, limits: RunLimits) -> Agent:
+    ctx = RunContext(
+        caller=request.caller,
+        run_id=run.run_id,
+        conversation_id=run.conversation_id,
+        mode=request.mode,
+        scope={**request.scope},
+        model_id=request.model.id,
+    )
+    return Agent(
+        provider=request.provider,
+        model=request.model,
+        tools=tools,
+        sink=run,
+        ctx=ctx,
+        message_id=run.message_id,
+        options=TurnOptions(
+            max_iterations=limits.max_iterations,
+            client_tools=request.client_tools,
+            tool_choice=request.tool_choice,
+            max_output_tokens=request.max_output_tokens,
+            temperature=request.temperature,
+        ),
+    )
+
+
+async def _announce(run: ActiveRun, request: RunRequest, history: list[Message]) -> None:
+    _, context = fit_history(
+        history,
+        context_window=request.model.context_window,
+        reserve_tokens=min(4096, request.model.max_output_tokens),
+    )
+    if request.context is not None and request.context.truncated_input:
+        context.truncated_input = True
+    await run.emit(
+        RunStart(
+            run_id=run.run_id,
+            model=request.model.id,
+            message_id=run.message_id,
+            conversation_id=run.conversation_id,
+            context=context,
+        )
+    )
+
+
+async def play(
+    run: ActiveRun,
+    request: RunRequest,
+    history: list[Message],
+    tools: ToolRuntime,
+    limits: RunLimits,
+) -> Ending:
+    """Run the turn; never raises for anything the turn itself did."""
+    agent = _agent(run, request, tools, limits)
+    status: RunStatus = "failed"
+    error: dict[str, Any] | None = None
+    message: Message
+    await _announce(run, request, history)
+    try:
+        if run.cancel_requested:
+            raise StoppedBeforeStart
+        async with asyncio.timeout(limits.run_timeout):
+            result = await agent.run(history)
+        status, message = result.status, result.message
+        if result.note:
+            error = {"code": "max_iterations", "message": result.note}
+            message.metadata = {**(message.metadata or {}), "note": result.note}
+    except (asyncio.CancelledError, StoppedBeforeStart) as stop:
+        task = asyncio.current_task()
+        if isinstance(stop, asyncio.CancelledError) and task is not None:
+            task.uncancel()
+        status = "interrupted" if run.shutting_down else "cancelled"
+        message = agent.snapshot(interrupted=status)
+        if status == "interrupted":
+            error = {
+                "code": "shutting_down",
+                "message": "The service restarted during this answer; send it again.",
+                "retryable": True,
+            }
+    except TimeoutError:
+        error = {"code": "run_timeout", "message": "The run exceeded its time limit."}
+        message = agent.snapshot(interrupted="failed")
+    except ChatBffError as exc:
+        log.warning(
+            "run failed: %s",
+            exc.message,
+            extra={
+                "run_id": run.run_id,
+                "code": exc.code,
+                "cause": type(exc.__cause__).__name__ if exc.__cause__ else None,
+            },
+        )
+        run.failure = exc
+        error = {"code": exc.code, "message": exc.message, "retryable": exc.retryable}
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            error["retry_after"] = retry_after
+        message = agent.snapshot(interrupted="failed")
+    except Exception:
+        # A bug, not a provider failure (those are ChatBffErrors): keep the run's record
+        # straight and tell the client nothing more than that it failed. The traceback
+        # goes to the log, whose redaction filter scrubs anything key-shaped.
+        log.exception("run crashed", extra={"run_id": run.run_id})
+        error = {"code": "internal_error", "message": "The run failed unexpectedly."}
+        message = agent.snapshot(interrupted="failed")
+    if error is not None and status in ("failed", "interrupted"):
+        await run.emit(
+            ErrorEvent(
+                run_id=run.run_id,
+                code=str(error["code"]),
+                message=str(error["message"]),
+                retryable=bool(error.get("retryable", False)),
+            )
+        )
+    usage = agent.usage
+    message.metadata = {
+        **(message.metadata or {}),
+        "run_id": run.run_id,
+        "usage": usage.model_dump(),
+    }
+    return Ending(status=status, message=message, usage=usage, error=error)

@@ -1,0 +1,93 @@
+"""What the API holds of a run it started: its ids, its events, and how it ended.
+
+The handle hides the manager's bookkeeping (the log, the task, the failure): a wire reads
+`events(after)` to stream, or `wait()` then `result()` to answer whole, and calls
+`cancel()` when its client hangs up and the wire says that stops the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from app.domain.errors import ChatBffError
+from app.domain.events import RunStatus, SequencedEvent
+from app.domain.messages import Message
+from app.runs.active import ActiveRun
+
+
+class RunControl(Protocol):
+    """Who reads and stops runs (the `Runs` service: a conversation run's cancel also
+    closes what it left waiting)."""
+
+    def follow(
+        self, owner_id: str, run_id: str, *, conversation_id: str | None, after: int = 0
+    ) -> AsyncIterator[list[SequencedEvent]]: ...
+
+    async def cancel(
+        self, owner_id: str, run_id: str, conversation_id: str | None
+    ) -> RunStatus: ...
+
+
+class RunHandle:
+    def __init__(self, run: ActiveRun, control: RunControl, *, model_id: str) -> None:
+        self._run = run
+        self._control = control
+        self.model_id = model_id
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self._run.conversation_id
+
+    @property
+    def owner_id(self) -> str:
+        return self._run.owner_id
+
+    @property
+    def truncated_input(self) -> bool:
+        """The user message was cut to fit (the answer says so)."""
+        return self._run.truncated_input
+
+    @property
+    def status(self) -> RunStatus:
+        return self._run.status
+
+    @property
+    def done(self) -> bool:
+        return self._run.task is None or self._run.task.done()
+
+    def events(self, after: int = 0) -> AsyncIterator[list[SequencedEvent]]:
+        """Batches of the run's events with a sequence number above `after`, replayed and
+        then live, until `run_end`."""
+        return self._control.follow(
+            self._run.owner_id,
+            self._run.run_id,
+            conversation_id=self._run.conversation_id,
+            after=after,
+        )
+
+    async def wait(self) -> None:
+        """Until the run has ended; cancelling the waiter leaves the run going."""
+        if self._run.task is not None:
+            await asyncio.shield(self._run.task)
+
+    def result(self) -> Message:
+        """The final assistant message of an ended run; raises the run's failure when it
+        failed with one of our errors (a provider error keeps its status and code)."""
+        run = self._run
+        if run.failure is not None and run.status == "failed":
+            raise run.failure
+        if run.final_message is None:
+            raise ChatBffError("The run ended without a message.")
+        return run.final_message
+
+    async def cancel(self) -> RunStatus:
+        """Stop the run (partial answer kept); harmless when it already ended."""
+        return await self._control.cancel(
+            self._run.owner_id, self._run.run_id, self._run.conversation_id
+        )

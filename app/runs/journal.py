@@ -1,0 +1,288 @@
+"""The run journal: what the run manager keeps of runs in the database.
+
+No unit of work is held across a stream (that would pin a pooled connection for minutes);
+each method opens one, does its work in one transaction and closes it. Closing
+the runs of a dead process (`recover_interrupted`) rebuilds their partial message from
+the stored events.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Collection
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.domain.errors import Conflict, NotFound
+from app.domain.events import (
+    ConfirmRequired,
+    MessageEnd,
+    RunEnd,
+    RunStatus,
+    SequencedEvent,
+    TextDeltaEvent,
+    ToolEnd,
+    ToolError,
+    ToolStart,
+    UsageInfo,
+)
+from app.domain.messages import Message
+from app.domain.parts import Part, TextData, TextPart, cancel_unfinished
+from app.domain.text import valid_json
+from app.store.database import Database, Tx
+from app.store.records import RunRecord
+
+log = logging.getLogger("chat_bff.runs")
+
+# How far past the stored log the closing events of a dead process's run are numbered
+# (the writer stores at least every 256 events or second, so no reader can be this far
+# ahead of the stored log).
+RECOVERY_GAP = 1_000_000
+
+Prepare = Callable[[Tx], Awaitable[bool]]
+
+
+class RunJournal:
+    def __init__(self, db: Database, *, instance_id: str) -> None:
+        self._db = db
+        self.instance_id = instance_id
+
+    async def begin(
+        self,
+        *,
+        owner_id: str,
+        conversation_id: str,
+        run_id: str,
+        model_id: str,
+        assistant_message_id: str,
+        user_message: Message | None,
+        prepare: Prepare | None = None,
+        options: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+    ) -> list[Message] | None:
+        """Claim the conversation, store the user message and the run; return the history.
+
+        One transaction, opened by the claim: a conditional UPDATE that takes the
+        conversation's row lock (Postgres) or the write lock (SQLite), so a concurrent
+        second send waits, then finds this run's id and gets 409. Anything failing after
+        the claim rolls the whole turn back, the claim with it. `prepare` runs inside
+        (tool results, edits); when it answers False its changes are kept but no run is
+        created and the claim is undone: None. The claim also checks ownership (a foreign
+        or missing conversation is NotFound); the caller already read the conversation,
+        so its `system_prompt` comes in rather than being read again.
+        """
+        async with self._db.unit() as tx:
+            conversations = tx.conversations
+            holder = await conversations.claim_active_run(owner_id, conversation_id, run_id)
+            if holder is not None:
+                await tx.rollback()
+                raise Conflict(
+                    "A run is already active in this conversation.",
+                    code="run_active",
+                    active_run_id=holder,
+                )
+            messages = tx.messages
+            proceed = True if prepare is None else await prepare(tx)
+            if user_message is not None:
+                await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
+            if not proceed:
+                await conversations.release_active_run(conversation_id, run_id)
+                await tx.commit()
+                return None
+            await tx.runs.create(
+                owner_id,
+                conversation_id,
+                run_id,
+                model_id,
+                assistant_message_id,
+                options=options,
+                instance_id=self.instance_id,
+            )
+            history = await messages.history(owner_id, conversation_id)
+            await tx.commit()
+        system: list[Message] = []
+        if system_prompt:
+            system = [Message(id="system", role="system", content=system_prompt)]
+        return system + history
+
+    async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
+        async with self._db.read() as tx:
+            return await tx.runs.latest_options(owner_id, conversation_id)
+
+    async def append_events(self, run_id: str, events: list[SequencedEvent]) -> None:
+        async with self._db.unit() as tx:
+            await tx.events.append_many(run_id, events)
+            await tx.commit()
+
+    async def finish(
+        self,
+        *,
+        owner_id: str,
+        conversation_id: str,
+        run_id: str,
+        status: RunStatus,
+        message: Message,
+        usage: UsageInfo,
+        error: dict[str, Any] | None,
+        last_seq: int,
+        events: list[SequencedEvent] | None = None,
+    ) -> None:
+        async with self._db.unit() as tx:
+            if events:
+                await tx.events.append_many(run_id, events)
+            if message.parts() and (message.text() or message.tool_parts()):
+                await tx.messages.upsert(owner_id, conversation_id, message, run_id=run_id)
+            await tx.runs.finish(
+                run_id, status, usage=usage.model_dump(), error=error, last_seq=last_seq
+            )
+            await tx.conversations.release_active_run(conversation_id, run_id)
+            await tx.commit()
+
+    async def close_failed(
+        self,
+        *,
+        owner_id: str,
+        conversation_id: str,
+        run_id: str,
+        message: Message,
+        events: list[SequencedEvent],
+    ) -> None:
+        """Close a run whose end could not be stored: its last events (ending in a
+        `failed` run_end) and its state, then the conversation's claim. The message is
+        kept when the database takes it, made valid first (it may be why the end failed)."""
+        last_seq = events[-1].seq
+        end = events[-1].event
+        error = end.error if isinstance(end, RunEnd) else None
+        try:
+            async with self._db.unit() as tx:
+                await tx.messages.upsert(
+                    owner_id, conversation_id, _valid_message(message), run_id=run_id
+                )
+                await tx.commit()
+        except NotFound:
+            raise
+        except Exception:
+            log.warning(
+                "a failed run's message could not be stored",
+                extra={"run_id": run_id},
+                exc_info=True,
+            )
+        async with self._db.unit() as tx:
+            await tx.events.append_many(run_id, events)
+            await tx.runs.finish(run_id, "failed", error=error, last_seq=last_seq)
+            await tx.conversations.release_active_run(conversation_id, run_id)
+            await tx.commit()
+
+    async def get_run(
+        self, owner_id: str, run_id: str, conversation_id: str | None
+    ) -> RunRecord | None:
+        async with self._db.read() as tx:
+            try:
+                return await tx.runs.get(owner_id, run_id, conversation_id)
+            except NotFound:
+                return None
+
+    async def events_after(self, run_id: str, seq: int) -> list[SequencedEvent]:
+        async with self._db.read() as tx:
+            return await tx.events.after(run_id, seq, limit=1000)
+
+    async def renew(self, run_ids: list[str]) -> None:
+        async with self._db.unit() as tx:
+            await tx.runs.renew(run_ids, self.instance_id)
+            await tx.commit()
+
+    async def recover_interrupted(self, *, lease_seconds: float, held: Collection[str] = ()) -> int:
+        """Close runs a dead process left `running`; keep their partial message.
+
+        A run is a dead process's when its lease (heartbeat) is older than `lease_seconds`:
+        a live instance renews its runs' leases well within that, so starting a second
+        instance on the same database never closes the first one's runs. The runs this
+        instance holds (`held`) are never closed here; a run of this instance it no longer
+        holds is as dead as any other. The partial message is rebuilt from the persisted
+        events, marked `metadata.status: incomplete`.
+        """
+        stale_before = datetime.now(UTC) - timedelta(seconds=lease_seconds)
+        async with self._db.read() as tx:
+            stale = await tx.runs.list_unfinished(stale_before=stale_before, exclude_ids=held)
+        for record in stale:
+            try:
+                await self._close_interrupted(record)
+            except Exception:
+                log.exception("could not close an interrupted run", extra={"run_id": record.id})
+        return len(stale)
+
+    async def _close_interrupted(self, record: RunRecord) -> None:
+        async with self._db.unit() as tx:
+            events = tx.events
+            stored = await events.after(record.id, 0)
+            # The dead process may have streamed events it never stored: a reader resuming
+            # from one of those must still get the closing events, so they come after a
+            # gap no reader can have reached. Ids stay increasing; only this jump breaks
+            # their run.
+            last_seq = (stored[-1].seq if stored else 0) + RECOVERY_GAP
+            message = _partial_message(record, stored)
+            usage = UsageInfo()
+            end = RunEnd(
+                run_id=record.id,
+                status="interrupted",
+                usage=usage,
+                error={"code": "interrupted", "message": "The service stopped during this run."},
+            )
+            tail = [
+                SequencedEvent(
+                    seq=last_seq + 1, event=MessageEnd(run_id=record.id, message=message)
+                )
+            ]
+            tail.append(SequencedEvent(seq=last_seq + 2, event=end))
+            await events.append_many(record.id, tail)
+            if record.conversation_id is not None:
+                if message.parts():
+                    await tx.messages.upsert(
+                        record.owner_id, record.conversation_id, message, run_id=record.id
+                    )
+                await tx.conversations.release_active_run(record.conversation_id, record.id)
+            await tx.runs.finish(
+                record.id,
+                "interrupted",
+                usage=usage.model_dump(),
+                error=end.error,
+                last_seq=last_seq + 2,
+            )
+            await tx.commit()
+
+
+def _valid_message(message: Message) -> Message:
+    return Message.model_validate(valid_json(message.model_dump(mode="json")))
+
+
+def _partial_message(record: RunRecord, events: list[SequencedEvent]) -> Message:
+    message_id = record.assistant_message_id or f"msg_{record.id}"
+    parts: list[Part] = []
+    text = ""
+    for item in events:
+        event = item.event
+        if isinstance(event, MessageEnd):
+            parts = event.message.parts()
+            text = ""
+        elif isinstance(event, TextDeltaEvent):
+            text += event.delta
+        elif isinstance(event, ToolStart | ToolEnd | ToolError | ConfirmRequired):
+            # Tool calls (and the results of those that ran) are part of the answer: a
+            # model that never sees a result it already got may run the tool again.
+            if text:
+                parts.append(TextPart(data=TextData(text=text)))
+                text = ""
+            at = next((i for i, p in enumerate(parts) if p.id == event.part.id), None)
+            if at is None:
+                parts.append(event.part)
+            else:
+                parts[at] = event.part
+    if text:
+        parts.append(TextPart(data=TextData(text=text)))
+    closed = [cancel_unfinished(part, "interrupted") for part in parts]
+    return Message(
+        id=message_id,
+        role="assistant",
+        content=closed,
+        metadata={"status": "incomplete", "reason": "interrupted", "run_id": record.id},
+    )

@@ -1,0 +1,74 @@
+"""Run leases: how instances sharing a database tell a live run from a dead process's.
+
+Every conversation run row carries the id of the instance running it and a heartbeat.
+This keeper renews the heartbeats of the runs this instance holds, well within the lease,
+and sweeps for runs whose lease lapsed (their process died): those are closed as
+`interrupted`, their partial message kept. Starting a second instance therefore never
+closes the first one's live runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Protocol
+
+from app.runs.journal import RunJournal
+
+log = logging.getLogger("chat_bff.runs")
+
+
+class Holder(Protocol):
+    """The run manager, as the lease keeper sees it."""
+
+    def held(self) -> list[str]:
+        """Ids of the conversation runs this instance answers for."""
+        ...
+
+    async def settle(self) -> None:
+        """Store what is still unstored of ended runs."""
+        ...
+
+
+class LeaseKeeper:
+    def __init__(self, journal: RunJournal, holder: Holder, *, lease_seconds: float) -> None:
+        self._journal = journal
+        self._holder = holder
+        self._lease = lease_seconds
+        self._task: asyncio.Task[None] | None = None
+
+    async def recover(self) -> int:
+        """Close runs a dead process left running: status interrupted, message kept."""
+        return await self._journal.recover_interrupted(
+            lease_seconds=self._lease, held=self._holder.held()
+        )
+
+    async def start(self) -> int:
+        """Close what dead processes left running, then keep leases and sweep for more.
+
+        Returns how many runs were closed now. A process killed just before this one
+        started still holds fresh leases: the sweep closes its runs once they lapse.
+        """
+        closed = await self.recover()
+        self._task = asyncio.get_running_loop().create_task(self._keep(), name="run leases")
+        return closed
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _keep(self) -> None:
+        interval = max(self._lease / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._holder.settle()
+                await self._journal.renew(self._holder.held())
+                closed = await self.recover()
+                if closed:
+                    log.warning("closed runs of a stopped instance", extra={"runs": closed})
+            except Exception:
+                log.exception("could not renew run leases")

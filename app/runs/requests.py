@@ -1,0 +1,86 @@
+"""Turning what a caller asked for into a `RunRequest`: the model (the catalogue is the
+allowlist), the provider behind it, the client's tools and the run's options.
+
+Stateless and conversation turns both go through `RunRequests.build`, so the rules (an
+unknown or forbidden model is 404, a client tool may not take a server tool's name) are
+written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from app.agent.ports import ToolRuntime
+from app.domain.errors import InvalidRequest
+from app.domain.events import ContextInfo
+from app.domain.identity import Caller
+from app.domain.models import Catalog
+from app.domain.stream import ToolChoice, ToolSpec
+from app.domain.tooling import ConversationMode
+from app.providers.base import Provider
+from app.runs.active import RunRequest
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """What a caller chose for one turn, whatever wire it came over."""
+
+    client_tools: Sequence[ToolSpec] = ()
+    tool_choice: ToolChoice | None = None
+    model_id: str | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class ConversationSettings:
+    """What a conversation adds to its turns: its model, mode, scope and system prompt."""
+
+    model_id: str | None = None
+    mode: ConversationMode = "auto"
+    scope: dict[str, str] = field(default_factory=dict)
+    system_prompt: str | None = None
+
+
+class RunRequests:
+    def __init__(
+        self, catalog: Catalog, providers: dict[str, Provider], tools: ToolRuntime
+    ) -> None:
+        self._catalog = catalog
+        self._providers = providers
+        self._tools = tools
+
+    def build(
+        self,
+        caller: Caller,
+        turn: TurnInput,
+        conversation: ConversationSettings | None = None,
+        *,
+        truncated: bool = False,
+    ) -> RunRequest:
+        settings = conversation or ConversationSettings(scope={"user_id": caller.user_id})
+        model = self._catalog.resolve(turn.model_id or settings.model_id, caller.roles)
+        clashes = [t.name for t in turn.client_tools if self._tools.knows(t.name)]
+        if clashes:
+            raise InvalidRequest(
+                f"Client tool {clashes[0]!r} has the name of a server tool; rename it.",
+                param="tools",
+            )
+        return RunRequest(
+            caller=caller,
+            model=model,
+            provider=self._providers[model.provider],
+            client_tools=turn.client_tools,
+            tool_choice=turn.tool_choice,
+            max_output_tokens=turn.max_output_tokens,
+            temperature=turn.temperature,
+            mode=settings.mode,
+            scope=dict(settings.scope),
+            context=(
+                ContextInfo(tokens=0, limit=model.context_window, truncated_input=truncated)
+                if conversation is not None
+                else None
+            ),
+            system_prompt=settings.system_prompt,
+        )

@@ -1,0 +1,357 @@
+"""Conversation turns: what the API asks of runs, in domain terms.
+
+`RunManager` is the engine (tasks, logs, persistence); this module decides what a turn
+is: a new user message, the browser's tool results, a regenerate or an edit, or the
+continuation after a human decided an approval. It knows no HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.agent.context import truncate_user_text
+from app.agent.ports import ToolRuntime
+from app.domain.errors import Conflict, InvalidRequest, NotFound
+from app.domain.events import RunStatus, SequencedEvent
+from app.domain.identity import Caller
+from app.domain.messages import Message
+from app.domain.parts import (
+    FINAL_TOOL_STATUSES,
+    Part,
+    TextData,
+    TextPart,
+    ToolPart,
+    cancel_unfinished,
+)
+from app.domain.stream import ToolSpec
+from app.runs.active import ActiveRun, RunRequest
+from app.runs.handle import RunHandle
+from app.runs.manager import RunManager
+from app.runs.requests import ConversationSettings, RunRequests, TurnInput
+from app.store.database import Database, Tx
+from app.store.records import ConversationRecord
+from app.translate.openai_chat import tool_choice_from_openai
+
+ResultStatus = Literal["success", "error", "cancelled"]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool_call_id: str
+    status: ResultStatus
+    result: Any
+
+
+class Runs:
+    """The application's entry point to runs (`services.runs`)."""
+
+    def __init__(
+        self,
+        *,
+        manager: RunManager,
+        db: Database,
+        requests: RunRequests,
+        tools: ToolRuntime,
+    ) -> None:
+        self.manager = manager
+        self._db = db
+        self._requests = requests
+        self._tools = tools
+
+    # -- delegations used by the stateless surfaces ----------------------------------
+
+    async def start_stateless(
+        self, caller: Caller, history: list[Message], turn: TurnInput
+    ) -> RunHandle:
+        """A turn that stores nothing: the client sends the whole history each time."""
+        request = self._requests.build(caller, turn)
+        return self._handle(await self.manager.start_stateless(request, history), request)
+
+    async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:
+        """Stop a run. One that already ended waiting for a human (requires_action) is
+        closed too: its pending approvals lapse and its waiting tool calls become
+        `cancelled`, so the next turn starts from a valid history."""
+        status = await self.manager.cancel(owner_id, run_id, conversation_id)
+        if conversation_id is not None and status in ("cancelled", "requires_action"):
+            await self._tools.run_cancelled(owner_id, run_id)
+            if status == "requires_action":
+                await self._close_waiting(owner_id, conversation_id, run_id)
+        return status
+
+    async def stop_active(self, caller: Caller, conversation_id: str) -> None:
+        """Cancel the conversation's running run, if this instance runs it (before a purge,
+        so the run neither keeps spending nor writes into rows that are going away)."""
+        async with self._db.read() as tx:
+            conversation = await tx.conversations.get(caller.user_id, conversation_id)
+        if conversation.active_run_id is not None:
+            await self.cancel(caller.user_id, conversation.active_run_id, conversation_id)
+
+    def forget(self, conversation_id: str) -> None:
+        """After a purge: nothing of the conversation's runs is served from memory."""
+        self.manager.forget(conversation_id)
+
+    async def _close_waiting(self, owner_id: str, conversation_id: str, run_id: str) -> None:
+        async with self._db.write() as tx:
+            messages = tx.messages
+            for message in await messages.history(owner_id, conversation_id):
+                if (message.metadata or {}).get("run_id") != run_id:
+                    continue
+                parts = [cancel_unfinished(p, "cancelled by the user") for p in message.parts()]
+                if parts != message.parts():
+                    await messages.upsert(
+                        owner_id, conversation_id, message.model_copy(update={"content": parts})
+                    )
+
+    async def position(
+        self, owner_id: str, run_id: str, conversation_id: str | None
+    ) -> tuple[bool, int]:
+        return await self.manager.position(owner_id, run_id, conversation_id)
+
+    def follow(
+        self, owner_id: str, run_id: str, *, conversation_id: str | None, after: int = 0
+    ) -> AsyncIterator[list[SequencedEvent]]:
+        return self.manager.follow(owner_id, run_id, conversation_id=conversation_id, after=after)
+
+    # -- conversation turns ----------------------------------------------------------
+
+    async def send(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        content: str | list[Part],
+        turn: TurnInput,
+    ) -> RunHandle:
+        user, truncated = _user_message(content)
+        conversation = await self._conversation(caller, conversation_id)
+        request = self._request(caller, conversation, turn, truncated=truncated)
+        run = await self.manager.start_in_conversation(request, conversation_id, user)
+        assert run is not None
+        run.truncated_input = truncated
+        return self._handle(run, request)
+
+    async def submit_tool_results(
+        self, caller: Caller, conversation_id: str, results: list[ToolResult]
+    ) -> RunHandle | None:
+        """Store the browser's results; continue the conversation once none is waiting."""
+        if not results:
+            raise InvalidRequest("results must not be empty.", param="results")
+        ids = [r.tool_call_id for r in results]
+        if len(set(ids)) != len(ids):
+            raise InvalidRequest("results names the same toolCallId twice.", param="results")
+        conversation = await self._conversation(caller, conversation_id)
+        turn = await self._continuation(caller, conversation_id)
+        request = self._request(caller, conversation, turn)
+
+        async def apply(tx: Tx) -> bool:
+            messages = tx.messages
+            history = await messages.history(caller.user_id, conversation_id)
+            target = _last_assistant(history)
+            if target is None:
+                raise NotFound("No tool call with that id is waiting.", code="tool_call_not_found")
+            parts = target.parts()
+            by_id = {p.id: (i, p) for i, p in enumerate(parts) if isinstance(p, ToolPart)}
+            for result in results:
+                found = by_id.get(result.tool_call_id)
+                if found is None:
+                    raise NotFound(
+                        f"No tool call {result.tool_call_id!r} is waiting in this conversation.",
+                        code="tool_call_not_found",
+                    )
+                index, part = found
+                if part.data.status in FINAL_TOOL_STATUSES:
+                    raise Conflict(
+                        f"Tool call {result.tool_call_id!r} already has a result.",
+                        code="tool_call_already_answered",
+                    )
+                if self._tools.knows(part.data.toolName):
+                    raise Conflict(
+                        f"Tool call {result.tool_call_id!r} is a server tool; decide it "
+                        "through its approval instead.",
+                        code="approval_required",
+                    )
+                parts[index] = ToolPart(
+                    id=part.id,
+                    data=part.data.model_copy(
+                        update={"status": result.status, "result": result.result}
+                    ),
+                )
+            updated = target.model_copy(update={"content": parts})
+            await messages.upsert(caller.user_id, conversation_id, updated)
+            return not any(
+                isinstance(p, ToolPart) and p.data.status not in FINAL_TOOL_STATUSES for p in parts
+            )
+
+        run = await self.manager.start_in_conversation(
+            request, conversation_id, None, prepare=apply
+        )
+        return self._handle(run, request) if run is not None else None
+
+    async def resume(self, caller: Caller, conversation_id: str) -> RunHandle | None:
+        """Continue after approvals were decided (no new user message).
+
+        A human can decide in the instant between the paused run storing its message and
+        releasing the conversation: the run is about to end, so wait for it briefly.
+        """
+        for attempt in range(20):
+            try:
+                return await self._resume_once(caller, conversation_id)
+            except Conflict as exc:
+                if exc.code != "run_active" or attempt == 19:
+                    raise
+                await asyncio.sleep(0.05)
+        return None  # pragma: no cover - the loop returns or raises
+
+    async def _resume_once(self, caller: Caller, conversation_id: str) -> RunHandle | None:
+        conversation = await self._conversation(caller, conversation_id)
+        turn = await self._continuation(caller, conversation_id)
+        request = self._request(caller, conversation, turn)
+
+        async def check(tx: Tx) -> bool:
+            history = await tx.messages.history(caller.user_id, conversation_id)
+            target = _last_assistant(history)
+            return target is not None and not any(
+                p.data.status not in FINAL_TOOL_STATUSES for p in target.tool_parts()
+            )
+
+        run = await self.manager.start_in_conversation(
+            request, conversation_id, None, prepare=check
+        )
+        return self._handle(run, request) if run is not None else None
+
+    async def regenerate(self, caller: Caller, conversation_id: str, turn: TurnInput) -> RunHandle:
+        """Answer the last user message again; earlier answers are kept as superseded."""
+        conversation = await self._conversation(caller, conversation_id)
+        request = self._request(caller, conversation, turn)
+
+        async def supersede(tx: Tx) -> bool:
+            messages = tx.messages
+            history = await messages.history(caller.user_id, conversation_id)
+            last_user = _last_index(history, "user")
+            if last_user is None:
+                raise InvalidRequest("There is no user message to answer again.")
+            if last_user + 1 < len(history):
+                await messages.supersede(caller.user_id, conversation_id, history[last_user + 1].id)
+            return True
+
+        run = await self.manager.start_in_conversation(
+            request, conversation_id, None, prepare=supersede
+        )
+        assert run is not None
+        return self._handle(run, request)
+
+    async def edit(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        message_id: str,
+        content: str | list[Part],
+        turn: TurnInput,
+    ) -> RunHandle:
+        """Replace the last user message and answer it; the old version is kept, superseded."""
+        user, truncated = _user_message(content)
+        conversation = await self._conversation(caller, conversation_id)
+        request = self._request(caller, conversation, turn, truncated=truncated)
+
+        async def supersede(tx: Tx) -> bool:
+            messages = tx.messages
+            history = await messages.history(caller.user_id, conversation_id)
+            last_user = _last_index(history, "user")
+            if last_user is None or history[last_user].id != message_id:
+                if any(m.id == message_id for m in history):
+                    raise Conflict(
+                        "Only the last user message can be edited.", code="not_last_message"
+                    )
+                raise NotFound("Message not found.")
+            await messages.supersede(caller.user_id, conversation_id, message_id)
+            return True
+
+        run = await self.manager.start_in_conversation(
+            request, conversation_id, user, prepare=supersede
+        )
+        assert run is not None
+        run.truncated_input = truncated
+        return self._handle(run, request)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    async def _continuation(self, caller: Caller, conversation_id: str) -> TurnInput:
+        """The client tools of the turn being continued: the model must see them again
+        (Anthropic refuses a history with tool_use blocks but no tool definitions)."""
+        options = await self.manager.stored_options(caller.user_id, conversation_id)
+        tools = [ToolSpec.model_validate(t) for t in options.get("client_tools", [])]
+        choice = options.get("tool_choice")
+        return TurnInput(
+            client_tools=tools,
+            tool_choice=tool_choice_from_openai(
+                {"function": choice} if isinstance(choice, dict) else choice
+            ),
+        )
+
+    async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:
+        async with self._db.read() as tx:
+            conversation = await tx.conversations.get(caller.user_id, conversation_id)
+        if conversation.archived:
+            raise Conflict("The conversation is archived; restore it first.", code="archived")
+        return conversation
+
+    def _request(
+        self,
+        caller: Caller,
+        conversation: ConversationRecord,
+        turn: TurnInput,
+        *,
+        truncated: bool = False,
+    ) -> RunRequest:
+        scope = {str(k): str(v) for k, v in conversation.scope.items() if v is not None}
+        scope.update(user_id=caller.user_id, conversation_id=conversation.id)
+        # By default a conversation is its own scope; a client binds a workspace or a
+        # session at creation to share data across conversations.
+        scope.setdefault("session_id", conversation.id)
+        settings = ConversationSettings(
+            model_id=conversation.model,
+            mode=conversation.mode,
+            scope=scope,
+            system_prompt=conversation.system_prompt,
+        )
+        return self._requests.build(caller, turn, settings, truncated=truncated)
+
+    def _handle(self, run: ActiveRun, request: RunRequest) -> RunHandle:
+        return RunHandle(run, self, model_id=request.model.id)
+
+
+def _user_message(content: str | list[Part]) -> tuple[Message, bool]:
+    """The user's message, cut to fit when too long (and marked so)."""
+    content, truncated = _truncate(content)
+    message = Message(role="user", content=content)
+    if truncated:
+        message.metadata = {"truncated": True}
+    return message, truncated
+
+
+def _truncate(content: str | list[Part]) -> tuple[str | list[Part], bool]:
+    if isinstance(content, str):
+        return truncate_user_text(content)
+    out: list[Part] = []
+    cut = False
+    for part in content:
+        if isinstance(part, TextPart):
+            text, was_cut = truncate_user_text(part.data.text)
+            cut = cut or was_cut
+            part = TextPart(id=part.id, data=TextData(text=text))
+        out.append(part)
+    return out, cut
+
+
+def _last_index(history: list[Message], role: str) -> int | None:
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == role:
+            return index
+    return None
+
+
+def _last_assistant(history: list[Message]) -> Message | None:
+    index = _last_index(history, "assistant")
+    return history[index] if index is not None else None

@@ -13,7 +13,7 @@ from typing import Any
 from app.domain.messages import Message
 from app.domain.parts import FINAL_TOOL_STATUSES, Part, ToolPart
 from app.runs.handle import RunHandle
-from app.translate.openai_chat import parts_to_openai_message
+from app.translate.openai_chat.write import parts_to_openai_message
 
 FINISH_BY_STATUS = {"max_iterations": "length"}
 

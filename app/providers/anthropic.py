@@ -32,9 +32,9 @@ from app.domain.errors import ProviderError
 from app.domain.stream import ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
-from app.translate.anthropic import (
+from app.translate.anthropic.stream import stream_event_to_events
+from app.translate.anthropic.write import (
     messages_to_anthropic,
-    stream_event_to_events,
     tool_choice_to_anthropic,
     tools_to_anthropic,
 )

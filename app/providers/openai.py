@@ -31,8 +31,8 @@ from app.domain.errors import ProviderError
 from app.domain.stream import Finish, ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
-from app.translate.openai_chat import (
-    chunk_to_events,
+from app.translate.openai_chat.stream import chunk_to_events
+from app.translate.openai_chat.write import (
     messages_to_openai,
     tool_choice_to_openai,
     tools_to_openai,

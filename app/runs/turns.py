@@ -33,7 +33,7 @@ from app.runs.manager import RunManager
 from app.runs.requests import ConversationSettings, RunRequests, TurnInput
 from app.store.database import Database, Tx
 from app.store.records import ConversationRecord
-from app.translate.openai_chat import tool_choice_from_openai
+from app.translate.openai_chat.read import tool_choice_from_openai
 
 ResultStatus = Literal["success", "error", "cancelled"]
 

@@ -2,16 +2,16 @@
 
 Tool calls are keyed by the vendor's index (OpenAI's `tool_calls[].index` may start at 1
 after text; Anthropic's content block index), so parallel calls whose pieces interleave
-still land in the right part. The streaming and non-streaming paths both go through
-this builder, which is what makes their parts identical.
+still land in the right part. The agent loop feeds it each event as it arrives (and
+reports what each one started); the service makes no non-streaming model call, so there
+is no second way to build parts that could drift from this one.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import assert_never
 
 from app.domain.parts import (
     Part,
@@ -32,6 +32,7 @@ from app.domain.stream import (
     ToolCallDelta,
     Usage,
 )
+from app.translate.tool_args import parse_tool_args
 
 
 @dataclass
@@ -54,25 +55,6 @@ class ModelResponse:
 
     def tool_parts(self) -> list[ToolPart]:
         return [p for p in self.parts if isinstance(p, ToolPart)]
-
-
-def parse_tool_args(name: str, text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Arguments as a JSON object, or None and a readable reason for the tool card."""
-    if not text.strip():
-        return {}, None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, (
-            f"The model sent arguments for `{name}` that are not valid JSON "
-            f"({exc.msg} at position {exc.pos}); the tool was not run."
-        )
-    if not isinstance(value, dict):
-        return None, (
-            f"The model sent arguments for `{name}` that are not a JSON object; "
-            "the tool was not run."
-        )
-    return value, None
 
 
 @dataclass
@@ -187,11 +169,3 @@ class PartsBuilder:
             response_id=self.response_id,
             model=self.model,
         )
-
-
-async def fold(events: Any) -> ModelResponse:
-    """Fold a whole async stream of events: the non-streaming path."""
-    builder = PartsBuilder()
-    async for event in events:
-        builder.feed(event)
-    return builder.build()

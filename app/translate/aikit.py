@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from app.domain.errors import InvalidRequest
 from app.domain.messages import Message
-from app.translate.openai_chat import append_openai_message, refuse_routing_fields
+from app.translate.openai_chat.read import append_openai_message, refuse_routing_fields
 
 _AIKIT_ROLES = frozenset({"user", "assistant", "system"})
 

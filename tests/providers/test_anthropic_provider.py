@@ -35,8 +35,7 @@ from app.domain.parts import (
 from app.domain.stream import ModelRequest, ProviderEvent, ToolSpec
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
-from app.translate.accumulator import ModelResponse, PartsBuilder, fold
-from app.translate.anthropic import message_to_events
+from app.translate.accumulator import ModelResponse, PartsBuilder
 from tests.fakes.anthropic_upstream import (
     FIXTURES,
     AnthropicUpstream,
@@ -46,6 +45,7 @@ from tests.fakes.anthropic_upstream import (
     ToolUse,
     spec_frames,
 )
+from tests.support.non_streaming import fold, message_to_events
 
 KEY = "sk-ant-canary-0123456789"
 FAST_RETRY = {"retry-after-ms": "10"}  # the SDK honours it; keeps retry tests quick

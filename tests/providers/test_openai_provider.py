@@ -26,8 +26,7 @@ from app.domain.parts import TextPart, ThinkingPart, ToolPart
 from app.domain.stream import ModelRequest, NamedToolChoice, ProviderEvent, TextDelta, ToolSpec
 from app.providers.base import Provider
 from app.providers.openai import OpenAIProvider
-from app.translate.accumulator import ModelResponse, PartsBuilder, fold
-from app.translate.openai_chat import completion_to_events
+from app.translate.accumulator import ModelResponse, PartsBuilder
 from tests.fakes.openai_upstream import (
     FIXTURES,
     Completion,
@@ -40,6 +39,7 @@ from tests.fakes.openai_upstream import (
     server_error,
     unauthorized,
 )
+from tests.support.non_streaming import completion_to_events, fold
 
 KEY = "sk-canary-openai-0123456789"
 

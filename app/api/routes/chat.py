@@ -23,7 +23,7 @@ from app.domain.messages import Message
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.translate.aikit import messages_from_wire
-from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
+from app.translate.openai_chat.read import tool_choice_from_openai, tools_from_openai
 
 router = api_router(prefix="/api", tags=["chat"])
 

@@ -30,7 +30,7 @@ from app.domain.events import SequencedEvent
 from app.domain.models import allowed
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
-from app.translate.openai_chat import (
+from app.translate.openai_chat.read import (
     messages_from_openai,
     tool_choice_from_openai,
     tools_from_openai,

@@ -28,7 +28,7 @@ from app.domain.events import SequencedEvent
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
-from app.translate.openai_responses import (
+from app.translate.openai_responses.read import (
     messages_from_responses_input,
     tool_choice_from_responses,
     tools_from_responses,

@@ -29,7 +29,7 @@ from app.domain.identity import Caller
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.runs.turns import ToolResult
-from app.translate.openai_chat import tool_choice_from_openai, tools_from_openai
+from app.translate.openai_chat.read import tool_choice_from_openai, tools_from_openai
 
 router = api_router(prefix="/api/conversations", tags=["runs"])
 

@@ -6,7 +6,7 @@ from app.domain.identity import Caller
 from app.providers.scripted import ScriptedToolCall, ScriptedTurn
 from app.runs.requests import TurnInput
 from app.store.repos import ConversationRepo
-from app.translate.openai_chat import tools_from_openai
+from app.translate.openai_chat.read import tools_from_openai
 from tests.api.runs.helpers import (
     CONVERSATIONS,
     WEATHER,

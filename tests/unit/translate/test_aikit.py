@@ -11,11 +11,8 @@ from app.domain.parts import FilePart, TextPart, ThinkingPart, ToolPart
 from app.domain.stream import Finish, ProviderEvent, TextDelta, ToolCallDelta
 from app.translate.accumulator import PartsBuilder
 from app.translate.aikit import messages_from_wire
-from app.translate.openai_chat import (
-    messages_to_openai,
-    parts_to_openai_message,
-    tools_from_openai,
-)
+from app.translate.openai_chat.read import tools_from_openai
+from app.translate.openai_chat.write import messages_to_openai, parts_to_openai_message
 
 CLIENT_TOOLS = [
     {

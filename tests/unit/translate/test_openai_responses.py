@@ -9,7 +9,7 @@ import pytest
 from app.domain.errors import InvalidRequest
 from app.domain.parts import FilePart, TextPart, ThinkingPart, ToolPart
 from app.domain.stream import NamedToolChoice
-from app.translate.openai_responses import (
+from app.translate.openai_responses.read import (
     messages_from_responses_input,
     tool_choice_from_responses,
     tools_from_responses,

@@ -1,15 +1,11 @@
-"""Anthropic Messages <-> our messages, parts and provider events. Pure functions, no I/O.
+"""Write our history, tools and tool choice as an Anthropic Messages request. Pure functions.
 
-Outbound, the work is in the shape of the history. Our assistant message keeps a tool
-call and its result together in one tool part; Anthropic wants the call as a `tool_use`
-block in an assistant turn and the result as a `tool_result` block at the start of the
-*next* user turn, and it wants user and assistant turns to alternate, starting with the
-user. `messages_to_anthropic` expands and merges accordingly.
-
-Inbound, streamed events and a whole non-streamed message both become the same
-`ProviderEvent`s, which the accumulator folds into parts: that is what keeps the two
-paths' parts identical. Anything the vendor sends that we do not understand is a clear
-`ProviderError`, never silently dropped; what we deliberately skip says why in a comment.
+The work is in the shape of the history. Our assistant message keeps a tool call and its
+result together in one tool part; Anthropic wants the call as a `tool_use` block in an
+assistant turn and the result as a `tool_result` block at the start of the *next* user
+turn, and it wants user and assistant turns to alternate, starting with the user.
+`messages_to_anthropic` expands and merges accordingly, so what is sent is always a
+conversation Anthropic accepts, whatever state the tool calls are in.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, assert_never
 
-from app.domain.errors import InvalidRequest, ProviderError, ProviderUnavailable
+from app.domain.errors import InvalidRequest
 from app.domain.messages import Message
 from app.domain.parts import (
     FINAL_TOOL_STATUSES,
@@ -27,21 +23,7 @@ from app.domain.parts import (
     ThinkingPart,
     ToolPart,
 )
-from app.domain.stream import (
-    Finish,
-    FinishReason,
-    NamedToolChoice,
-    ProviderEvent,
-    ResponseMeta,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolChoice,
-    ToolSpec,
-    Usage,
-)
-
-PROVIDER = "anthropic"
+from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
 
 Block = dict[str, Any]
 AnthropicRole = Literal["user", "assistant"]
@@ -57,29 +39,6 @@ EMPTY_RESULT = "(the tool returned nothing)"
 # turn in front of it: Anthropic wants the user first, and the greeting is context the
 # user saw, so it is kept rather than dropped.
 OPENING_USER_TEXT = "(The conversation begins with the assistant's message that follows.)"
-
-_FINISH: dict[str, FinishReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    # Only with server tools, which we never declare; the turn is over for us.
-    "pause_turn": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "refusal",
-}
-
-
-def protocol_error(what: str) -> ProviderError:
-    """Anthropic sent something this translation does not know; say so, don't guess."""
-    return ProviderError(
-        f"Anthropic sent {what}, which this service does not understand.",
-        provider=PROVIDER,
-        code="provider_protocol_error",
-    )
-
-
-# --------------------------------------------------------------------------- outbound
 
 
 def messages_to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -202,7 +161,7 @@ def _assistant_turns(parts: list[Part]) -> list[tuple[AnthropicRole, list[Block]
 
 
 def tool_result_block(part: ToolPart) -> Block:
-    """The `tool_result` for a tool part, whatever its status (see module docstring)."""
+    """The `tool_result` for a tool part, whatever its status (see `messages_to_anthropic`)."""
     data = part.data
     block: Block = {"type": "tool_result", "tool_use_id": data.toolCallId}
     if data.status == "success":
@@ -275,135 +234,3 @@ def tool_choice_to_anthropic(
     if parallel_tool_calls is False:
         result["disable_parallel_tool_use"] = True
     return result
-
-
-# --------------------------------------------------------------------------- inbound
-
-
-def _as_dict(event: Any) -> dict[str, Any]:
-    if isinstance(event, dict):
-        return event
-    dump = getattr(event, "model_dump", None)
-    if dump is None:
-        raise TypeError(f"expected an Anthropic event object or dict, got {type(event).__name__}")
-    value = dump()
-    assert isinstance(value, dict)
-    return value
-
-
-def finish_reason(stop_reason: str) -> FinishReason:
-    try:
-        return _FINISH[stop_reason]
-    except KeyError:
-        raise protocol_error(f"the stop reason {stop_reason!r}") from None
-
-
-def _usage(usage: dict[str, Any] | None) -> Usage:
-    usage = usage or {}
-    return Usage(
-        input_tokens=usage.get("input_tokens") or 0,
-        output_tokens=usage.get("output_tokens") or 0,
-    )
-
-
-def stream_error(event: dict[str, Any]) -> ProviderUnavailable:
-    """The `error` event: the upstream gave up mid-stream (overload, internal error)."""
-    error = event.get("error") or {}
-    kind = error.get("type") if isinstance(error, dict) else None
-    return ProviderUnavailable(
-        f"Anthropic stopped the response mid-stream ({kind or 'unknown error'}).",
-        provider=PROVIDER,
-    )
-
-
-def stream_event_to_events(event: Any) -> list[ProviderEvent]:
-    """One streamed Messages event (an SDK object or its dict) -> our events."""
-    data = _as_dict(event)
-    kind = data.get("type")
-    if kind == "message_start":
-        message = data.get("message") or {}
-        return [
-            ResponseMeta(response_id=message.get("id"), model=message.get("model")),
-            Usage(input_tokens=(message.get("usage") or {}).get("input_tokens") or 0),
-        ]
-    if kind == "content_block_start":
-        return _block_start(data["index"], data["content_block"])
-    if kind == "content_block_delta":
-        return _block_delta(data["index"], data["delta"])
-    if kind == "message_delta":
-        events: list[ProviderEvent] = [_usage(data.get("usage"))]
-        stop_reason = (data.get("delta") or {}).get("stop_reason")
-        if stop_reason is not None:
-            events.append(Finish(reason=finish_reason(stop_reason)))
-        return events
-    if kind in {"ping", "message_stop", "content_block_stop"}:
-        # Keep-alives and end markers: the blocks and the message end when the
-        # next start or the end of the stream says so, and the finish comes with
-        # `message_delta`. The provider watches `message_stop` to spot a cut stream.
-        return []
-    if kind == "error":
-        raise stream_error(data)
-    raise protocol_error(f"a stream event of type {kind!r}")
-
-
-def _block_start(index: int, block: dict[str, Any]) -> list[ProviderEvent]:
-    kind = block.get("type")
-    if kind == "text":
-        text = block.get("text") or ""
-        return [TextDelta(text=text)] if text else []
-    if kind == "tool_use":
-        # The start carries `input: {}` as a placeholder; the arguments arrive as
-        # `input_json_delta` pieces, so the placeholder is not taken as arguments.
-        return [ToolCallDelta(index=index, id=block["id"], name=block["name"])]
-    if kind == "thinking":
-        text = block.get("thinking") or ""
-        signature = block.get("signature") or None
-        return [ThinkingDelta(text=text, signature=signature)] if text or signature else []
-    if kind == "redacted_thinking":
-        # Encrypted reasoning: nothing a UI could show, and we never turn thinking on
-        # ourselves, so there is no later turn it would have to travel back in.
-        return []
-    raise protocol_error(f"a content block of type {kind!r}")
-
-
-def _block_delta(index: int, delta: dict[str, Any]) -> list[ProviderEvent]:
-    kind = delta.get("type")
-    if kind == "text_delta":
-        return [TextDelta(text=delta["text"])]
-    if kind == "input_json_delta":
-        return [ToolCallDelta(index=index, args_delta=delta.get("partial_json") or "")]
-    if kind == "thinking_delta":
-        return [ThinkingDelta(text=delta["thinking"])]
-    if kind == "signature_delta":
-        return [ThinkingDelta(text="", signature=delta["signature"])]
-    if kind == "citations_delta":
-        # Source metadata for text that arrives as `text_delta`; parts have no place for
-        # citations yet, and the words themselves are not lost.
-        return []
-    raise protocol_error(f"a content delta of type {kind!r}")
-
-
-def message_to_events(message: Any) -> list[ProviderEvent]:
-    """A whole non-streamed Messages response -> the events its stream would have given."""
-    data = _as_dict(message)
-    if data.get("type") == "error":
-        raise stream_error(data)
-    usage = data.get("usage") or {}
-    events: list[ProviderEvent] = [
-        ResponseMeta(response_id=data.get("id"), model=data.get("model")),
-        Usage(input_tokens=usage.get("input_tokens") or 0),
-    ]
-    for index, block in enumerate(data.get("content") or []):
-        kind = block.get("type")
-        if kind == "tool_use":
-            events.append(ToolCallDelta(index=index, id=block["id"], name=block["name"]))
-            if block.get("input"):
-                events.append(ToolCallDelta(index=index, args_delta=json.dumps(block["input"])))
-        elif kind in {"text", "thinking", "redacted_thinking"}:
-            events.extend(_block_start(index, block))
-        else:
-            raise protocol_error(f"a content block of type {kind!r}")
-    events.append(_usage(usage))
-    if data.get("stop_reason") is not None:
-        events.append(Finish(reason=finish_reason(data["stop_reason"])))
-    return events

@@ -1,16 +1,16 @@
-"""OpenAI Responses request pieces -> our messages, tools and tool choice. Pure functions.
+"""Read what an OpenAI Responses client sends: input items, tools and tool choice -> ours.
 
 The Responses API spells a conversation as a flat list of items rather than messages:
 `message` items (the `type` may be left out, as the SDK's "easy" input message does),
 `function_call` items the model made and `function_call_output` items the client answers
 them with. We fold that back into our shape: consecutive assistant items (text, reasoning,
 calls) become one assistant message, and each `function_call_output` becomes the status
-and result of the tool part it answers, exactly as `openai_chat` folds `role: "tool"`
-messages.
+and result of the tool part it answers, exactly as `openai_chat.read` folds `role:
+"tool"` messages.
 
 Items a client replays from our own answers are read too, so `input += response.output`
 works: `reasoning` becomes a thinking part and `mcp_call` (a server tool that already ran
-here, see `app.api.encoders.responses`) becomes a finished tool part. Items we cannot act
+here, see `app.api.encoders.responses_objects`) becomes a finished tool part. Items we cannot act
 on (`item_reference`, hosted tools, approval responses) are a 400, never silently dropped;
 only `mcp_approval_request` is skipped, because the `mcp_call` item it pairs with is there.
 
@@ -38,8 +38,8 @@ from app.domain.parts import (
     tool_part,
 )
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
-from app.translate.accumulator import parse_tool_args
-from app.translate.openai_chat import data_url_mime
+from app.translate.data_url import data_url_mime
+from app.translate.tool_args import parse_tool_args
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ASSISTANT_ITEMS = frozenset({"function_call", "reasoning", "mcp_call"})

@@ -1,0 +1,21 @@
+"""The media type of a `data:` URL, read the one way for both OpenAI input formats.
+
+Chat Completions and Responses clients both inline attachments as data URLs
+(`image_url.url`, `file_data`); the type they name becomes the file part's `mimeType`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def data_url_mime(url: Any) -> str | None:
+    """The media type of a `data:` URL (`data:image/png;base64,...` -> `image/png`).
+
+    None for anything else, and for a data URL that names no type (`data:,hello`).
+    """
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    header = url[5:].split(",", 1)[0]
+    mime = header.split(";", 1)[0]
+    return mime or None

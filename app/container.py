@@ -40,13 +40,22 @@ from app.runs.turns import Runs
 from app.settings import Settings
 from app.store.database import Database
 from app.store.db import create_engine
-from app.store.migrate import upgrade_database
-from app.tools.runtime import build_tool_runtime
+from app.store.migrate import Migrations, upgrade_database
+from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.proposals import ProposalService
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.access import ToolAccess
+from app.tools.catalog import ToolCatalog
+from app.tools.modules import load_tool_modules, migration_dirs
+from app.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from starlette.requests import HTTPConnection
 
 log = logging.getLogger("chat_bff")
+
+# The example toolset, a tool package like any deployer's (see `tool_modules`).
+EXAMPLE_TOOLS = "app.examples.graph"
 
 
 @dataclass
@@ -56,6 +65,9 @@ class Services:
     providers: dict[str, Provider]
     db: Database
     tools: ToolRuntime
+    tool_catalog: ToolCatalog
+    approvals: ApprovalService
+    proposals: ProposalService
     runs: Runs
     authenticator: Authenticator
     limits: Limiter
@@ -141,6 +153,34 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
     return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_timeout_seconds + 60)
 
 
+def tool_modules(settings: Settings) -> list[str]:
+    """The tool modules this deployment loads, in order: the example graph first where it
+    is on (`EXAMPLE_TOOLS_ENABLED`, by default in development only), then `TOOL_MODULES`."""
+    example = settings.example_tools_enabled
+    if example is None:
+        example = settings.environment == "development"
+    return [EXAMPLE_TOOLS, *settings.tool_modules] if example else list(settings.tool_modules)
+
+
+def database_migrations(settings: Settings) -> Migrations:
+    """The core plus the tables of the tool modules loaded; the example's revisions stay
+    known when it is off, so a database that once had it on still migrates."""
+    loaded = tool_modules(settings)
+    return Migrations(apply=migration_dirs(loaded), known=migration_dirs([EXAMPLE_TOOLS]))
+
+
+def build_tool_catalog(settings: Settings) -> ToolCatalog:
+    registry = ToolRegistry()
+    load_tool_modules(registry, tool_modules(settings))
+    access = ToolAccess(
+        allow=tuple(settings.tool_allow) if settings.tool_allow is not None else None,
+        deny=tuple(settings.tool_deny),
+        model_allow={k: tuple(v) for k, v in settings.tool_model_allow.items()},
+        model_deny={k: tuple(v) for k, v in settings.tool_model_deny.items()},
+    )
+    return ToolCatalog(registry, access)
+
+
 def catalog_from_settings(settings: Settings) -> Catalog:
     if settings.models_json:
         models = parse_models(settings.models_json)
@@ -171,10 +211,17 @@ async def build_services(
         )
     engine = create_engine(settings.database_url)
     if settings.migrate_on_start:
-        await upgrade_database(engine)
+        await upgrade_database(engine, database_migrations(settings))
     db = Database(engine)
     sessions = db.sessions
-    tools: ToolRuntime = build_tool_runtime(settings, sessions)
+    tool_catalog = build_tool_catalog(settings)
+    tool_runtime = ServerToolRuntime(
+        tool_catalog,
+        db,
+        default_timeout=settings.tool_timeout_seconds,
+        approval_ttl_seconds=settings.approval_ttl_seconds,
+    )
+    tools: ToolRuntime = tool_runtime
     limits = build_limiter(settings, metrics)
     manager = RunManager(
         journal=RunJournal(db, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
@@ -195,6 +242,9 @@ async def build_services(
         providers=built,
         db=db,
         tools=tools,
+        tool_catalog=tool_catalog,
+        approvals=ApprovalService(tool_runtime),
+        proposals=ProposalService(tool_runtime),
         runs=runs,
         authenticator=build_authenticator(settings, sessions),
         limits=limits,

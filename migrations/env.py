@@ -3,14 +3,20 @@
 Two ways in:
 - programmatic (`app.store.migrate`, used at start-up, by `chat-bff migrate` and by tests):
   the caller passes an open sync connection in `config.attributes["connection"]`;
-- the `alembic` command line (e.g. `alembic revision --autogenerate -m ...`): the URL is
-  `-x url=...`, else `sqlalchemy.url` if set, else the app's settings (`DATABASE_URL`).
+- the `alembic` command line (e.g. `alembic revision --autogenerate --head core@head
+  -m ...`): the URL is `-x url=...`, else `sqlalchemy.url` if set, else the app's settings
+  (`DATABASE_URL`).
+
+Autogenerate compares the core's tables only: tables a tool package keeps (the example
+graph's) belong to that package's own revisions, so a database holding them never makes
+autogenerate propose dropping them from the core.
 """
 
 from __future__ import annotations
 
 import asyncio
 from logging.config import fileConfig
+from typing import Any
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -32,11 +38,17 @@ def _url() -> str:
 
 
 def _configure(connection: Connection) -> None:
+    metadata = target_metadata()
+
+    def core_only(name: str | None, type_: str, parent_names: Any) -> bool:
+        return type_ != "table" or name in metadata.tables
+
     context.configure(
         connection=connection,
-        target_metadata=target_metadata(),
+        target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=core_only,
     )
 
 

@@ -25,6 +25,7 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.examples.graph.tables import GraphBase
 from app.observability.logging import JsonFormatter, extra_fields
 from app.store.migrate import target_metadata
 
@@ -74,10 +75,11 @@ def capture_logs() -> Iterator[LogCapture]:
 
 
 async def dump_database(sessions: async_sessionmaker[AsyncSession]) -> str:
-    """Every row of every table the service declares, as text."""
+    """Every row of every table the service declares (the example graph's too), as text."""
     out: list[str] = []
+    tables = [*target_metadata().sorted_tables, *GraphBase.metadata.sorted_tables]
     async with sessions() as session:
-        for table in target_metadata().sorted_tables:
+        for table in tables:
             for row in (await session.execute(select(table))).all():
                 out.append(f"{table.name}: {tuple(row)!r}")
     return "\n".join(out)

@@ -1,6 +1,6 @@
 """What the loop needs from the outside world, as protocols.
 
-`ToolRuntime` is implemented in `app.tools` (registry, scope pinning, approvals,
+`ToolRuntime` is implemented in `app.toolruntime` (registry, scope pinning, approvals,
 proposals); `EventSink` by the run manager (the event log). Keeping them here keeps
 the loop free of databases and HTTP.
 """

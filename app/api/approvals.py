@@ -15,16 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.deps import CallerDep, Svc
+from app.api.deps import ApprovalsDep, CallerDep, RunsDep, ToolCatalogDep
 from app.api.routing import api_router
-from app.api.tools_route import server_tools
-from app.container import Services
 from app.domain.errors import ChatBffError
 from app.domain.identity import Caller
 from app.domain.parts import ToolPart
-from app.store.tool_repos import ApprovalRecord, approval_not_found
-from app.tools.approvals import ApprovalService
-from app.tools.base import DEFAULT_SCOPE_ARGS
+from app.runs.turns import Runs
+from app.store.repos.approvals import ApprovalRecord
+from app.tools.catalog import ToolCatalog
 
 router = api_router(prefix="/api/approvals", tags=["approvals"])
 log = logging.getLogger("chat_bff.approvals")
@@ -82,7 +80,7 @@ class DecisionOut(BaseModel):
     events_url: str | None = Field(description="Where to follow that run.")
 
 
-def _out(record: ApprovalRecord) -> ApprovalOut:
+def _out(record: ApprovalRecord, tools: ToolCatalog) -> ApprovalOut:
     status = record.status
     if status == "pending" and record.expires_at <= datetime.now(UTC):
         status = "expired"
@@ -92,7 +90,7 @@ def _out(record: ApprovalRecord) -> ApprovalOut:
         run_id=record.run_id,
         tool_call_id=record.tool_call_id,
         tool_name=record.tool_name,
-        args={k: v for k, v in record.args.items() if k not in DEFAULT_SCOPE_ARGS},
+        args=tools.shown_args(record.tool_name, record.args),
         summary=record.summary,
         status=status,
         created_at=record.created_at,
@@ -103,23 +101,16 @@ def _out(record: ApprovalRecord) -> ApprovalOut:
     )
 
 
-def _service(services: Services) -> ApprovalService:
-    runtime = server_tools(services)
-    if runtime is None:
-        raise approval_not_found()
-    return ApprovalService(runtime)
-
-
 @router.get("", response_model=ApprovalList, summary="Your pending approvals, everywhere.")
-async def inbox(services: Svc, caller: CallerDep) -> ApprovalList:
-    if server_tools(services) is None:
-        return ApprovalList(data=[])
-    return ApprovalList(data=[_out(r) for r in await _service(services).inbox(caller)])
+async def inbox(approvals: ApprovalsDep, tools: ToolCatalogDep, caller: CallerDep) -> ApprovalList:
+    return ApprovalList(data=[_out(r, tools) for r in await approvals.inbox(caller)])
 
 
 @router.get("/{approval_id}", response_model=ApprovalOut, summary="One approval.")
-async def get_approval(approval_id: str, services: Svc, caller: CallerDep) -> ApprovalOut:
-    return _out(await _service(services).get(caller, approval_id))
+async def get_approval(
+    approval_id: str, approvals: ApprovalsDep, tools: ToolCatalogDep, caller: CallerDep
+) -> ApprovalOut:
+    return _out(await approvals.get(caller, approval_id), tools)
 
 
 @router.post(
@@ -133,17 +124,22 @@ async def get_approval(approval_id: str, services: Svc, caller: CallerDep) -> Ap
     },
 )
 async def decide(
-    approval_id: str, body: DecisionIn, services: Svc, caller: CallerDep
+    approval_id: str,
+    body: DecisionIn,
+    approvals: ApprovalsDep,
+    tools: ToolCatalogDep,
+    runs: RunsDep,
+    caller: CallerDep,
 ) -> DecisionOut:
-    result = await _service(services).decide(
+    result = await approvals.decide(
         caller, approval_id, body.decision, args=body.args, reason=body.reason
     )
     run_id = None
     conversation_id = result.approval.conversation_id
     if result.ready_to_resume and conversation_id is not None:
-        run_id = await _resume(services, caller, conversation_id)
+        run_id = await _resume(runs, caller, conversation_id)
     return DecisionOut(
-        approval=_out(result.approval),
+        approval=_out(result.approval, tools),
         part=result.part,
         run_id=run_id,
         events_url=(
@@ -152,15 +148,11 @@ async def decide(
     )
 
 
-async def _resume(services: Services, caller: Caller, conversation_id: str) -> str | None:
+async def _resume(runs: Runs, caller: Caller, conversation_id: str) -> str | None:
     """Continue the conversation; the decision stands even if that cannot start now."""
-    resume = getattr(getattr(services, "runs", None), "resume", None)
-    if resume is None:
-        return None
     try:
-        run = await resume(caller, conversation_id)
+        run = await runs.resume(caller, conversation_id)
     except ChatBffError as exc:
         log.warning("could not resume after an approval", extra={"code": exc.code})
         return None
-    run_id = getattr(run, "run_id", None)
-    return run_id if isinstance(run_id, str) else None
+    return run.run_id if run is not None else None

@@ -1,9 +1,9 @@
 """`Annotated` dependency aliases, gathered in one place.
 
 Routes declare the narrow values they need (`RunsDep`, `CatalogDep`, `StreamDep`,
-`CallerDep`, ...) and never reach into `app.state` or the container themselves. The
-values are built once, at start-up, by the composition root (`app.container`) and hung on
-`app.state` by `create_app`.
+`ApprovalsDep`, `ProposalsDep`, `ToolCatalogDep`, `CallerDep`, ...) and never reach into
+`app.state` or the container themselves. The values are built once, at start-up, by the
+composition root (`app.container`) and hung on `app.state` by `create_app`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from app.domain.identity import Caller
 from app.domain.models import Catalog
 from app.runs.turns import Runs
 from app.store.database import Database
+from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.proposals import ProposalService
+from app.tools.catalog import ToolCatalog
 
 
 def get_services(request: Request) -> Services:
@@ -50,11 +53,26 @@ def get_db(request: Request) -> Database:
     return get_services(request).db
 
 
+def get_approvals(request: Request) -> ApprovalService:
+    return get_services(request).approvals
+
+
+def get_proposals(request: Request) -> ProposalService:
+    return get_services(request).proposals
+
+
+def get_tool_catalog(request: Request) -> ToolCatalog:
+    return get_services(request).tool_catalog
+
+
 DbDep = Annotated[Database, Depends(get_db)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RunsDep = Annotated[Runs, Depends(get_runs)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
+ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
+ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
+ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 
 
 async def get_caller(request: Request, services: Svc) -> Caller:

@@ -13,14 +13,10 @@ from typing import Annotated, Any
 from fastapi import Body
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.deps import CallerDep, Svc
+from app.api.deps import CallerDep, ProposalsDep, ToolCatalogDep
 from app.api.routing import api_router
-from app.api.tools_route import server_tools
-from app.container import Services
-from app.domain.errors import NotFound
-from app.store.tool_repos import ProposalRecord
-from app.tools.base import DEFAULT_SCOPE_ARGS
-from app.tools.proposals import ProposalService
+from app.store.repos.proposals import ProposalRecord
+from app.tools.catalog import ToolCatalog
 
 router = api_router(prefix="/api/conversations", tags=["proposals"])
 
@@ -82,11 +78,11 @@ class RejectedOut(BaseModel):
     rejected: list[str] = Field(description="Ids of the proposals dropped.")
 
 
-def _out(record: ProposalRecord) -> ProposalOut:
+def _out(record: ProposalRecord, tools: ToolCatalog) -> ProposalOut:
     return ProposalOut(
         id=record.id,
         tool_name=record.tool_name,
-        args={k: v for k, v in record.args.items() if k not in DEFAULT_SCOPE_ARGS},
+        args=tools.shown_args(record.tool_name, record.args),
         summary=record.summary,
         provisional_id=record.provisional_id,
         run_id=record.run_id,
@@ -94,13 +90,6 @@ def _out(record: ProposalRecord) -> ProposalOut:
         model=record.model_id,
         created_at=record.created_at,
     )
-
-
-def _service(services: Services) -> ProposalService:
-    runtime = server_tools(services)
-    if runtime is None:
-        raise NotFound("This deployment runs no server tools.")
-    return ProposalService(runtime)
 
 
 IdsBody = Annotated[ProposalIds | None, Body(description="Which proposals; all when absent.")]
@@ -111,9 +100,11 @@ IdsBody = Annotated[ProposalIds | None, Body(description="Which proposals; all w
     response_model=ProposalList,
     summary="The conversation's pending proposals.",
 )
-async def list_proposals(conversation_id: str, services: Svc, caller: CallerDep) -> ProposalList:
-    queue = await _service(services).queue(caller, conversation_id)
-    return ProposalList(data=[_out(p) for p in queue])
+async def list_proposals(
+    conversation_id: str, proposals: ProposalsDep, tools: ToolCatalogDep, caller: CallerDep
+) -> ProposalList:
+    queue = await proposals.queue(caller, conversation_id)
+    return ProposalList(data=[_out(p, tools) for p in queue])
 
 
 @router.post(
@@ -123,10 +114,10 @@ async def list_proposals(conversation_id: str, services: Svc, caller: CallerDep)
     responses={409: {"description": "proposal_failed: nothing applied, queue kept."}},
 )
 async def approve_proposals(
-    conversation_id: str, services: Svc, caller: CallerDep, body: IdsBody = None
+    conversation_id: str, proposals: ProposalsDep, caller: CallerDep, body: IdsBody = None
 ) -> BatchOut:
     ids = body.ids if body is not None else None
-    batch = await _service(services).approve(caller, conversation_id, ids)
+    batch = await proposals.approve(caller, conversation_id, ids)
     return BatchOut(
         batch_id=batch.batch_id,
         audit_id=batch.audit_id,
@@ -150,7 +141,7 @@ async def approve_proposals(
     summary="Drop all pending proposals, or the given ids.",
 )
 async def reject_proposals(
-    conversation_id: str, services: Svc, caller: CallerDep, body: IdsBody = None
+    conversation_id: str, proposals: ProposalsDep, caller: CallerDep, body: IdsBody = None
 ) -> RejectedOut:
     ids = body.ids if body is not None else None
-    return RejectedOut(rejected=await _service(services).reject(caller, conversation_id, ids))
+    return RejectedOut(rejected=await proposals.reject(caller, conversation_id, ids))

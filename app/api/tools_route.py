@@ -7,19 +7,11 @@ from typing import Annotated, Any
 from fastapi import Query
 from pydantic import BaseModel, Field
 
-from app.api.deps import CallerDep, Svc
+from app.api.deps import CallerDep, CatalogDep, ToolCatalogDep
 from app.api.routing import api_router
-from app.container import Services
 from app.tools.base import Policy
-from app.tools.runtime import ServerToolRuntime
 
 router = api_router(prefix="/api", tags=["tools"])
-
-
-def server_tools(services: Services) -> ServerToolRuntime | None:
-    """The service's tool runtime, when the deployment runs server tools at all."""
-    tools = getattr(services, "tools", None)
-    return tools if isinstance(tools, ServerToolRuntime) else None
 
 
 class ToolOut(BaseModel):
@@ -45,16 +37,14 @@ class ToolList(BaseModel):
 
 @router.get("/tools", response_model=ToolList, summary="List the server tools you may use.")
 async def list_tools(
-    services: Svc,
+    tools: ToolCatalogDep,
+    models: CatalogDep,
     caller: CallerDep,
     model: Annotated[
         str | None, Query(description="Catalogue model id; the default model when absent.")
     ] = None,
 ) -> ToolList:
-    runtime = server_tools(services)
-    if runtime is None:
-        return ToolList(data=[])
-    model_id = services.catalog.resolve(model, caller.roles).id
+    model_id = models.resolve(model, caller.roles).id
     return ToolList(
         data=[
             ToolOut(
@@ -64,6 +54,6 @@ async def list_tools(
                 policy=t.policy,
                 mutates=t.mutates,
             )
-            for t in runtime.available(caller, model_id)
+            for t in tools.available(caller, model_id)
         ]
     )

@@ -10,7 +10,6 @@ kept so an admin can tell keys apart in a list.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
 
 KEY_PREFIX = "cbff_"
@@ -31,7 +30,3 @@ def hash_api_key(key: str) -> str:
 
 def display_prefix(key: str) -> str:
     return key[: len(KEY_PREFIX) + _DISPLAY_CHARS]
-
-
-def digests_equal(a: str, b: str) -> bool:
-    return hmac.compare_digest(a, b)

@@ -27,8 +27,8 @@ from app.auth.jwt import JwtVerifier
 from app.auth.stream_tokens import StreamTokens
 from app.domain.identity import Caller
 from app.observability.logging import user_id_var
-from app.store.api_key_repo import ApiKeyRepo
-from app.store.tables import utcnow
+from app.store.repos.api_keys import ApiKeyRepo
+from app.store.tables.types import utcnow
 
 if TYPE_CHECKING:
     from starlette.requests import HTTPConnection

@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.auth.api_keys import display_prefix, generate_api_key, hash_api_key
-from app.store.api_key_repo import ApiKeyRecord, ApiKeyRepo
 from app.store.repos import record_audit
+from app.store.repos.api_keys import ApiKeyRecord, ApiKeyRepo
 
 
 async def create_api_key(

@@ -1,6 +1,6 @@
 """`chat-bff` command line: `chat-bff migrate`, and room for more subcommands.
 
-    chat-bff migrate                 # Alembic upgrade head on DATABASE_URL
+    chat-bff migrate                 # Alembic upgrade: the core and the tool modules on
     chat-bff migrate --to 0001_core  # or to a given revision
     chat-bff migrate --down base     # downgrade (rollback of a bad release)
     chat-bff migrate --current       # print the revision the database is at

@@ -1,12 +1,14 @@
-"""The vocabulary the agent loop and the tools share: who a run acts for, and what a
-server tool call came to.
+"""The vocabulary the agent loop and the tools share: who a run acts for, where a tool
+call happens, and what a server tool call came to.
 
 The agent calls tools through `app.agent.ports.ToolRuntime`; the tool runtime implements
-it. Both speak these values, so neither imports the other.
+it. Both speak these values, so neither imports the other; the store keeps approvals and
+proposals bound to a `CallSite` without knowing either.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +28,24 @@ class RunContext:
     # Values that overwrite scope arguments (session_id, conversation_id, workspace_id,
     # user_id, ...) before a tool validates or runs, whatever the model sent.
     scope: dict[str, str] = field(default_factory=dict)
+    model_id: str = ""
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One server tool call's place: who makes it, with which pinned scope, where.
+
+    Built once per call (from the run, or from the stored approval or proposal that runs
+    it later) and handed whole to the handler's context, the audit record and the store,
+    so no path can mix up one call's run with another's conversation.
+    """
+
+    caller: Caller
+    # The values the call's scope arguments were pinned to (see `app.tools.pinning`).
+    scope: Mapping[str, str]
+    conversation_id: str | None
+    run_id: str
+    tool_call_id: str
     model_id: str = ""
 
 

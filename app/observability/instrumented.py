@@ -13,7 +13,9 @@ wrapped provider.
 `InstrumentedTools(inner, metrics)` wraps the tool runtime the run manager uses and counts
 each server tool call by tool and outcome: `success`, `error`, `approval_needed`,
 `cancelled`, `crashed` (the runtime itself raised). A name the runtime does not know is
-counted as `unknown`, so a model cannot mint label values.
+counted as `unknown`, so a model cannot mint label values. It offers the `ToolRuntime`
+protocol and nothing more: what the runtime offers beyond it (the tool catalogue, the
+approval and proposal services) the container hands out directly.
 """
 
 from __future__ import annotations
@@ -112,6 +114,3 @@ class InstrumentedTools:
             name, "approval_needed" if isinstance(result, ApprovalNeeded) else result.status
         )
         return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)

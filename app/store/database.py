@@ -25,10 +25,12 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.store.db import answers, session_factory
+from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.audit import record_audit
 from app.store.repos.conversations import ConversationRepo
 from app.store.repos.events import EventRepo
 from app.store.repos.messages import MessageRepo
+from app.store.repos.proposals import ProposalRepo
 from app.store.repos.runs import RunRepo
 
 
@@ -53,6 +55,14 @@ class Tx:
     @cached_property
     def events(self) -> EventRepo:
         return EventRepo(self.session)
+
+    @cached_property
+    def approvals(self) -> ApprovalRepo:
+        return ApprovalRepo(self.session)
+
+    @cached_property
+    def proposals(self) -> ProposalRepo:
+        return ProposalRepo(self.session)
 
     async def audit(
         self,

@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from app.domain.messages import Message
+from app.domain.tooling import ConversationMode
 
-ConversationMode = Literal["auto", "propose"]
 ArchivedFilter = Literal["false", "true", "all"]
 
 

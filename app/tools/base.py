@@ -2,9 +2,12 @@
 
 A `ServerTool` is data: a name, a description, a pydantic arguments model (whose JSON schema
 is what the model sees), an async handler, a policy and a few flags. Handlers never read
-identity from model arguments: they get a `ToolContext` with the caller, the pinned scope
-and a database session the runtime opened for them (one transaction per call; one for a
-whole proposal batch).
+identity from model arguments: they get a `ToolContext` with the call's site (the caller,
+the pinned scope, where the call happens) and the unit of work the runtime opened for them
+(one transaction per call; one for a whole proposal batch).
+
+This module, like all of `app.tools`, is the authoring API: it knows the domain and
+pydantic, never settings, the database or the runtime that persists approvals.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.identity import Caller
+from app.domain.tooling import CallSite
 
 Policy = Literal["auto", "confirm", "propose"]
 
@@ -43,17 +46,43 @@ class ToolFailure(Exception):
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Everything a handler may know about who is calling and where."""
+    """Everything a handler may know about who is calling and where.
 
-    caller: Caller
-    scope: Mapping[str, str]
-    session: AsyncSession
-    conversation_id: str | None = None
-    run_id: str | None = None
-    tool_call_id: str | None = None
-    model_id: str = ""
+    `tx` is the unit of work the call runs in (an `app.store.database.Tx`), typed loosely
+    so that writing a tool needs no database import. A tool that keeps tables of its own
+    narrows it (`isinstance(ctx.tx, Tx)`) and builds its repository on `tx.session`: its
+    writes then commit or roll back with the call (with the whole batch, when a proposal
+    queue is applied). See `app.examples.graph.repo.GraphRepo.for_call`.
+    """
+
+    site: CallSite
+    tx: object
     # Provisional id -> real id, filled while a proposal batch is applied in order.
     provisional: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def caller(self) -> Caller:
+        return self.site.caller
+
+    @property
+    def scope(self) -> Mapping[str, str]:
+        return self.site.scope
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self.site.conversation_id
+
+    @property
+    def run_id(self) -> str:
+        return self.site.run_id
+
+    @property
+    def tool_call_id(self) -> str:
+        return self.site.tool_call_id
+
+    @property
+    def model_id(self) -> str:
+        return self.site.model_id
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -106,12 +135,25 @@ class ServerTool(Generic[ArgsT]):
         """One line a human reads before approving the call."""
         if self.summarize is not None:
             return self.summarize(args)
-        shown = args.model_dump(mode="json", exclude=set(self.declared_scope_args()))
+        shown = visible_args(self, args.model_dump(mode="json"))
         rendered = ", ".join(f"{k}={v!r}" for k, v in shown.items())
         return f"Run {self.name}({rendered})"
 
     def allows_roles(self, roles: frozenset[str]) -> bool:
         return self.roles is None or bool(self.roles & roles)
+
+
+def visible_args(tool: ServerTool[Any] | None, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments as a model, a UI or an API client sees them: pinned scope values left out.
+
+    The one rule for every place that shows a call's arguments: tool parts and results,
+    summaries, receipts, the approval and proposal views. The tool decides what is pinned
+    (the scope arguments it declares). A stored call whose tool is no longer registered
+    hides every default scope name: its pinned values are the caller's own ids, and
+    showing less is the safe side.
+    """
+    hidden = tool.declared_scope_args() if tool is not None else DEFAULT_SCOPE_ARGS
+    return {k: v for k, v in args.items() if k not in hidden}
 
 
 def result_to_json(result: Any) -> Any:

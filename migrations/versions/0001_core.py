@@ -5,7 +5,7 @@ Revises:
 Create Date: 2026-11-29
 
 Runs on SQLite and Postgres. JSON columns are JSONB on Postgres; timestamps carry a time
-zone (stored as UTC on SQLite). Keep in step with `app/store/tables.py`: a test compares
+zone (stored as UTC on SQLite). Keep in step with `app/store/tables/core.py`: a test compares
 the two.
 """
 
@@ -19,7 +19,8 @@ from sqlalchemy.dialects import postgresql
 
 revision: str = "0001_core"
 down_revision: str | Sequence[str] | None = None
-branch_labels: str | Sequence[str] | None = None
+# The core's branch; tool packages' tables are branches of their own (`app.store.migrate`).
+branch_labels: str | Sequence[str] | None = ("core",)
 depends_on: str | Sequence[str] | None = None
 
 

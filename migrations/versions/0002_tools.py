@@ -1,10 +1,16 @@
-"""Tool tables: approvals, proposals and their batches, the example knowledge graph.
+"""Tool tables: approvals, proposals and their batches.
 
 Revision ID: 0002_tools
 Revises: 0001_core
 Create Date: 2026-11-29
 
-Keep in step with `app/store/tool_tables.py`: the migration test compares the two.
+Keep in step with `app/store/tables/tools.py`: the migration test compares the two.
+
+Until the example knowledge graph became a package of its own, this revision also created
+its tables (`graph_nodes`, `graph_edges`). Databases migrated then keep them, with their
+rows: the example's own first revision (`app/examples/graph/migrations/graph_0001.py`)
+adopts tables it finds instead of creating them, and a deployment with the example off
+leaves them alone. A fresh database gets them only from that revision.
 """
 
 from __future__ import annotations
@@ -126,48 +132,8 @@ def upgrade() -> None:
         "ix_tool_proposals_queue", "tool_proposals", ["conversation_id", "status", "position"]
     )
 
-    op.create_table(
-        "graph_nodes",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("scope_key", sa.String(length=64), nullable=False),
-        sa.Column("label", sa.String(length=128), nullable=False),
-        sa.Column("name", sa.String(length=255), nullable=False),
-        sa.Column("properties", _json(), nullable=False),
-        sa.Column("created_at", _ts(), nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_graph_nodes"),
-    )
-    op.create_index("ix_graph_nodes_scope_name", "graph_nodes", ["scope_key", "name"])
-
-    op.create_table(
-        "graph_edges",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("scope_key", sa.String(length=64), nullable=False),
-        sa.Column("source_id", sa.String(length=64), nullable=False),
-        sa.Column("target_id", sa.String(length=64), nullable=False),
-        sa.Column("relation", sa.String(length=128), nullable=False),
-        sa.Column("created_at", _ts(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["source_id"],
-            ["graph_nodes.id"],
-            name="fk_graph_edges_source_id_graph_nodes",
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["target_id"],
-            ["graph_nodes.id"],
-            name="fk_graph_edges_target_id_graph_nodes",
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name="pk_graph_edges"),
-    )
-    op.create_index("ix_graph_edges_scope", "graph_edges", ["scope_key"])
-    op.create_index("ix_graph_edges_source_id", "graph_edges", ["source_id"])
-    op.create_index("ix_graph_edges_target_id", "graph_edges", ["target_id"])
-
 
 def downgrade() -> None:
-    op.drop_table("graph_edges")
-    op.drop_table("graph_nodes")
     op.drop_table("tool_proposals")
     op.drop_table("tool_proposal_batches")
     op.drop_table("tool_approvals")

@@ -4,7 +4,7 @@ Revision ID: 0003_identity
 Revises: 0002_tools
 Create Date: 2026-11-29
 
-Runs on SQLite and Postgres. Keep in step with `app/store/identity_tables.py`: a test
+Runs on SQLite and Postgres. Keep in step with `app/store/tables/identity.py`: a test
 compares the two.
 """
 

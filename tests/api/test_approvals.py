@@ -12,10 +12,9 @@ from sqlalchemy import select
 from app.domain.identity import Caller
 from app.domain.parts import tool_part
 from app.domain.tooling import ApprovalNeeded, RunContext
+from app.examples.graph.tables import GraphEdgeRow, GraphNodeRow
 from app.settings import Settings
 from app.store.repos import ConversationRepo
-from app.store.tool_tables import GraphEdgeRow, GraphNodeRow
-from app.tools.runtime import ServerToolRuntime
 from tests.api.sse_frames import Frame, parse
 from tests.fakes.db import ApiClient, MakeApi
 
@@ -182,9 +181,7 @@ async def test_another_users_approval_is_not_found_and_not_in_the_inbox(
 ) -> None:
     async with client.services.sessions.begin() as s:
         foreign = (await ConversationRepo(s).create("someone-else")).id
-    runtime = client.services.tools
-    assert isinstance(runtime, ServerToolRuntime)
-    needed = await runtime.invoke(
+    needed = await client.services.tools.invoke(
         tool_part(tool_call_id="c1", tool_name="delete_node", status="loading", args={"id": "x"}),
         RunContext(caller=Caller(user_id="someone-else"), run_id="run_x", conversation_id=foreign),
     )

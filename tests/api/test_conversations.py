@@ -13,7 +13,7 @@ from app.container import Services
 from app.domain.events import RunEnd, SequencedEvent
 from app.domain.messages import Message
 from app.store.repos import ConversationRepo, EventRepo, MessageRepo, RunRepo
-from app.store.tables import AuditRow
+from app.store.tables.core import AuditRow
 
 URL = "/api/conversations"
 

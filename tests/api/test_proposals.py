@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from app.examples.graph.tables import GraphEdgeRow, GraphNodeRow
 from app.settings import Settings
 from app.store.repos import ConversationRepo
-from app.store.tables import AuditRow
-from app.store.tool_tables import GraphEdgeRow, GraphNodeRow
+from app.store.tables.core import AuditRow
 from tests.api.test_approvals import ADA, create, node_names, say
 from tests.fakes.db import ApiClient, MakeApi
 

@@ -9,9 +9,10 @@ Postgres, each time with a database made for this test alone.
                    Postgres: `CREATE DATABASE chatbff_t_<hex>`, dropped after the test).
                    For tests of migrations themselves.
     migrated_database_url
-                   the same, but already at Alembic head: a copy of a template migrated
-                   once per session (file copy / `CREATE DATABASE ... TEMPLATE`), so a
-                   test pays ~50 ms instead of a full migration.
+                   the same, but already at Alembic head, the example graph's tables
+                   included (`WITH_EXAMPLE`): a copy of a template migrated once per
+                   session (file copy / `CREATE DATABASE ... TEMPLATE`), so a test pays
+                   ~50 ms instead of a full migration.
     postgres_url   an empty Postgres database, unparametrized (Postgres-only tests).
     db_engine      an AsyncEngine on `migrated_database_url`.
     db_sessions    an async_sessionmaker on `db_engine` (expire_on_commit=False), e.g.
@@ -55,13 +56,17 @@ from app.main import create_app
 from app.providers.base import Provider
 from app.settings import Settings
 from app.store.db import create_engine, session_factory
-from app.store.migrate import upgrade_database
+from app.store.migrate import Migrations, upgrade_database
+from app.tools.modules import migration_dirs
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 _unreachable: list[str] = []  # reason, remembered after the first failed connection
 _templates: dict[str, str] = {}  # kind -> migrated template (Postgres name / SQLite path)
 
 MakeApi = Callable[..., AbstractAsyncContextManager["ApiClient"]]
+# The schema of the migrated template: the core plus the example graph's tables, so tests
+# may switch the example on (`example_tools_enabled=True`) over any migrated database.
+WITH_EXAMPLE = Migrations(apply=migration_dirs(["app.examples.graph"]))
 
 
 def _postgres_url() -> str:
@@ -116,7 +121,7 @@ async def _migrated_template(kind: str, tmp_root: Path) -> str:
             url = f"sqlite+aiosqlite:///{path}"
         engine = create_engine(url)
         try:
-            await upgrade_database(engine)
+            await upgrade_database(engine, WITH_EXAMPLE)
         finally:
             await engine.dispose()  # closes every connection: the template can be copied
         if kind == "sqlite":

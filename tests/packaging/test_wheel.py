@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from app.store.migrate import head_revision, target_metadata
+from app.examples.graph.tables import GraphBase
+from app.store.migrate import head_revisions, target_metadata
+from tests.fakes.db import WITH_EXAMPLE
 from tests.packaging.support import REPO, borrowing_venv, clean_env, free_port, wait_healthy
 
 pytestmark = pytest.mark.e2e
@@ -58,10 +60,10 @@ def tables_in(db: Path) -> set[str]:
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def revision_of(db: Path) -> str:
+def revisions_of(db: Path) -> tuple[str, ...]:
     with sqlite3.connect(db) as conn:
-        [(revision,)] = conn.execute("SELECT version_num FROM alembic_version").fetchall()
-        return str(revision)
+        rows = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        return tuple(sorted(str(r[0]) for r in rows))
 
 
 def expected_tables() -> set[str]:
@@ -77,6 +79,12 @@ def test_the_wheel_carries_every_migration_script(wheel: Path) -> None:
     }
     assert "app/migrations/env.py" in scripts
     assert scripts <= names
+
+
+def test_the_wheel_carries_the_example_graphs_own_migrations(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+
+    assert "app/examples/graph/migrations/graph_0001.py" in names
 
 
 def test_the_installed_package_uses_its_own_migrations(installed: Path, tmp_path: Path) -> None:
@@ -104,7 +112,23 @@ def test_chat_bff_migrate_from_the_wheel_creates_the_schema(
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert tables_in(db) == expected_tables()
-    assert revision_of(db) == head_revision()
+    assert revisions_of(db) == head_revisions()
+
+
+def test_chat_bff_migrate_from_the_wheel_adds_the_example_where_it_is_on(
+    installed: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "example.db"
+    result = subprocess.run(
+        [str(installed / "chat-bff"), "migrate"],
+        cwd=tmp_path,
+        env=clean_env(DATABASE_URL=f"sqlite+aiosqlite:///{db}", EXAMPLE_TOOLS_ENABLED="true"),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert tables_in(db) == expected_tables() | set(GraphBase.metadata.tables)
+    assert revisions_of(db) == head_revisions(WITH_EXAMPLE)
 
 
 def test_the_installed_service_migrates_on_start(installed: Path, tmp_path: Path) -> None:
@@ -124,4 +148,4 @@ def test_the_installed_service_migrates_on_start(installed: Path, tmp_path: Path
         proc.send_signal(signal.SIGTERM)
         proc.wait(15)
     assert tables_in(db) == expected_tables()
-    assert revision_of(db) == head_revision()
+    assert revisions_of(db) == head_revisions()

@@ -1,4 +1,5 @@
-"""`chat-bff migrate` brings a database to head from the command line."""
+"""`chat-bff migrate` brings a database to head from the command line: the core, and the
+example graph's branch where the example is on (by default in development)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.store.migrate import head_revision
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(tmp_path: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": str(ROOT),
         "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}",
+        **extra_env,
     }
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
@@ -29,11 +29,18 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_migrate_upgrades_the_configured_database_to_head(tmp_path: Path) -> None:
+def test_migrate_upgrades_the_core_and_the_example_in_development(tmp_path: Path) -> None:
     result = _cli(tmp_path, "migrate")
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"database at {head_revision()}"
+    assert result.stdout.strip() == "database at 0003_identity, graph_0001"
+
+
+def test_migrate_leaves_the_example_out_where_it_is_off(tmp_path: Path) -> None:
+    result = _cli(tmp_path, "migrate", EXAMPLE_TOOLS_ENABLED="false")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "database at 0003_identity"
 
 
 def test_migrate_down_to_base_empties_the_schema(tmp_path: Path) -> None:

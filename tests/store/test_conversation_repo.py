@@ -12,7 +12,7 @@ from app.domain.errors import InvalidRequest, NotFound
 from app.domain.events import RunEnd, SequencedEvent
 from app.domain.messages import Message
 from app.store.repos import ConversationRepo, EventRepo, MessageRepo, RunRepo
-from app.store.tables import MessageRow, RunEventRow, RunRow
+from app.store.tables.core import MessageRow, RunEventRow, RunRow
 
 Sessions = async_sessionmaker[AsyncSession]
 

@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.domain.messages import MESSAGE_SCHEMA_VERSION
 from app.store.message_codec import decode_message, encode_content
 from app.store.repos import ConversationRepo, MessageRepo
-from app.store.tables import MessageRow, utcnow
+from app.store.tables.core import MessageRow
+from app.store.tables.types import utcnow
 
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.json"))
 

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.domain.errors import NotFound
 from app.domain.events import RunEnd, RunStart, SequencedEvent, TextDeltaEvent, UsageInfo
 from app.store.repos import ConversationRepo, EventRepo, RunRepo, record_audit
-from app.store.tables import AuditRow
+from app.store.tables.core import AuditRow
 
 Sessions = async_sessionmaker[AsyncSession]
 

@@ -10,17 +10,20 @@ from typing import Any
 
 import pytest
 from pydantic import Field
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
 from app.domain.tooling import RunContext
+from app.examples.graph import tools as graph
+from app.store.database import Database
 from app.store.repos import ConversationRepo, MessageRepo
-from app.tools import graph
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.access import ToolAccess
 from app.tools.base import ServerTool, ToolArgs, ToolContext
-from app.tools.registry import ToolAccess, ToolRegistry
-from app.tools.runtime import ServerToolRuntime
+from app.tools.catalog import ToolCatalog
+from app.tools.registry import ToolRegistry
 
 ALICE = Caller(user_id="alice", roles=frozenset({"user"}))
 MALLORY = Caller(user_id="mallory", roles=frozenset({"user"}))
@@ -106,14 +109,16 @@ MakeRuntime = Callable[..., ServerToolRuntime]
 
 
 @pytest.fixture
+def db(db_engine: AsyncEngine) -> Database:
+    return Database(db_engine)
+
+
+@pytest.fixture
 def make_runtime(registry: ToolRegistry) -> MakeRuntime:
-    def make(
-        sessions: async_sessionmaker[AsyncSession], *, ttl: float = 3600.0, **access: Any
-    ) -> ServerToolRuntime:
+    def make(db: Database, *, ttl: float = 3600.0, **access: Any) -> ServerToolRuntime:
         return ServerToolRuntime(
-            registry,
-            sessions,
-            access=ToolAccess(**access),
+            ToolCatalog(registry, ToolAccess(**access)),
+            db,
             default_timeout=5.0,
             approval_ttl_seconds=ttl,
         )
@@ -122,8 +127,8 @@ def make_runtime(registry: ToolRegistry) -> MakeRuntime:
 
 
 @pytest.fixture
-def runtime(make_runtime: MakeRuntime, db_sessions: async_sessionmaker[AsyncSession]) -> Any:
-    return make_runtime(db_sessions)
+def runtime(make_runtime: MakeRuntime, db: Database) -> ServerToolRuntime:
+    return make_runtime(db)
 
 
 async def new_conversation(

@@ -12,12 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.messages import Message
 from app.domain.tooling import ApprovalNeeded, ToolOutcome
+from app.examples.graph.tables import GraphNodeRow
+from app.store.database import Database
 from app.store.db import create_engine, session_factory
 from app.store.repos import MessageRepo
-from app.store.tables import AuditRow
-from app.store.tool_tables import GraphNodeRow
-from app.tools.approvals import ApprovalService, Unprocessable
-from app.tools.runtime import ServerToolRuntime
+from app.store.tables.core import AuditRow
+from app.toolruntime.approvals import ApprovalService, Unprocessable
+from app.toolruntime.runtime import ServerToolRuntime
 from tests.tools.conftest import (
     ALICE,
     MALLORY,
@@ -161,9 +162,12 @@ async def test_edited_arguments_are_pinned_and_validated_again(
 
 
 async def test_an_expired_approval_is_refused_and_never_runs(
-    make_runtime: MakeRuntime, calls: Calls, db_sessions: async_sessionmaker[AsyncSession]
+    make_runtime: MakeRuntime,
+    calls: Calls,
+    db: Database,
+    db_sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    runtime = make_runtime(db_sessions, ttl=0.05)
+    runtime = make_runtime(db, ttl=0.05)
     _, approval_id = await _pending(runtime, db_sessions)
     await asyncio.sleep(0.1)
 
@@ -258,13 +262,13 @@ async def test_a_pending_approval_survives_a_restart(
     db_engine: AsyncEngine,
     migrated_database_url: str,
 ) -> None:
-    before = make_runtime(session_factory(db_engine))
+    before = make_runtime(Database(db_engine))
     _, approval_id = await _pending(before, session_factory(db_engine))
     await db_engine.dispose()
 
     engine = create_engine(migrated_database_url)
     try:
-        after = ApprovalService(make_runtime(session_factory(engine)))
+        after = ApprovalService(make_runtime(Database(engine)))
         assert [a.id for a in await after.inbox(ALICE)] == [approval_id]
         result = await after.decide(ALICE, approval_id, "approve")
     finally:

@@ -11,10 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.domain.errors import Conflict, NotFound
 from app.domain.tooling import ToolOutcome
-from app.store.tables import AuditRow
-from app.store.tool_tables import GraphEdgeRow, GraphNodeRow
-from app.tools.proposals import ProposalFailed, ProposalService
-from app.tools.runtime import ServerToolRuntime
+from app.examples.graph.tables import GraphEdgeRow, GraphNodeRow
+from app.store.tables.core import AuditRow
+from app.toolruntime.proposals import ProposalFailed, ProposalService
+from app.toolruntime.runtime import ServerToolRuntime
 from tests.tools.conftest import ALICE, MALLORY, call, new_conversation, run_ctx
 
 

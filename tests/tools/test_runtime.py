@@ -10,8 +10,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.domain.tooling import ApprovalNeeded, ToolOutcome
-from app.store.tool_tables import ApprovalRow, GraphNodeRow, ProposalRow
-from app.tools.runtime import ServerToolRuntime
+from app.examples.graph.tables import GraphNodeRow
+from app.store.database import Database
+from app.store.tables.tools import ApprovalRow, ProposalRow
+from app.toolruntime.runtime import ServerToolRuntime
 from tests.tools.conftest import ALICE, Calls, MakeRuntime, call, new_conversation, run_ctx
 
 
@@ -110,9 +112,9 @@ async def test_a_tool_the_callers_roles_do_not_allow_is_hidden_and_refused(
 
 
 async def test_deny_lists_hide_and_refuse_per_deployment_and_per_model(
-    make_runtime: MakeRuntime, db_sessions: async_sessionmaker[AsyncSession], calls: Calls
+    make_runtime: MakeRuntime, db: Database, calls: Calls
 ) -> None:
-    runtime = make_runtime(db_sessions, deny=("nap",), model_deny={"scripted": ("echo",)})
+    runtime = make_runtime(db, deny=("nap",), model_deny={"scripted": ("echo",)})
     names = {s.name for s in runtime.specs(run_ctx(ALICE, None))}
 
     assert "nap" not in names
@@ -124,9 +126,9 @@ async def test_deny_lists_hide_and_refuse_per_deployment_and_per_model(
 
 
 async def test_an_allow_list_offers_only_what_it_names(
-    make_runtime: MakeRuntime, db_sessions: async_sessionmaker[AsyncSession]
+    make_runtime: MakeRuntime, db: Database
 ) -> None:
-    runtime = make_runtime(db_sessions, allow=("find_*", "get_graph"))
+    runtime = make_runtime(db, allow=("find_*", "get_graph"))
 
     assert {s.name for s in runtime.specs(run_ctx(ALICE, None))} == {"find_nodes", "get_graph"}
 

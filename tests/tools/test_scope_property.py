@@ -21,14 +21,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.domain.errors import ChatBffError
 from app.domain.tooling import ApprovalNeeded, ToolOutcome
+from app.examples.graph import tools as graph
+from app.examples.graph.repo import GraphRepo
+from app.examples.graph.tables import GraphEdgeRow, GraphNodeRow
+from app.store.database import Database
 from app.store.db import create_engine, session_factory
-from app.store.tool_repos import GraphRepo
-from app.store.tool_tables import GraphEdgeRow, GraphNodeRow
-from app.tools import graph
-from app.tools.approvals import ApprovalService
-from app.tools.proposals import ProposalService
+from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.proposals import ProposalService
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.catalog import ToolCatalog
 from app.tools.registry import ToolRegistry
-from app.tools.runtime import ServerToolRuntime
 from tests.tools.conftest import ALICE, call, new_conversation, run_ctx, store_waiting
 
 SCOPE_ARGS = ("user_id", "conversation_id", "workspace_id", "session_id")
@@ -118,7 +120,7 @@ async def _play(url: str, example: dict[str, Any]) -> None:
     try:
         registry = ToolRegistry()
         graph.register(registry)
-        runtime = ServerToolRuntime(registry, sessions)
+        runtime = ServerToolRuntime(ToolCatalog(registry), Database(engine))
         victim_ids = await _seed_victims(sessions)
         cid = await new_conversation(sessions, "alice", mode=example["mode"])
         scope = {"workspace_id": "user:alice", "session_id": cid}

@@ -23,8 +23,8 @@ from app.api.schemas.identity import (
 from app.auth.key_management import create_api_key, list_api_keys, revoke_api_key
 from app.domain.errors import NotFound
 from app.domain.identity import Caller
-from app.store.api_key_repo import ApiKeyRecord
-from app.store.audit_reader import list_audit
+from app.store.repos.api_keys import ApiKeyRecord
+from app.store.repos.audit import list_audit
 
 
 async def require_admin(caller: CallerDep) -> Caller:

@@ -1,12 +1,15 @@
-"""Repositories: every query of the core tables, with the ownership filter built in.
+"""Repositories: every query of the service's tables, with the ownership filter built in.
 
-Each repository wraps one `AsyncSession` and never commits: the caller owns the
-transaction, so several repositories can write atomically together. Keep transactions
-short (open one per write, never hold one across a stream):
+One module per table group: conversations, messages, runs, events (the run event log),
+audit (the audit log, written and read), approvals and proposals (the tool runtime's),
+api_keys. Each repository wraps one `AsyncSession` and never commits: the caller owns the
+transaction, so several repositories can write atomically together. Layers above the
+store reach them through `app.store.database.Database` units of work, which keep
+transactions short (one per write, never held across a stream):
 
-    async with services.sessions.begin() as session:
-        conversation = await ConversationRepo(session).create(caller.user_id, title="Hi")
-        await record_audit(session, actor_id=caller.user_id, action="...", ...)
+    async with db.write() as tx:
+        conversation = await tx.conversations.create(caller.user_id, title="Hi")
+        await tx.audit(actor_id=caller.user_id, action="...", ...)
 
 Every method that takes an `owner_id` filters by it; a missing id and another owner's id
 raise the same `NotFound`, so nobody can probe for ids. Methods without `owner_id`

@@ -14,13 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.domain.errors import InvalidRequest, NotFound
-from app.store.records import (
-    ArchivedFilter,
-    ConversationMode,
-    ConversationPage,
-    ConversationRecord,
-)
-from app.store.tables import ConversationRow, MessageRow, RunEventRow, RunRow, new_id, utcnow
+from app.domain.tooling import ConversationMode
+from app.store.records import ArchivedFilter, ConversationPage, ConversationRecord
+from app.store.repos.rowcount import rowcount
+from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
+from app.store.tables.types import new_id, utcnow
 
 NOT_FOUND_MESSAGE = "Conversation not found."
 
@@ -206,6 +204,20 @@ class ConversationRepo:
         )
         self._session.expunge_all()
 
+    async def lock(self, owner_id: str, conversation_id: str) -> bool:
+        """Serialise writers of one conversation's tool state until the transaction ends;
+        False when the caller has no such conversation.
+
+        Postgres: a row lock (`FOR UPDATE`). SQLite has one writer at a time already, as
+        long as the transaction has written before it reads what it will base a write on.
+        """
+        found = await self._session.scalar(
+            select(ConversationRow.id)
+            .where(ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id)
+            .with_for_update()
+        )
+        return found is not None
+
     async def claim_active_run(
         self, owner_id: str, conversation_id: str, run_id: str
     ) -> str | None:
@@ -227,7 +239,7 @@ class ConversationRepo:
                 .values(active_run_id=run_id)
                 .execution_options(synchronize_session=False)
             )
-            if _rowcount(claimed) == 1:
+            if rowcount(claimed) == 1:
                 return None
             holder = (
                 await self._session.execute(
@@ -255,9 +267,4 @@ class ConversationRepo:
             .values(active_run_id=None)
             .execution_options(synchronize_session=False)
         )
-        return _rowcount(result) == 1
-
-
-def _rowcount(result: Any) -> int:
-    count: int = result.rowcount
-    return count
+        return rowcount(result) == 1

@@ -10,7 +10,8 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.events import RUN_EVENT_ADAPTER, SequencedEvent
-from app.store.tables import RunEventRow, utcnow
+from app.store.tables.core import RunEventRow
+from app.store.tables.types import utcnow
 
 
 class EventRepo:

@@ -18,7 +18,8 @@ from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.store.message_codec import decode_message, encode_content
 from app.store.records import MessageRecord
 from app.store.repos.conversations import conversation_not_found
-from app.store.tables import ConversationRow, MessageRow, utcnow
+from app.store.tables.core import ConversationRow, MessageRow
+from app.store.tables.types import utcnow
 
 TITLE_MAX_CHARS = 60
 MESSAGE_ID_MAX_CHARS = 128  # the column's width

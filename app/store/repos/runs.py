@@ -12,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.domain.errors import NotFound
 from app.domain.events import RunStatus
 from app.store.records import RunRecord
-from app.store.tables import RunRow, utcnow
+from app.store.tables.core import RunRow
+from app.store.tables.types import utcnow
 
 RUN_NOT_FOUND_MESSAGE = "Run not found."
 
@@ -83,16 +84,6 @@ class RunRepo:
         if row is None:
             raise NotFound(RUN_NOT_FOUND_MESSAGE)
         return to_record(row)
-
-    async def set_status(self, run_id: str, status: RunStatus) -> None:
-        """Change the status without ending the run (e.g. back to `running` after
-        `requires_action` was answered)."""
-        await self._session.execute(
-            update(RunRow)
-            .where(RunRow.id == run_id)
-            .values(status=status, ended_at=None)
-            .execution_options(synchronize_session=False)
-        )
 
     async def finish(
         self,

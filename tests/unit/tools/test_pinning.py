@@ -8,7 +8,8 @@ import pytest
 from pydantic import Field
 
 from app.domain.identity import Caller
-from app.tools.base import ServerTool, ToolArgs, ToolContext
+from app.tools.base import ServerTool, ToolArgs, ToolContext, visible_args
+from app.tools.catalog import ToolCatalog
 from app.tools.pinning import (
     InvalidArguments,
     args_hash,
@@ -16,6 +17,7 @@ from app.tools.pinning import (
     pin,
     pin_and_validate,
 )
+from app.tools.registry import ToolRegistry
 
 
 class Args(ToolArgs):
@@ -79,3 +81,39 @@ def test_scope_arguments_are_hidden_from_the_schema_the_model_sees() -> None:
     assert set(schema["properties"]) == {"query"}
     assert schema["required"] == ["query"]
     assert schema["additionalProperties"] is False
+
+
+class TenantArgs(ToolArgs):
+    query: str = Field(description="q")
+    tenant_id: str | None = Field(default=None, description="pinned")
+    user_id: str | None = Field(default=None, description="an ordinary argument here")
+
+
+TENANT_TOOL: ServerTool[Any] = ServerTool(
+    name="tenant", description="", args_model=TenantArgs, handler=_noop, scope_args=("tenant_id",)
+)
+
+
+def test_the_tool_decides_which_arguments_are_hidden_wherever_they_are_shown() -> None:
+    args = {"query": "x", "tenant_id": "t1", "user_id": "bob"}
+
+    assert visible_args(TENANT_TOOL, args) == {"query": "x", "user_id": "bob"}
+    assert TENANT_TOOL.summary(TenantArgs(**args)) == "Run tenant(query='x', user_id='bob')"
+
+
+def test_a_stored_call_shows_its_arguments_by_its_tools_rule() -> None:
+    registry = ToolRegistry()
+    registry.register(TENANT_TOOL)
+    catalog = ToolCatalog(registry)
+
+    shown = catalog.shown_args("tenant", {"query": "x", "tenant_id": "t1", "user_id": "bob"})
+
+    assert shown == {"query": "x", "user_id": "bob"}
+
+
+def test_a_stored_call_of_a_tool_no_longer_registered_hides_every_default_scope_name() -> None:
+    shown = ToolCatalog(ToolRegistry()).shown_args(
+        "gone", {"query": "x", "user_id": "alice", "workspace_id": "w", "conversation_id": "c"}
+    )
+
+    assert shown == {"query": "x"}

@@ -1,4 +1,5 @@
-"""The registry: built from settings, deployer modules, allow/deny lists, roles."""
+"""The registry and tool modules: the example where it is on, deployer modules,
+allow/deny lists, roles."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from app.container import build_tool_catalog, tool_modules
 from app.domain.identity import Caller
 from app.settings import Settings
+from app.tools.access import ToolAccess
 from app.tools.base import ServerTool, ToolArgs, ToolContext
-from app.tools.registry import ToolAccess, ToolRegistry, build_registry
+from app.tools.modules import load_tool_modules
+from app.tools.registry import ToolRegistry
 
 GRAPH_TOOLS = {"find_nodes", "get_graph", "add_node", "connect", "set_property", "delete_node"}
 USER = Caller(user_id="u", roles=frozenset({"user"}))
@@ -18,7 +22,7 @@ ADMIN = Caller(user_id="a", roles=frozenset({"admin"}))
 
 
 def _settings(**values: Any) -> Settings:
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 async def _noop(args: BaseModel, ctx: ToolContext) -> None:
@@ -29,19 +33,26 @@ def _tool(name: str, args_model: type[BaseModel] = ToolArgs) -> ServerTool[Any]:
     return ServerTool(name=name, description="", args_model=args_model, handler=_noop)
 
 
+def _names(settings: Settings) -> set[str]:
+    return {t.name for t in build_tool_catalog(settings).registry.all()}
+
+
 def test_the_example_tools_are_on_in_development_and_off_elsewhere() -> None:
-    assert {t.name for t in build_registry(_settings(environment="development")).all()} == (
-        GRAPH_TOOLS
-    )
-    assert build_registry(_settings(environment="test")).all() == []
-    enabled = _settings(environment="test", example_tools_enabled=True)
-    assert {t.name for t in build_registry(enabled).all()} == GRAPH_TOOLS
+    assert _names(_settings(environment="development")) == GRAPH_TOOLS
+    assert _names(_settings(environment="test")) == set()
+    assert _names(_settings(environment="test", example_tools_enabled=True)) == GRAPH_TOOLS
+    assert _names(_settings(environment="development", example_tools_enabled=False)) == set()
+
+
+def test_the_example_is_loaded_like_any_tool_module_and_first() -> None:
+    settings = _settings(environment="development", tool_modules=["tests.support.sample_tools"])
+
+    assert tool_modules(settings) == ["app.examples.graph", "tests.support.sample_tools"]
 
 
 def test_deployer_modules_register_their_own_tools() -> None:
-    registry = build_registry(
-        _settings(environment="test", tool_modules=["tests.unit.tools.deployer_tools"])
-    )
+    registry = ToolRegistry()
+    load_tool_modules(registry, ["tests.unit.tools.deployer_tools"])
 
     tool = registry.get("restart_service")
     assert tool is not None and tool.policy == "confirm"
@@ -51,15 +62,15 @@ def test_tool_modules_are_read_from_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("TOOL_MODULES", '["tests.unit.tools.deployer_tools"]')
     monkeypatch.setenv("TOOL_DENY", '["restart_*"]')
 
-    settings = _settings(environment="test")
+    catalog = build_tool_catalog(_settings(environment="test"))
 
-    assert settings.tool_modules == ["tests.unit.tools.deployer_tools"]
-    assert not ToolAccess.from_settings(settings).offered("restart_service")
+    assert "restart_service" in catalog.registry
+    assert not catalog.knows("restart_service")
 
 
 def test_a_module_without_register_is_a_clear_start_up_error() -> None:
     with pytest.raises(ValueError, match="has no register"):
-        build_registry(_settings(environment="test", tool_modules=["app.tools.base"]))
+        load_tool_modules(ToolRegistry(), ["app.tools.base"])
 
 
 def test_a_tool_whose_arguments_allow_extra_fields_is_refused() -> None:

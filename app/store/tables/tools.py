@@ -1,14 +1,12 @@
-"""Tables of the tool layer: approvals, proposals and their batches, the example graph.
+"""Tables of the tool runtime: approvals, proposals and their batches.
 
-Rows never leave `app.store`: `app.store.tool_repos` turns them into records. Migration
-`0002_tools` creates exactly these tables.
+Rows never leave `app.store`: `app.store.repos.approvals` and `app.store.repos.proposals`
+turn them into records. Migration `0002_tools` creates exactly these tables.
 
 - `tool_approvals`: one pending (then decided) approval per confirm-tool call, bound to
   its owner, conversation, run, tool call id and the sha256 of its canonical arguments.
 - `tool_proposals`: the propose-then-approve queue of a conversation, in call order.
 - `tool_proposal_batches`: one row per applied batch, linked to its audit entry.
-- `graph_nodes` / `graph_edges`: the example knowledge graph; every row carries the
-  `scope_key` of the conversation scope that wrote it, and every query filters by it.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstr
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.store.db import Base
-from app.store.tables import JSONType, UTCDateTime
+from app.store.tables.types import JSONType, UTCDateTime
 
 
 class ApprovalRow(Base):
@@ -98,32 +96,4 @@ class ProposalBatchRow(Base):
     approved_by: Mapped[str] = mapped_column(String(255))
     audit_id: Mapped[str] = mapped_column(String(64))
     changes: Mapped[list[Any]] = mapped_column(JSONType)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-
-
-class GraphNodeRow(Base):
-    __tablename__ = "graph_nodes"
-    __table_args__ = (Index("ix_graph_nodes_scope_name", "scope_key", "name"),)
-
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    scope_key: Mapped[str] = mapped_column(String(64))
-    label: Mapped[str] = mapped_column(String(128))
-    name: Mapped[str] = mapped_column(String(255))
-    properties: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-
-
-class GraphEdgeRow(Base):
-    __tablename__ = "graph_edges"
-    __table_args__ = (Index("ix_graph_edges_scope", "scope_key"),)
-
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    scope_key: Mapped[str] = mapped_column(String(64))
-    source_id: Mapped[str] = mapped_column(
-        String(64), ForeignKey("graph_nodes.id", ondelete="CASCADE"), index=True
-    )
-    target_id: Mapped[str] = mapped_column(
-        String(64), ForeignKey("graph_nodes.id", ondelete="CASCADE"), index=True
-    )
-    relation: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1,4 +1,4 @@
-"""The example toolset: a small knowledge graph in the service's own database.
+"""The example graph's tools: find, read, add, connect, set a property, delete.
 
 Each conversation scope has its own graph: the `scope_key` is derived from the pinned
 `user_id` and the workspace (when one is bound) or else the conversation. The scope
@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
-from app.store.tool_repos import EdgeRecord, GraphRepo, NodeRecord
+from app.examples.graph.repo import EdgeRecord, GraphRepo, NodeRecord
 from app.tools.base import PROVISIONAL_PREFIX, ServerTool, ToolArgs, ToolContext, ToolFailure
 from app.tools.registry import ToolRegistry
 
@@ -56,7 +56,7 @@ def scope_key(
 
 def _repo(args: GraphScope, ctx: ToolContext) -> GraphRepo:
     key = scope_key(args.user_id, args.workspace_id, args.conversation_id, args.session_id)
-    return GraphRepo(ctx.session, key)
+    return GraphRepo.for_call(ctx.tx, key)
 
 
 def _node_out(node: NodeRecord) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from sqlalchemy import Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.store.db import Base
-from app.store.tables import JSONType, UTCDateTime
+from app.store.tables.types import JSONType, UTCDateTime
 
 
 class ApiKeyRow(Base):

@@ -10,8 +10,8 @@ Approving applies the queue (or the chosen ids) in call order inside ONE transac
                      and the reason (a stale proposal fails here, e.g. its node was deleted)
     one audit record: who proposed (conversation, runs, models), who approved, what changed
 
-Handlers run on the batch's own session, so a later proposal sees what earlier ones wrote
-(a `connect` finds the node an `add_node` of the same batch created).
+Handlers run in the batch's own unit of work, so a later proposal sees what earlier ones
+wrote (a `connect` finds the node an `add_node` of the same batch created).
 """
 
 from __future__ import annotations
@@ -23,18 +23,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from app.domain.errors import Conflict
 from app.domain.identity import Caller
-from app.store.repos import ConversationRepo, record_audit
-from app.store.tables import new_id
-from app.store.tool_repos import ProposalRecord, ProposalRepo
-from app.store.tool_tables import ProposalRow
-from app.tools.base import PROVISIONAL_PREFIX, ToolContext, ToolFailure
+from app.store.database import Tx
+from app.store.repos.proposals import ProposalRecord, new_batch_id
+from app.toolruntime.outcomes import jsonable, stored_site
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.base import PROVISIONAL_PREFIX, ToolContext, ToolFailure, visible_args
 from app.tools.pinning import InvalidArguments, pin_and_validate
-from app.tools.runtime import ServerToolRuntime, jsonable, visible_args
 
 _PROVISIONAL = re.compile(rf"^{PROVISIONAL_PREFIX}[0-9a-f]{{32}}$")
 
@@ -87,28 +83,28 @@ def _now() -> datetime:
 
 
 class ProposalService:
+    """Built once per service over the tool runtime (its catalogue, timeouts, database)."""
+
     def __init__(self, runtime: ServerToolRuntime) -> None:
         self.runtime = runtime
-        self.sessions = runtime.sessions
+        self.db = runtime.db
 
     async def queue(self, caller: Caller, conversation_id: str) -> list[ProposalRecord]:
-        async with self.sessions() as session:
-            await ConversationRepo(session).get(caller.user_id, conversation_id)
-            return await ProposalRepo(session).pending(caller.user_id, conversation_id)
+        async with self.db.read() as tx:
+            await tx.conversations.get(caller.user_id, conversation_id)
+            return await tx.proposals.pending(caller.user_id, conversation_id)
 
     async def reject(
         self, caller: Caller, conversation_id: str, ids: Sequence[str] | None = None
     ) -> list[str]:
         """Drop all pending proposals, or the given ones; returns the ids dropped."""
         owner = caller.user_id
-        async with self.sessions.begin() as session:
-            await ConversationRepo(session).get(owner, conversation_id)
-            repo = ProposalRepo(session)
-            chosen = [p.id for p in await repo.pending(owner, conversation_id, ids)]
-            await repo.mark(owner, chosen, status="rejected", now=_now())
+        async with self.db.write() as tx:
+            await tx.conversations.get(owner, conversation_id)
+            chosen = [p.id for p in await tx.proposals.pending(owner, conversation_id, ids)]
+            await tx.proposals.mark(owner, chosen, status="rejected", now=_now())
             if chosen:
-                await record_audit(
-                    session,
+                await tx.audit(
                     actor_id=owner,
                     action="proposals.reject",
                     target_type="conversation",
@@ -121,21 +117,22 @@ class ProposalService:
         self, caller: Caller, conversation_id: str, ids: Sequence[str] | None = None
     ) -> BatchResult:
         owner = caller.user_id
-        async with self.sessions.begin() as session:
-            await ConversationRepo(session).get(owner, conversation_id)
-            repo = ProposalRepo(session)
-            queue = await repo.pending(owner, conversation_id, ids)
+        async with self.db.write() as tx:
+            await tx.conversations.get(owner, conversation_id)
+            queue = await tx.proposals.pending(owner, conversation_id, ids)
             if not queue:
                 return BatchResult(batch_id=None, audit_id=None, applied=[])
-            claimed = await repo.mark(owner, [p.id for p in queue], status="applied", now=_now())
+            claimed = await tx.proposals.mark(
+                owner, [p.id for p in queue], status="applied", now=_now()
+            )
             if claimed != len(queue):
                 raise Conflict(
                     "The proposal queue changed while it was being approved; reload it.",
                     code="proposals_changed",
                 )
             provisional: dict[str, str] = {}
-            applied = [await self._apply(caller, session, p, provisional) for p in queue]
-            batch_id = new_id("batch")
+            applied = [await self._apply(caller, tx, p, provisional) for p in queue]
+            batch_id = new_batch_id()
             changes = [
                 {
                     "proposal_id": c.proposal_id,
@@ -147,8 +144,7 @@ class ProposalService:
                 }
                 for c in applied
             ]
-            audit_id = await record_audit(
-                session,
+            audit_id = await tx.audit(
                 actor_id=owner,
                 action="proposals.apply",
                 target_type="conversation",
@@ -164,26 +160,21 @@ class ProposalService:
                     "changes": changes,
                 },
             )
-            await repo.add_batch(
+            await tx.proposals.add_batch(
                 batch_id=batch_id,
                 owner_id=owner,
                 conversation_id=conversation_id,
                 approved_by=owner,
                 audit_id=audit_id,
                 changes=changes,
-            )
-            await session.execute(
-                update(ProposalRow)
-                .where(ProposalRow.id.in_([p.id for p in queue]))
-                .values(batch_id=batch_id)
-                .execution_options(synchronize_session=False)
+                proposal_ids=[p.id for p in queue],
             )
         return BatchResult(batch_id=batch_id, audit_id=audit_id, applied=applied)
 
     async def _apply(
         self,
         caller: Caller,
-        session: AsyncSession,
+        tx: Tx,
         proposal: ProposalRecord,
         provisional: dict[str, str],
     ) -> AppliedChange:
@@ -196,29 +187,20 @@ class ProposalService:
                 reason=reason,
             )
 
-        tool = self.runtime.permitted(proposal.tool_name, caller, proposal.model_id)
+        tool = self.runtime.catalog.permitted(proposal.tool_name, caller, proposal.model_id)
         if tool is None:
             raise fail(f"the tool `{proposal.tool_name}` is no longer available.")
-        scope = {k: str(v) for k, v in proposal.scope.items()}
+        site = stored_site(caller, proposal)
         args = substitute(proposal.args, provisional)
         dangling = _unresolved(visible_args(tool, args))
         if dangling is not None:
             raise fail(f"it refers to {dangling}, which no proposal of this batch created.")
         try:
-            model, pinned = pin_and_validate(tool, args, scope)
+            model, pinned = pin_and_validate(tool, args, site.scope)
         except InvalidArguments as exc:
             raise fail(str(exc)) from None
-        ctx = ToolContext(
-            caller=caller,
-            scope=scope,
-            session=session,
-            conversation_id=proposal.conversation_id,
-            run_id=proposal.run_id,
-            tool_call_id=proposal.tool_call_id,
-            model_id=proposal.model_id,
-            provisional=provisional,
-        )
-        timeout = tool.timeout if tool.timeout is not None else self.runtime.default_timeout
+        ctx = ToolContext(site=site, tx=tx, provisional=provisional)
+        timeout = self.runtime.timeout_for(tool)
         try:
             async with asyncio.timeout(timeout):
                 result = jsonable(await tool.handler(model, ctx))
@@ -234,7 +216,7 @@ class ProposalService:
             if isinstance(real, str):
                 real_id = real
                 provisional[proposal.provisional_id] = real
-        await ProposalRepo(session).set_result(proposal.id, result)
+        await tx.proposals.set_result(proposal.id, result)
         return AppliedChange(
             proposal_id=proposal.id,
             tool_name=proposal.tool_name,

@@ -23,17 +23,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from app.domain.errors import ChatBffError, Conflict
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
 from app.domain.tooling import ToolOutcome
-from app.store.repos import MessageRepo, record_audit
-from app.store.tool_repos import ApprovalRecord, ApprovalRepo, lock_conversation
+from app.store.repos.approvals import ApprovalRecord
+from app.store.repos.messages import MessageRepo
+from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.base import visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
-from app.tools.runtime import REJECTED, ServerToolRuntime, error_outcome, visible_args
 
 Decision = Literal["approve", "reject"]
 WAITING_STATUSES = frozenset({"loading", "waitingConfirmation", "waitingSubmission"})
@@ -57,17 +57,19 @@ def _now() -> datetime:
 
 
 class ApprovalService:
+    """Built once per service over the tool runtime (which runs an approved call)."""
+
     def __init__(self, runtime: ServerToolRuntime) -> None:
         self.runtime = runtime
-        self.sessions = runtime.sessions
+        self.db = runtime.db
 
     async def inbox(self, caller: Caller) -> list[ApprovalRecord]:
-        async with self.sessions() as session:
-            return await ApprovalRepo(session).pending(caller.user_id, now=_now())
+        async with self.db.read() as tx:
+            return await tx.approvals.pending(caller.user_id, now=_now())
 
     async def get(self, caller: Caller, approval_id: str) -> ApprovalRecord:
-        async with self.sessions() as session:
-            return await ApprovalRepo(session).get(caller.user_id, approval_id)
+        async with self.db.read() as tx:
+            return await tx.approvals.get(caller.user_id, approval_id)
 
     async def decide(
         self,
@@ -81,7 +83,7 @@ class ApprovalService:
         owner = caller.user_id
         record = await self.get(caller, approval_id)
         self._refuse_if_closed(record)
-        tool = self.runtime.permitted(record.tool_name, caller, record.model_id)
+        tool = self.runtime.catalog.permitted(record.tool_name, caller, record.model_id)
         if tool is None:
             raise Conflict(
                 f"The tool `{record.tool_name}` is no longer available.", code="tool_unavailable"
@@ -96,8 +98,8 @@ class ApprovalService:
             except InvalidArguments as exc:
                 raise Unprocessable(str(exc)) from None
         now = _now()
-        async with self.sessions.begin() as session:
-            claimed = await ApprovalRepo(session).claim(
+        async with self.db.write() as tx:
+            claimed = await tx.approvals.claim(
                 owner,
                 approval_id,
                 status="approved" if decision == "approve" else "rejected",
@@ -111,16 +113,7 @@ class ApprovalService:
             raise Conflict("This approval was already decided.", code="already_decided")
 
         if model is not None:
-            outcome = await self.runtime.execute(
-                tool,
-                model,
-                caller=caller,
-                scope=record.scope,
-                conversation_id=record.conversation_id,
-                run_id=record.run_id,
-                tool_call_id=record.tool_call_id,
-                model_id=record.model_id,
-            )
+            outcome = await self.runtime.execute(tool, model, stored_site(caller, record))
         else:
             outcome = error_outcome(REJECTED, args=visible_args(tool, record.args), reason=reason)
         part, ready = await self._finish(caller, record, decision, outcome, final_args)
@@ -144,8 +137,8 @@ class ApprovalService:
         """The stored tool part must still be this call, waiting, with the same args."""
         if record.conversation_id is None:
             return
-        async with self.sessions() as session:
-            found = await _find_part(session, record)
+        async with self.db.read() as tx:
+            found = await _find_part(tx.messages, record)
         if found is None:
             raise Conflict(
                 "The tool call is not stored yet; retry in a moment.",
@@ -154,8 +147,8 @@ class ApprovalService:
             )
         _, part = found
         if part.data.status != "waitingConfirmation":
-            async with self.sessions.begin() as session:
-                await ApprovalRepo(session).cancel_pending(
+            async with self.db.write() as tx:
+                await tx.approvals.cancel_pending(
                     record.owner_id, approval_id=record.id, now=_now()
                 )
             raise Conflict(
@@ -164,7 +157,7 @@ class ApprovalService:
                 code="already_decided",
                 decision="cancelled",
             )
-        tool = self.runtime.registry.get(record.tool_name)
+        tool = self.runtime.catalog.registry.get(record.tool_name)
         try:
             assert tool is not None
             _, stored = pin_and_validate(tool, part.data.args or {}, record.scope)
@@ -191,15 +184,15 @@ class ApprovalService:
         owner = caller.user_id
         part: ToolPart | None = None
         ready = False
-        async with self.sessions.begin() as session:
-            await ApprovalRepo(session).record_outcome(
+        async with self.db.write() as tx:
+            await tx.approvals.record_outcome(
                 owner, record.id, outcome_status=outcome.status, result=outcome.result
             )
             if record.conversation_id is not None:
                 # Take the conversation's write lock first, so two decisions on one message
                 # queue up instead of overwriting each other's part.
-                await lock_conversation(session, owner, record.conversation_id)
-                found = await _find_part(session, record)
+                await tx.conversations.lock(owner, record.conversation_id)
+                found = await _find_part(tx.messages, record)
                 if found is not None:
                     message, run_id = found[0]
                     part = _updated_part(found[1], outcome)
@@ -208,12 +201,9 @@ class ApprovalService:
                         for p in message.parts()
                     ]
                     updated = message.model_copy(update={"content": content})
-                    await MessageRepo(session).upsert(
-                        owner, record.conversation_id, updated, run_id=run_id
-                    )
+                    await tx.messages.upsert(owner, record.conversation_id, updated, run_id=run_id)
                     ready = not any(p.data.status in WAITING_STATUSES for p in updated.tool_parts())
-            await record_audit(
-                session,
+            await tx.audit(
                 actor_id=owner,
                 action=f"approval.{decision}",
                 target_type="approval",
@@ -256,11 +246,11 @@ def _updated_part(part: ToolPart, outcome: ToolOutcome) -> ToolPart:
 
 
 async def _find_part(
-    session: AsyncSession, record: ApprovalRecord
+    messages: MessageRepo, record: ApprovalRecord
 ) -> tuple[tuple[Message, str | None], ToolPart] | None:
     """The newest current message holding the tool part of this approval's call."""
     assert record.conversation_id is not None
-    records = await MessageRepo(session).records(record.owner_id, record.conversation_id)
+    records = await messages.records(record.owner_id, record.conversation_id)
     for stored in reversed(records):
         if stored.message.role != "assistant":
             continue

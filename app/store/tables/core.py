@@ -3,24 +3,16 @@
 Rows never leave `app.store`: repositories turn them into `app.store.records` and domain
 types. Migrations in `migrations/versions/0001_core.py` create exactly these tables; a test
 compares the two (`alembic compare_metadata`), so a change here needs a migration.
-
-Portability notes (SQLite and Postgres from one model):
-- JSON columns are `JSON` with a `JSONB` variant on Postgres.
-- Timestamps are `UTCDateTime`: timezone-aware in Python on both databases (SQLite keeps
-  no offset, so values are normalised to UTC on the way in and tagged UTC on the way out).
-- Ids are strings with a prefix (`conv_<hex>`), made by `new_id`.
+Column types and ids shared by every table are in `app.store.tables.types`.
 """
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
     Boolean,
-    DateTime,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -31,43 +23,10 @@ from sqlalchemy import (
     false,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
 
 from app.store.db import Base
-
-JSONType = JSON().with_variant(JSONB(), "postgresql")
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware timestamp on every backend; naive values are refused."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime: pass a timezone-aware value")
-        return value.astimezone(UTC)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+from app.store.tables.types import JSONType, UTCDateTime
 
 
 class ConversationRow(Base):

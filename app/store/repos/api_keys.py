@@ -14,8 +14,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
-from app.store.identity_tables import ApiKeyRow
-from app.store.tables import new_id, utcnow
+from app.store.tables.identity import ApiKeyRow
+from app.store.tables.types import new_id, utcnow
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,214 @@
+"""A conversation's proposal queue and the batches it is applied in.
+
+Like every repository it wraps one session and never commits; every query carries its
+owner filter, and unknown ids are `NotFound`. Claiming proposals for a batch is a
+conditional UPDATE, so two concurrent approvers cannot both apply one proposal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.domain.errors import NotFound
+from app.domain.tooling import CallSite
+from app.store.repos.rowcount import rowcount
+from app.store.tables.tools import ProposalBatchRow, ProposalRow
+from app.store.tables.types import new_id, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalRecord:
+    id: str
+    owner_id: str
+    conversation_id: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    scope: dict[str, Any]
+    model_id: str
+    summary: str
+    provisional_id: str | None
+    position: int
+    status: str
+    created_at: datetime
+    decided_at: datetime | None
+    batch_id: str | None
+    result: Any | None
+
+
+def _record(row: ProposalRow) -> ProposalRecord:
+    return ProposalRecord(
+        id=row.id,
+        owner_id=row.owner_id,
+        conversation_id=row.conversation_id,
+        run_id=row.run_id,
+        tool_call_id=row.tool_call_id,
+        tool_name=row.tool_name,
+        args=row.args,
+        scope=row.scope,
+        model_id=row.model_id,
+        summary=row.summary,
+        provisional_id=row.provisional_id,
+        position=row.position,
+        status=row.status,
+        created_at=row.created_at,
+        decided_at=row.decided_at,
+        batch_id=row.batch_id,
+        result=row.result,
+    )
+
+
+def new_batch_id() -> str:
+    """The id of a batch about to be applied: its audit record names it before the batch
+    row exists (that row names the audit record)."""
+    return new_id("batch")
+
+
+class ProposalRepo:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(
+        self,
+        site: CallSite,
+        *,
+        tool_name: str,
+        args: dict[str, Any],
+        summary: str,
+        provisional_id: str | None,
+        position: int,
+    ) -> ProposalRecord:
+        if site.conversation_id is None:
+            raise ValueError("a proposal belongs to a conversation")
+        row = ProposalRow(
+            id=new_id("prop"),
+            owner_id=site.caller.user_id,
+            conversation_id=site.conversation_id,
+            run_id=site.run_id,
+            tool_call_id=site.tool_call_id,
+            tool_name=tool_name,
+            args=args,
+            scope=dict(site.scope),
+            model_id=site.model_id,
+            summary=summary,
+            provisional_id=provisional_id,
+            position=position,
+            status="pending",
+            created_at=utcnow(),
+            decided_at=None,
+            batch_id=None,
+            result=None,
+        )
+        self._session.add(row)
+        await self._session.flush()
+        return _record(row)
+
+    async def by_call(self, owner_id: str, run_id: str, tool_call_id: str) -> ProposalRecord | None:
+        row = await self._session.scalar(
+            select(ProposalRow).where(
+                ProposalRow.owner_id == owner_id,
+                ProposalRow.run_id == run_id,
+                ProposalRow.tool_call_id == tool_call_id,
+            )
+        )
+        return _record(row) if row is not None else None
+
+    async def count_pending(self, owner_id: str, conversation_id: str) -> int:
+        count = await self._session.scalar(
+            select(func.count())
+            .select_from(ProposalRow)
+            .where(
+                ProposalRow.owner_id == owner_id,
+                ProposalRow.conversation_id == conversation_id,
+                ProposalRow.status == "pending",
+            )
+        )
+        return int(count or 0)
+
+    async def pending(
+        self, owner_id: str, conversation_id: str, ids: Sequence[str] | None = None
+    ) -> list[ProposalRecord]:
+        """The queue in call order; with `ids`, only those (unknown ids are NotFound)."""
+        query = select(ProposalRow).where(
+            ProposalRow.owner_id == owner_id,
+            ProposalRow.conversation_id == conversation_id,
+            ProposalRow.status == "pending",
+        )
+        if ids is not None:
+            query = query.where(ProposalRow.id.in_(list(ids)))
+        rows = [
+            _record(r)
+            for r in await self._session.scalars(
+                query.order_by(ProposalRow.position, ProposalRow.created_at, ProposalRow.id)
+            )
+        ]
+        if ids is not None and len(rows) != len(set(ids)):
+            missing = sorted(set(ids) - {r.id for r in rows})
+            raise NotFound(
+                "Proposal not found (or no longer pending).",
+                code="proposal_not_found",
+                proposal_ids=missing,
+            )
+        return rows
+
+    async def mark(self, owner_id: str, ids: Sequence[str], *, status: str, now: datetime) -> int:
+        """Move pending proposals to `status`; returns how many this call moved."""
+        if not ids:
+            return 0
+        result = await self._session.execute(
+            update(ProposalRow)
+            .where(
+                ProposalRow.id.in_(list(ids)),
+                ProposalRow.owner_id == owner_id,
+                ProposalRow.status == "pending",
+            )
+            .values(status=status, decided_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return rowcount(result)
+
+    async def set_result(self, proposal_id: str, result: Any) -> None:
+        await self._session.execute(
+            update(ProposalRow)
+            .where(ProposalRow.id == proposal_id)
+            .values(result=result)
+            .execution_options(synchronize_session=False)
+        )
+
+    async def add_batch(
+        self,
+        *,
+        batch_id: str,
+        owner_id: str,
+        conversation_id: str,
+        approved_by: str,
+        audit_id: str,
+        changes: list[Any],
+        proposal_ids: Sequence[str],
+    ) -> None:
+        """Record an applied batch and link the proposals it applied to it."""
+        self._session.add(
+            ProposalBatchRow(
+                id=batch_id,
+                owner_id=owner_id,
+                conversation_id=conversation_id,
+                approved_by=approved_by,
+                audit_id=audit_id,
+                changes=changes,
+                created_at=utcnow(),
+            )
+        )
+        await self._session.flush()
+        await self._session.execute(
+            update(ProposalRow)
+            .where(ProposalRow.id.in_(list(proposal_ids)), ProposalRow.owner_id == owner_id)
+            .values(batch_id=batch_id)
+            .execution_options(synchronize_session=False)
+        )

@@ -1,0 +1,11 @@
+"""The service's own tables, one module per group, all on `app.store.db.Base`.
+
+    types.py     column types (JSON / JSONB, UTC timestamps) and prefixed ids
+    core.py      conversations, messages, runs, run events, audit log   (0001_core)
+    tools.py     tool approvals, proposals and their batches            (0002_tools)
+    identity.py  API keys                                               (0003_identity)
+
+Every module here is imported by `app.store.migrate.target_metadata()`, which a test
+compares with the migrations. Tool modules that keep tables of their own (the example
+graph) declare them on their own metadata, beside their own migrations, not here.
+"""

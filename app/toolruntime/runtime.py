@@ -1,0 +1,137 @@
+"""The server tool runtime: what the agent loop calls for every server tool call.
+
+    invoke(part, ctx)
+      -> is the tool offered to this caller and model?      no  -> error outcome
+      -> pin scope arguments, then validate                 bad -> error outcome (never runs)
+      -> policy confirm                                      -> stored approval, ApprovalNeeded
+      -> policy propose (or a mutating tool in propose mode) -> stored proposal, receipt
+      -> auto: run in its own transaction, with a timeout    -> success / error outcome
+
+A `confirm` tool stays `confirm` in a propose-mode conversation: only a stored approval,
+decided through the API, ever runs it (`app.toolruntime.approvals`). Invoking the same
+tool call again (a replay) never creates a second approval or proposal: the stored one
+answers (`asking`, `proposing`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+
+from app.domain.parts import ToolPart
+from app.domain.stream import ToolSpec
+from app.domain.tooling import ApprovalNeeded, CallSite, RunContext, ToolOutcome
+from app.store.database import Database
+from app.toolruntime.asking import ask_approval
+from app.toolruntime.audit import audit_call
+from app.toolruntime.outcomes import error_outcome, jsonable
+from app.toolruntime.proposing import propose
+from app.tools.base import ServerTool, ToolContext, ToolFailure, visible_args
+from app.tools.catalog import ToolCatalog
+from app.tools.pinning import InvalidArguments, effective_scope, pin_and_validate
+
+log = logging.getLogger("chat_bff.tools")
+
+
+class ServerToolRuntime:
+    """Implements `app.agent.ports.ToolRuntime` over a `ToolCatalog` and the database."""
+
+    def __init__(
+        self,
+        catalog: ToolCatalog,
+        db: Database,
+        *,
+        default_timeout: float = 30.0,
+        approval_ttl_seconds: float = 3600.0,
+    ) -> None:
+        self.catalog = catalog
+        self.db = db
+        self.default_timeout = default_timeout
+        self.approval_ttl = timedelta(seconds=approval_ttl_seconds)
+        self._last_position = 0
+
+    def _next_position(self) -> int:
+        # Strictly increasing within the process; nanoseconds order calls across processes.
+        self._last_position = max(time.time_ns(), self._last_position + 1)
+        return self._last_position
+
+    def timeout_for(self, tool: ServerTool[Any]) -> float:
+        return tool.timeout if tool.timeout is not None else self.default_timeout
+
+    # -- what the model may see -------------------------------------------------------
+
+    def specs(self, ctx: RunContext) -> list[ToolSpec]:
+        return self.catalog.specs(ctx.caller, ctx.model_id)
+
+    def knows(self, name: str) -> bool:
+        return self.catalog.knows(name)
+
+    # -- the call -----------------------------------------------------------------------
+
+    async def run_cancelled(self, owner_id: str, run_id: str) -> None:
+        """Close the stopped run's pending approvals: deciding one later must not run it."""
+        async with self.db.write() as tx:
+            await tx.approvals.cancel_pending(owner_id, run_id=run_id, now=datetime.now(UTC))
+
+    async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
+        # Taken before any await, so parallel calls keep the order the model made them in.
+        position = self._next_position()
+        name = part.data.toolName
+        tool = self.catalog.permitted(name, ctx.caller, ctx.model_id)
+        if tool is None:
+            return error_outcome(f"The tool `{name}` is not available.")
+        site = CallSite(
+            caller=ctx.caller,
+            scope=effective_scope(ctx.caller, ctx.conversation_id, ctx.scope),
+            conversation_id=ctx.conversation_id,
+            run_id=ctx.run_id,
+            tool_call_id=part.id,
+            model_id=ctx.model_id,
+        )
+        try:
+            args, _ = pin_and_validate(tool, part.data.args or {}, site.scope)
+        except InvalidArguments as exc:
+            return error_outcome(str(exc))
+        if tool.policy == "confirm":
+            expires_at = datetime.now(UTC) + self.approval_ttl
+            return await ask_approval(self.db, site, tool, args, expires_at=expires_at)
+        if tool.policy == "propose" or (ctx.mode == "propose" and tool.mutates):
+            return await propose(self.db, site, tool, args, position=position)
+        return await self.execute(tool, args, site)
+
+    async def execute(self, tool: ServerTool[Any], args: BaseModel, site: CallSite) -> ToolOutcome:
+        """Run the handler in one transaction with the tool's timeout; never raises for
+        the tool's own failure (that is an error outcome the model may recover from).
+        A mutating call is audited, however it ended."""
+        shown = visible_args(tool, args.model_dump(mode="json"))
+        outcome = await self._run_handler(tool, args, shown, site)
+        if tool.mutates:
+            await audit_call(self.db, tool, args, outcome, site)
+        return outcome
+
+    async def _run_handler(
+        self, tool: ServerTool[Any], args: BaseModel, shown: dict[str, Any], site: CallSite
+    ) -> ToolOutcome:
+        timeout = self.timeout_for(tool)
+        try:
+            async with asyncio.timeout(timeout), self.db.write() as tx:
+                result = jsonable(await tool.handler(args, ToolContext(site=site, tx=tx)))
+        except ToolFailure as exc:
+            return error_outcome(str(exc), args=shown)
+        except TimeoutError:
+            return error_outcome(
+                f"The tool `{tool.name}` timed out after {timeout:g}s.", args=shown
+            )
+        except Exception as exc:
+            log.warning(
+                "server tool failed",
+                extra={"tool": tool.name, "error_type": type(exc).__name__},
+                exc_info=True,
+            )
+            return error_outcome(f"The tool `{tool.name}` failed unexpectedly.", args=shown)
+        return ToolOutcome(status="success", result=result, mutates=tool.mutates, args=shown)

@@ -7,6 +7,7 @@ import json
 from typing import Any, Protocol
 
 from app.domain.identity import Caller
+from app.domain.text import valid_json
 from app.domain.tooling import CallSite, ToolOutcome
 from app.tools.base import result_to_json
 
@@ -19,8 +20,9 @@ def error_outcome(message: str, *, args: dict[str, Any] | None = None, **extra: 
 
 
 def jsonable(value: Any) -> Any:
-    """A handler's result as plain JSON values, whatever it returned."""
-    return json.loads(json.dumps(result_to_json(value), default=str))
+    """A handler's result as plain JSON values, whatever it returned, made valid text (a
+    tool's result is text entering the service: see app.domain.text)."""
+    return valid_json(json.loads(json.dumps(result_to_json(value), default=str)))
 
 
 class StoredCall(Protocol):

@@ -13,21 +13,23 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app.api import approvals, proposals, tools_route
 from app.api.drain import Drain, GracefulShutdown
 from app.api.errors import install_auth_error_handler, install_error_handlers
 from app.api.middleware import install_middlewares
 from app.api.openapi import install_openapi
 from app.api.routes import (
     admin,
+    approvals,
     chat,
     conversations,
     health,
     models,
     openai_chat,
     openai_responses,
+    proposals,
     runs,
     stream_tokens,
+    tools,
 )
 from app.api.routes import metrics as metrics_route
 from app.api.streaming import StreamConfig
@@ -105,7 +107,7 @@ def create_app(
     app.include_router(chat.router)
     app.include_router(conversations.router)
     app.include_router(runs.router)
-    app.include_router(tools_route.router)
+    app.include_router(tools.router)
     app.include_router(approvals.router)
     app.include_router(proposals.router)
     app.include_router(openai_chat.router)

@@ -7,75 +7,24 @@ proposal rolls every change back, keeps the queue and answers 409 `proposal_fail
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Body
-from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import CallerDep, ProposalsDep, ToolCatalogDep
 from app.api.routing import api_router
+from app.api.schemas.proposals import (
+    AppliedOut,
+    BatchOut,
+    ProposalIds,
+    ProposalList,
+    ProposalOut,
+    RejectedOut,
+)
 from app.store.repos.proposals import ProposalRecord
 from app.tools.catalog import ToolCatalog
 
 router = api_router(prefix="/api/conversations", tags=["proposals"])
-
-
-class ProposalOut(BaseModel):
-    """A change the model proposed; nothing is applied until a human approves."""
-
-    id: str = Field(description="Proposal id.")
-    tool_name: str = Field(description="Tool the model proposed to call.")
-    args: dict[str, Any] = Field(description="Arguments it will run with.")
-    summary: str = Field(description="Human-readable summary of the change.")
-    provisional_id: str | None = Field(
-        description="Provisional id handed to the model for what this creates."
-    )
-    run_id: str = Field(description="Run that proposed it.")
-    tool_call_id: str = Field(description="The tool part's id (toolCallId).")
-    model: str = Field(description="Model that proposed it.")
-    created_at: datetime = Field(description="When it was proposed.")
-
-
-class ProposalList(BaseModel):
-    """A conversation's queue of proposed changes awaiting a human."""
-
-    data: list[ProposalOut] = Field(description="Pending proposals in the order they apply.")
-
-
-class ProposalIds(BaseModel):
-    """Which queued proposals to act on; all when absent."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    ids: list[str] | None = Field(
-        default=None, max_length=500, description="Only these proposals; all when absent."
-    )
-
-
-class AppliedOut(BaseModel):
-    """One applied proposal, so a UI can show what changed and map provisional ids."""
-
-    proposal_id: str = Field(description="The proposal applied.")
-    tool_name: str = Field(description="Tool that ran.")
-    args: dict[str, Any] = Field(description="Arguments it ran with (provisional ids resolved).")
-    result: Any = Field(description="The tool's result.")
-    provisional_id: str | None = Field(description="Provisional id this proposal handed out.")
-    real_id: str | None = Field(description="The real id the provisional id stands for.")
-
-
-class BatchOut(BaseModel):
-    """A proposal queue applied as one transaction, with its audit record."""
-
-    batch_id: str | None = Field(description="Id of the applied batch; null if nothing queued.")
-    audit_id: str | None = Field(description="The audit record written for the batch.")
-    applied: list[AppliedOut] = Field(description="What changed, in order.")
-
-
-class RejectedOut(BaseModel):
-    """Which proposals were dropped from the queue."""
-
-    rejected: list[str] = Field(description="Ids of the proposals dropped.")
 
 
 def _out(record: ProposalRecord, tools: ToolCatalog) -> ProposalOut:

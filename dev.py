@@ -3,7 +3,7 @@
 
     python3 dev.py serve   # venv + deps, then uvicorn on 127.0.0.1:8000 (SQLite, scripted model)
     python3 dev.py test    # venv + deps, then the whole test suite (pytest args pass through)
-    python3 dev.py check   # ruff, mypy --strict, OpenAPI drift
+    python3 dev.py check   # ruff, mypy --strict (app and tests), import contract, OpenAPI drift
     python3 dev.py openapi # regenerate openapi/openapi.json from the app
     python3 dev.py lock    # re-resolve the dependencies in a clean venv into constraints.txt
 
@@ -127,9 +127,11 @@ def main(argv: list[str]) -> int:
             [str(PY), "-m", "ruff", "check", *lint],
             [str(PY), "-m", "ruff", "format", "--check", *lint],
             [str(PY), "-m", "mypy"],
+            [str(BIN / "lint-imports")],
             [str(PY), "-m", "app.openapi_dump", "--check"],
         ):
-            print("$", " ".join(step[2:]), flush=True)
+            shown = step[2:] if step[0] == str(PY) else [Path(step[0]).name, *step[1:]]
+            print("$", " ".join(shown), flush=True)
             if run(*step) != 0:
                 return 1
         return 0

@@ -11,15 +11,11 @@ import socket
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.agent.ports import ToolRuntime
 from app.auth.authenticator import AuthConfig, Authenticator
 from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
-from app.domain.identity import Caller
 from app.domain.models import Catalog, ModelInfo
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
@@ -30,7 +26,7 @@ from app.observability.metrics import Metrics
 from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
 from app.providers.catalog import build_catalog, default_models, parse_models
-from app.providers.factory import build_providers
+from app.providers.scripted import ScriptedProvider, load_script
 from app.runs.driver import RunLimits
 from app.runs.hooks import AllHooks
 from app.runs.journal import RunJournal
@@ -48,9 +44,6 @@ from app.tools.access import ToolAccess
 from app.tools.catalog import ToolCatalog
 from app.tools.modules import load_tool_modules, migration_dirs
 from app.tools.registry import ToolRegistry
-
-if TYPE_CHECKING:
-    from starlette.requests import HTTPConnection
 
 log = logging.getLogger("chat_bff")
 
@@ -73,19 +66,8 @@ class Services:
     limits: Limiter
     metrics: Metrics
 
-    @property
-    def engine(self) -> AsyncEngine:
-        return self.db.engine
-
-    @property
-    def sessions(self) -> async_sessionmaker[AsyncSession]:
-        return self.db.sessions
-
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
-
-    async def authenticate(self, conn: HTTPConnection) -> Caller:
-        return await self.authenticator.authenticate(conn)
 
     async def aclose(self) -> None:
         await self.runs.manager.shutdown(self.settings.shutdown_timeout_seconds)
@@ -95,9 +77,7 @@ class Services:
         await self.db.dispose()
 
 
-def build_authenticator(
-    settings: Settings, sessions: async_sessionmaker[AsyncSession]
-) -> Authenticator:
+def build_authenticator(settings: Settings, db: Database) -> Authenticator:
     """Identity settings -> the one authentication check (settings stay in the container)."""
     public_pem = settings.jwt_public_key or (
         settings.jwt_public_key_file.read_text() if settings.jwt_public_key_file else None
@@ -130,7 +110,7 @@ def build_authenticator(
             local_user_id=settings.local_user_id,
             development=verifier is None and settings.environment != "production",
         ),
-        sessions,
+        db,
     )
 
 
@@ -181,6 +161,43 @@ def build_tool_catalog(settings: Settings) -> ToolCatalog:
     return ToolCatalog(registry, access)
 
 
+def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
+    """The providers the catalogue needs; provider keys are read here and nowhere else."""
+    needed = {m.provider for m in catalog.all()}
+    providers: dict[str, Provider] = {}
+    if "openai" in needed:
+        from app.providers.openai import OpenAIProvider
+
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        providers["openai"] = OpenAIProvider(
+            # Local OpenAI-compatible servers (Ollama, vLLM) take any key; the SDK needs one.
+            api_key=key or "not-needed",
+            base_url=settings.openai_base_url,
+            timeout=settings.provider_timeout_seconds,
+            connect_timeout=settings.provider_connect_timeout_seconds,
+            max_retries=settings.provider_max_retries,
+        )
+    if "anthropic" in needed:
+        from app.providers.anthropic import AnthropicProvider
+
+        if settings.anthropic_api_key is None:
+            raise ValueError(
+                "the catalogue names an Anthropic model but ANTHROPIC_API_KEY is unset"
+            )
+        providers["anthropic"] = AnthropicProvider(
+            api_key=settings.anthropic_api_key.get_secret_value(),
+            base_url=settings.anthropic_base_url,
+            timeout=settings.provider_timeout_seconds,
+            connect_timeout=settings.provider_connect_timeout_seconds,
+            max_retries=settings.provider_max_retries,
+        )
+    if "scripted" in needed:
+        providers["scripted"] = ScriptedProvider(
+            load_script(settings.scripted_script), delay_ms=settings.scripted_delay_ms
+        )
+    return providers
+
+
 def catalog_from_settings(settings: Settings) -> Catalog:
     if settings.models_json:
         models = parse_models(settings.models_json)
@@ -213,7 +230,6 @@ async def build_services(
     if settings.migrate_on_start:
         await upgrade_database(engine, database_migrations(settings))
     db = Database(engine)
-    sessions = db.sessions
     tool_catalog = build_tool_catalog(settings)
     tool_runtime = ServerToolRuntime(
         tool_catalog,
@@ -246,7 +262,7 @@ async def build_services(
         approvals=ApprovalService(tool_runtime),
         proposals=ProposalService(tool_runtime),
         runs=runs,
-        authenticator=build_authenticator(settings, sessions),
+        authenticator=build_authenticator(settings, db),
         limits=limits,
         metrics=metrics,
     )

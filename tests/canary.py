@@ -5,7 +5,7 @@
             seen = Seen()
             seen.response(await api.post(...))   # status line, headers and body (SSE too)
             seen.add("metrics", (await api.get("/metrics")).text)
-            seen.add("database", await dump_database(api.services.sessions))
+            seen.add("database", await dump_database(api.services.db.sessions))
     seen.add("logs", logs.text())
     assert seen.find(CANARIES) == []
 

@@ -61,7 +61,7 @@ async def drive(api: Any, seen: Seen, model: str) -> None:
         seen.response(await api.get(f"/api/conversations/{conversation_id}", headers=ALICE))
     seen.response(await api.get("/api/models", headers=ALICE))
     seen.add("metrics", (await api.get("/metrics")).text)
-    seen.add("database", await dump_database(api.services.sessions))
+    seen.add("database", await dump_database(api.services.db.sessions))
 
 
 async def test_upstream_auth_and_server_failures_leak_no_key(

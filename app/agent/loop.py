@@ -39,6 +39,7 @@ from app.domain.parts import Part, ToolData, ToolPart, cancel_unfinished
 from app.domain.stream import (
     GenerationOptions,
     ModelRequest,
+    ProviderEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -138,63 +139,53 @@ class Agent:
         stream = self.provider.stream(request)
         try:
             async for event in valid_events(stream):
-                started = builder.feed(event)
-                if isinstance(event, TextDelta):
-                    if event.text:
-                        await self._emit_text(event.text)
-                elif isinstance(event, ThinkingDelta):
-                    if event.text:
-                        await self.sink.emit(
-                            ThinkingDeltaEvent(
-                                run_id=self.ctx.run_id, message_id=self.message_id, delta=event.text
-                            )
-                        )
-                elif isinstance(event, ToolCallDelta):
-                    call = started or builder.call_for(event.index)
-                    if started is not None:
-                        await self.sink.emit(
-                            ToolStart(
-                                run_id=self.ctx.run_id,
-                                message_id=self.message_id,
-                                part=ToolPart(
-                                    id=started.id,
-                                    data=ToolData(
-                                        toolName=started.name,
-                                        toolCallId=started.id,
-                                        status="loading",
-                                    ),
-                                ),
-                            )
-                        )
-                    if event.args_delta and call is not None:
-                        await self.sink.emit(
-                            ToolArgsDelta(
-                                run_id=self.ctx.run_id,
-                                message_id=self.message_id,
-                                tool_call_id=call.id,
-                                delta=event.args_delta,
-                            )
-                        )
+                await self._relay(event, builder)
         finally:
             # Closing the provider stream closes the upstream response (disconnect, cancel).
             await stream.aclose()
         response = builder.build()
         self._builder = None
-        for index, part in enumerate(response.parts):
-            # Arguments parsed from JSON text may hold escapes of what is not valid text.
-            if isinstance(part, ToolPart) and part.data.args:
-                args = valid_json(part.data.args)
-                if args != part.data.args:
-                    response.parts[index] = ToolPart(
-                        id=part.id, data=part.data.model_copy(update={"args": args})
-                    )
         self.usage.input_tokens += response.input_tokens
         self.usage.output_tokens += response.output_tokens
         if response.finish_reason in ("refusal", "content_filter"):
             # The model (or its provider's filter) declined: every wire says so, as
             # OpenAI's `content_filter` finish and `refusal` text, not as a plain stop.
             self.refused = response.finish_detail or "The model declined to answer."
-        return response.parts
+        return [_valid_args(part) for part in response.parts]
+
+    async def _relay(self, event: ProviderEvent, builder: PartsBuilder) -> None:
+        """Fold one provider event into the parts and tell the sink what it shows."""
+        started = builder.feed(event)
+        if isinstance(event, TextDelta):
+            if event.text:
+                await self._emit_text(event.text)
+        elif isinstance(event, ThinkingDelta):
+            if event.text:
+                await self.sink.emit(
+                    ThinkingDeltaEvent(
+                        run_id=self.ctx.run_id, message_id=self.message_id, delta=event.text
+                    )
+                )
+        elif isinstance(event, ToolCallDelta):
+            call = started or builder.call_for(event.index)
+            if started is not None:
+                data = ToolData(toolName=started.name, toolCallId=started.id, status="loading")
+                await self.sink.emit(
+                    ToolStart(
+                        run_id=self.ctx.run_id,
+                        message_id=self.message_id,
+                        part=ToolPart(id=started.id, data=data),
+                    )
+                )
+            if event.args_delta and call is not None:
+                await self.sink.emit(
+                    ToolArgsDelta(
+                        run_id=self.ctx.run_id,
+                        message_id=self.message_id,
+                        tool_call_id=call.id,
+                        delta=event.args_delta,
+                    )
+                )
 
     async def _emit_text(self, text: str) -> None:
         await self.sink.emit(
@@ -317,6 +308,16 @@ class Agent:
             metadata["status"] = "incomplete"
             metadata["reason"] = interrupted
         return Message(id=self.message_id, role="assistant", content=parts, metadata=metadata)
+
+
+def _valid_args(part: Part) -> Part:
+    """Arguments parsed from JSON text may hold escapes of what is not valid text."""
+    if not isinstance(part, ToolPart) or not part.data.args:
+        return part
+    args = valid_json(part.data.args)
+    if args == part.data.args:
+        return part
+    return ToolPart(id=part.id, data=part.data.model_copy(update={"args": args}))
 
 
 _DATA_FIELDS = {

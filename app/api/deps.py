@@ -13,10 +13,11 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from app.api.streaming import StreamConfig
-from app.auth.authenticator import Authenticator
+from app.auth.authenticator import Authenticator, Credentials
 from app.container import Services
 from app.domain.identity import Caller
 from app.domain.models import Catalog
+from app.observability.logging import user_id_var
 from app.runs.turns import Runs
 from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
@@ -78,7 +79,15 @@ ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 async def get_caller(request: Request, services: Svc) -> Caller:
     """The authenticated caller, within their request rate; development mode makes
     everyone without credentials the local user."""
-    caller = await services.authenticate(request)
+    credentials = Credentials(
+        authorization=request.headers.get("authorization"),
+        api_key=request.headers.get("x-api-key"),
+        stream_token=request.query_params.get("token"),
+        method=request.method,
+        path=request.url.path,
+    )
+    caller = await services.authenticator.authenticate(credentials)
+    user_id_var.set(caller.user_id)  # every log line of the request names its caller
     await services.limits.check_request(caller)
     return caller
 

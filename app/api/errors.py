@@ -15,7 +15,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.auth.authenticator import log_failure
 from app.auth.errors import Unauthorized
 from app.domain.errors import ChatBffError, ProviderError, RateLimited
 from app.domain.text import valid_json
@@ -150,6 +149,13 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     # Anything else reaches `RequestContextMiddleware`, which answers 500 with the
     # request id and keeps the connection (see app.api.middleware).
+
+
+def log_failure(exc: Unauthorized, request: Request) -> None:
+    """The cause of a 401 for the operator; the credential itself is never logged."""
+    logging.getLogger("chat_bff.auth").info(
+        "authentication failed", extra={"reason": exc.reason, "path": request.url.path}
+    )
 
 
 def install_auth_error_handler(app: FastAPI) -> None:

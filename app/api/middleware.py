@@ -68,6 +68,76 @@ def _json_response(
     return start, {"type": "http.response.body", "body": data}
 
 
+_SHUTTING_DOWN: dict[str, object] = {
+    "error": {"code": "shutting_down", "message": "The service is restarting; retry shortly."}
+}
+
+
+class _Exchange:
+    """One request as the context middleware follows it: its id, the status it answered,
+    whether it streams, and how long it took."""
+
+    def __init__(self, scope: Scope, send: Send, metrics: Metrics, drain: Drain | None):
+        incoming = _header(scope, b"x-request-id")
+        self.request_id = (
+            incoming if incoming and _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        )
+        self.scope = scope
+        self._send = send
+        self._metrics = metrics
+        self._drain = drain
+        self.began = time.perf_counter()
+        self.status = 500
+        self.streaming = False
+        self.responded = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.responded = True
+            self.status = int(message["status"])
+            headers = list(message.get("headers", []))
+            headers.append((REQUEST_ID_HEADER.lower().encode(), self.request_id.encode()))
+            message = {**message, "headers": headers}
+            if dict(headers).get(b"content-type", b"").startswith(b"text/event-stream"):
+                self.streaming = True
+                self._metrics.stream_opened()
+                if self._drain is not None:
+                    self._drain.stream_opened()
+        await self._send(message)
+
+    async def answer(
+        self, status: int, body: dict[str, object], headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        for message in _json_response(status, body, headers):
+            await self.send(message)
+
+    def finish(self) -> None:
+        if self.streaming:
+            self._metrics.stream_closed()
+            if self._drain is not None:
+                self._drain.stream_closed()
+        elapsed = time.perf_counter() - self.began
+        method = self.scope.get("method", "GET")
+        route = _route_template(self.scope)
+        self._metrics.observe_request(
+            method if method in _METHODS else "OTHER", route, self.status, elapsed
+        )
+        path = self.scope.get("path", "")
+        access_log.info(
+            "%s %s %s",
+            method,
+            path,
+            self.status,
+            extra={
+                "method": method,
+                "path": path,
+                "route": route,
+                "status": self.status,
+                "duration_ms": round(elapsed * 1000, 2),
+            },
+        )
+
+
 class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, *, metrics: Metrics, drain: Drain | None = None) -> None:
         self.app = app
@@ -78,84 +148,31 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = _header(scope, b"x-request-id")
-        request_id = incoming if incoming and _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = request_id
-        tokens = (request_id_var.set(request_id), user_id_var.set(None), run_id_var.set(None))
-        started = time.perf_counter()
-        status = 500
-        streaming = False
-
-        started = False
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status, streaming, started
-            if message["type"] == "http.response.start":
-                started = True
-                status = int(message["status"])
-                headers = list(message.get("headers", []))
-                headers.append((REQUEST_ID_HEADER.lower().encode(), request_id.encode()))
-                message = {**message, "headers": headers}
-                content_type = dict(headers).get(b"content-type", b"")
-                if content_type.startswith(b"text/event-stream"):
-                    streaming = True
-                    self.metrics.stream_opened()
-                    if self.drain is not None:
-                        self.drain.stream_opened()
-            await send(message)
-
+        exchange = _Exchange(scope, send, self.metrics, self.drain)
+        scope.setdefault("state", {})["request_id"] = exchange.request_id
+        tokens = (
+            request_id_var.set(exchange.request_id),
+            user_id_var.set(None),
+            run_id_var.set(None),
+        )
         try:
             if self.drain is not None and self.drain.draining:
-                for message in _json_response(
-                    503,
-                    {
-                        "error": {
-                            "code": "shutting_down",
-                            "message": "The service is restarting; retry shortly.",
-                        }
-                    },
-                    [(b"retry-after", b"2"), (b"connection", b"close")],
-                ):
-                    await send_wrapper(message)
+                await exchange.answer(
+                    503, _SHUTTING_DOWN, [(b"retry-after", b"2"), (b"connection", b"close")]
+                )
             else:
-                await self.app(scope, receive, send_wrapper)
+                await self.app(scope, receive, exchange.send)
         except Exception as exc:
             # A bug, not a client error: log it (the log filter redacts secrets) and, when
             # nothing was sent yet, answer 500 with the request id on a connection that
             # stays usable. Once a response has started, only cutting it is honest.
             error_log.exception("unhandled error", extra={"error_type": type(exc).__name__})
-            if started:
+            if exchange.responded:
                 raise
-            for message in _json_response(
-                500,
-                _error_body_for(scope, "internal_error", "Internal server error."),
-                [],
-            ):
-                await send_wrapper(message)
+            body = _error_body_for(scope, "internal_error", "Internal server error.")
+            await exchange.answer(500, body, [])
         finally:
-            if streaming:
-                self.metrics.stream_closed()
-                if self.drain is not None:
-                    self.drain.stream_closed()
-            elapsed = time.perf_counter() - started
-            method = scope.get("method", "GET")
-            route = _route_template(scope)
-            self.metrics.observe_request(
-                method if method in _METHODS else "OTHER", route, status, elapsed
-            )
-            access_log.info(
-                "%s %s %s",
-                method,
-                scope.get("path", ""),
-                status,
-                extra={
-                    "method": method,
-                    "path": scope.get("path", ""),
-                    "route": route,
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000, 2),
-                },
-            )
+            exchange.finish()
             user_id_var.reset(tokens[1])
             run_id_var.reset(tokens[2])
             request_id_var.reset(tokens[0])
@@ -235,37 +252,45 @@ class BodySizeLimitMiddleware:
             await self._reject(scope, send)
             return
 
-        received = 0
-        refused: int | None = None  # the status that replaces the app's answer
-        response_started = False
-
-        async def counting_receive() -> Message:
-            nonlocal received, refused
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if limit and received > limit:
-                    refused = 413
-                if refused is not None:
-                    # Stop the app reading: from its side the client went away.
-                    return {"type": "http.disconnect"}
-            return message
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal response_started
-            if refused is not None and not response_started:
-                return  # the app's answer to a cut-off body is replaced by ours
-            if message["type"] == "http.response.start":
-                response_started = True
-            await send(message)
-
+        guard = _BodyGuard(receive, send, limit)
         try:
-            await self.app(scope, counting_receive, guarded_send)
+            await self.app(scope, guard.receive, guard.send)
         except Exception:
-            if refused is None or response_started:
+            if not guard.too_large or guard.responded:
                 raise
-        if refused is not None and not response_started:
-            await self._reject(scope, send, refused)
+        if guard.too_large and not guard.responded:
+            await self._reject(scope, send)
+
+
+class _BodyGuard:
+    """Counts a body as it arrives; past the limit the app is told the client left, and
+    whatever it answers is replaced by our 413."""
+
+    def __init__(self, receive: Receive, send: Send, limit: int | None) -> None:
+        self._receive = receive
+        self._send = send
+        self._limit = limit
+        self.received = 0
+        self.too_large = False
+        self.responded = False
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self._limit and self.received > self._limit:
+                self.too_large = True
+            if self.too_large:
+                # Stop the app reading: from its side the client went away.
+                return {"type": "http.disconnect"}
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self.too_large and not self.responded:
+            return  # the app's answer to a cut-off body is replaced by ours
+        if message["type"] == "http.response.start":
+            self.responded = True
+        await self._send(message)
 
 
 def install_middlewares(

@@ -16,27 +16,30 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import TYPE_CHECKING
-
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from datetime import UTC, datetime, timedelta
 
 from app.auth.api_keys import hash_api_key, looks_like_api_key
 from app.auth.errors import Unauthorized
 from app.auth.jwt import JwtVerifier
 from app.auth.stream_tokens import StreamTokens
 from app.domain.identity import Caller
-from app.observability.logging import user_id_var
-from app.store.repos.api_keys import ApiKeyRepo
-from app.store.tables.types import utcnow
-
-if TYPE_CHECKING:
-    from starlette.requests import HTTPConnection
+from app.store.database import Database
 
 log = logging.getLogger("chat_bff.auth")
 
 LOCAL_ROLES = frozenset({"user", "admin"})
 _TOUCH_EVERY = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a request presents, read off it by the API layer (this module knows no HTTP)."""
+
+    authorization: str | None = None  # the Authorization header
+    api_key: str | None = None  # X-API-Key
+    stream_token: str | None = None  # ?token=
+    method: str = "GET"
+    path: str = "/"
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,9 @@ class AuthConfig:
 
 
 class Authenticator:
-    def __init__(self, config: AuthConfig, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, config: AuthConfig, db: Database) -> None:
         self._config = config
-        self._sessions = sessions
+        self._db = db
         self.stream_tokens = config.stream_tokens
 
     @property
@@ -66,13 +69,8 @@ class Authenticator:
                 self._config.local_user_id,
             )
 
-    async def authenticate(self, conn: HTTPConnection) -> Caller:
-        caller = await self._authenticate(conn)
-        user_id_var.set(caller.user_id)
-        return caller
-
-    async def _authenticate(self, conn: HTTPConnection) -> Caller:
-        header = conn.headers.get("authorization")
+    async def authenticate(self, credentials: Credentials) -> Caller:
+        header = credentials.authorization
         if header is not None:
             scheme, _, value = header.partition(" ")
             value = value.strip()
@@ -83,13 +81,12 @@ class Authenticator:
                     return self._from_jwt(value)
             if not self._config.development:
                 raise Unauthorized("unsupported authorization header")
-        api_key = conn.headers.get("x-api-key")
-        if api_key is not None:
-            return await self.verify_api_key(api_key.strip())
-        token = conn.query_params.get("token")
-        if token is not None:
-            method = conn.scope.get("method", "GET")
-            return self.stream_tokens.verify(token, method=method, path=conn.url.path)
+        if credentials.api_key is not None:
+            return await self.verify_api_key(credentials.api_key.strip())
+        if credentials.stream_token is not None:
+            return self.stream_tokens.verify(
+                credentials.stream_token, method=credentials.method, path=credentials.path
+            )
         if self._config.development:
             return Caller(user_id=self._config.local_user_id, roles=LOCAL_ROLES)
         raise Unauthorized("no credentials")
@@ -102,16 +99,12 @@ class Authenticator:
     async def verify_api_key(self, key: str) -> Caller:
         if not looks_like_api_key(key):
             raise Unauthorized("api key: malformed")
-        async with self._sessions() as session:
-            record = await ApiKeyRepo(session).find_active(hash_api_key(key))
+        async with self._db.unit() as tx:
+            record = await tx.api_keys.find_active(hash_api_key(key))
             if record is None:
                 raise Unauthorized("api key: unknown or revoked")
-            if record.last_used_at is None or utcnow() - record.last_used_at > _TOUCH_EVERY:
-                await ApiKeyRepo(session).touch(record.id)
-                await session.commit()
+            now = datetime.now(UTC)
+            if record.last_used_at is None or now - record.last_used_at > _TOUCH_EVERY:
+                await tx.api_keys.touch(record.id)
+                await tx.commit()
         return Caller(user_id=record.owner_id, roles=frozenset(record.roles), method="api_key")
-
-
-def log_failure(exc: Unauthorized, conn: HTTPConnection) -> None:
-    """The cause of a 401 for the operator; the credential itself is never logged."""
-    log.info("authentication failed", extra={"reason": exc.reason, "path": conn.url.path})

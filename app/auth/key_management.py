@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from app.auth.api_keys import display_prefix, generate_api_key, hash_api_key
-from app.store.repos import record_audit
-from app.store.repos.api_keys import ApiKeyRecord, ApiKeyRepo
+from app.store.database import Database
+from app.store.repos.api_keys import ApiKeyRecord
 
 
 async def create_api_key(
-    sessions: async_sessionmaker[AsyncSession],
+    db: Database,
     *,
     name: str,
     owner_id: str,
@@ -19,8 +17,8 @@ async def create_api_key(
 ) -> tuple[ApiKeyRecord, str]:
     """The stored record and the key itself, which exists nowhere else from now on."""
     key = generate_api_key()
-    async with sessions.begin() as session:
-        record = await ApiKeyRepo(session).create(
+    async with db.write() as tx:
+        record = await tx.api_keys.create(
             key_hash=hash_api_key(key),
             display_prefix=display_prefix(key),
             name=name,
@@ -28,8 +26,7 @@ async def create_api_key(
             roles=roles,
             created_by=created_by,
         )
-        await record_audit(
-            session,
+        await tx.audit(
             actor_id=created_by,
             action="api_key.create",
             target_type="api_key",
@@ -40,25 +37,22 @@ async def create_api_key(
 
 
 async def list_api_keys(
-    sessions: async_sessionmaker[AsyncSession],
+    db: Database,
     *,
     owner_id: str | None = None,
     include_revoked: bool = False,
 ) -> list[ApiKeyRecord]:
-    async with sessions() as session:
-        return await ApiKeyRepo(session).list(owner_id=owner_id, include_revoked=include_revoked)
+    async with db.read() as tx:
+        return await tx.api_keys.list(owner_id=owner_id, include_revoked=include_revoked)
 
 
-async def revoke_api_key(
-    sessions: async_sessionmaker[AsyncSession], key_id: str, *, actor_id: str
-) -> ApiKeyRecord:
-    async with sessions.begin() as session:
-        repo = ApiKeyRepo(session)
+async def revoke_api_key(db: Database, key_id: str, *, actor_id: str) -> ApiKeyRecord:
+    async with db.write() as tx:
+        repo = tx.api_keys
         before = await repo.get(key_id)
         record = await repo.revoke(key_id)
         if not before.revoked:
-            await record_audit(
-                session,
+            await tx.audit(
                 actor_id=actor_id,
                 action="api_key.revoke",
                 target_type="api_key",

@@ -17,7 +17,8 @@ from typing import Any
 from app.auth.key_management import create_api_key, list_api_keys, revoke_api_key
 from app.domain.errors import NotFound
 from app.settings import Settings
-from app.store.db import create_engine, session_factory
+from app.store.database import Database
+from app.store.db import create_engine
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
@@ -29,12 +30,12 @@ def _actor(args: argparse.Namespace) -> str:
 
 async def _apikey(args: argparse.Namespace, settings: Settings) -> int:
     engine = create_engine(settings.database_url)
-    sessions = session_factory(engine)
+    db = Database(engine)
     try:
         if args.action == "create":
             roles = [r.strip() for r in args.roles.split(",") if r.strip()]
             record, key = await create_api_key(
-                sessions,
+                db,
                 name=args.name,
                 owner_id=args.owner,
                 roles=roles,
@@ -46,7 +47,7 @@ async def _apikey(args: argparse.Namespace, settings: Settings) -> int:
             print("Store the key now: it is not shown again.")
             return 0
         if args.action == "list":
-            records = await list_api_keys(sessions, owner_id=args.owner, include_revoked=args.all)
+            records = await list_api_keys(db, owner_id=args.owner, include_revoked=args.all)
             for r in records:
                 state = f"revoked {r.revoked_at:%Y-%m-%d}" if r.revoked_at else "active"
                 print(
@@ -55,7 +56,7 @@ async def _apikey(args: argparse.Namespace, settings: Settings) -> int:
                 )
             return 0
         try:
-            record = await revoke_api_key(sessions, args.key_id, actor_id=_actor(args))
+            record = await revoke_api_key(db, args.key_id, actor_id=_actor(args))
         except NotFound:
             print(f"no such key: {args.key_id}")
             return 1

@@ -25,8 +25,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.store.db import answers, session_factory
+from app.store.repos.api_keys import ApiKeyRepo
 from app.store.repos.approvals import ApprovalRepo
-from app.store.repos.audit import record_audit
+from app.store.repos.audit import AuditPage, list_audit, record_audit
 from app.store.repos.conversations import ConversationRepo
 from app.store.repos.events import EventRepo
 from app.store.repos.messages import MessageRepo
@@ -57,12 +58,37 @@ class Tx:
         return EventRepo(self.session)
 
     @cached_property
+    def api_keys(self) -> ApiKeyRepo:
+        return ApiKeyRepo(self.session)
+
+    @cached_property
     def approvals(self) -> ApprovalRepo:
         return ApprovalRepo(self.session)
 
     @cached_property
     def proposals(self) -> ProposalRepo:
         return ProposalRepo(self.session)
+
+    async def audit_page(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        actor_id: str | None = None,
+        action: str | None = None,
+        target_type: str | None = None,
+        target_id: str | None = None,
+    ) -> AuditPage:
+        """A page of the audit log, newest first (see `list_audit`)."""
+        return await list_audit(
+            self.session,
+            limit=limit,
+            cursor=cursor,
+            actor_id=actor_id,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+        )
 
     async def audit(
         self,

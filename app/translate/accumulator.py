@@ -79,39 +79,11 @@ class PartsBuilder:
     def feed(self, event: ProviderEvent) -> _ToolCall | None:
         """Fold one event. Returns the tool call when this event started a new one."""
         if isinstance(event, TextDelta):
-            if not event.text:
-                return None
-            if self._order and self._order[-1][0] == "text":
-                self._texts[-1] += event.text
-            else:
-                self._order.append(("text", len(self._texts)))
-                self._texts.append(event.text)
+            self._text(event)
         elif isinstance(event, ThinkingDelta):
-            if self._order and self._order[-1][0] == "thinking":
-                self._thinking[-1] += event.text
-            else:
-                self._order.append(("thinking", len(self._thinking)))
-                self._thinking.append(event.text)
-            if event.signature:
-                # Anthropic verifies thinking by this signature when it travels back.
-                self._signatures[len(self._thinking) - 1] = event.signature
+            self._thought(event)
         elif isinstance(event, ToolCallDelta):
-            call = self.call_for(event.index)
-            # Some OpenAI-compatible servers send every complete call with the same index
-            # and a new id: a new id at a known index is a new call, not more arguments.
-            if call is None or (event.id is not None and event.id != call.id):
-                call = _ToolCall(
-                    id=event.id or f"call_{uuid.uuid4().hex[:24]}", name=event.name or ""
-                )
-                key = len(self._calls)
-                self._calls[key] = call
-                self._keys[event.index] = key
-                self._order.append(("tool", key))
-                call.args_text += event.args_delta
-                return call
-            if event.name and not call.name:
-                call.name = event.name
-            call.args_text += event.args_delta
+            return self._call(event)
         elif isinstance(event, Usage):
             # Providers report cumulative usage per call; the last report wins per field.
             self.input_tokens = max(self.input_tokens, event.input_tokens)
@@ -124,6 +96,42 @@ class PartsBuilder:
             self.model = event.model or self.model
         else:
             assert_never(event)
+        return None
+
+    def _text(self, event: TextDelta) -> None:
+        if not event.text:
+            return
+        if self._order and self._order[-1][0] == "text":
+            self._texts[-1] += event.text
+        else:
+            self._order.append(("text", len(self._texts)))
+            self._texts.append(event.text)
+
+    def _thought(self, event: ThinkingDelta) -> None:
+        if self._order and self._order[-1][0] == "thinking":
+            self._thinking[-1] += event.text
+        else:
+            self._order.append(("thinking", len(self._thinking)))
+            self._thinking.append(event.text)
+        if event.signature:
+            # Anthropic verifies thinking by this signature when it travels back.
+            self._signatures[len(self._thinking) - 1] = event.signature
+
+    def _call(self, event: ToolCallDelta) -> _ToolCall | None:
+        call = self.call_for(event.index)
+        # Some OpenAI-compatible servers send every complete call with the same index and
+        # a new id: a new id at a known index is a new call, not more arguments.
+        if call is None or (event.id is not None and event.id != call.id):
+            call = _ToolCall(id=event.id or f"call_{uuid.uuid4().hex[:24]}", name=event.name or "")
+            key = len(self._calls)
+            self._calls[key] = call
+            self._keys[event.index] = key
+            self._order.append(("tool", key))
+            call.args_text += event.args_delta
+            return call
+        if event.name and not call.name:
+            call.name = event.name
+        call.args_text += event.args_delta
         return None
 
     def call_for(self, index: int) -> _ToolCall | None:

@@ -63,7 +63,7 @@ async def follow(client: ApiClient, url: str) -> list[Frame]:
 
 
 async def node_names(client: ApiClient) -> list[str]:
-    async with client.services.sessions() as s:
+    async with client.services.db.sessions() as s:
         return sorted(n.name for n in await s.scalars(select(GraphNodeRow)))
 
 
@@ -112,7 +112,7 @@ async def test_delete_waits_for_a_human_then_runs_once_and_the_conversation_cont
     assert decided["part"]["data"]["status"] == "success"
     assert decided["part"]["data"]["result"]["name"] == "Ada Lovelace"
     assert await node_names(client) == ["Analytical Engine"]
-    async with client.services.sessions() as s:
+    async with client.services.db.sessions() as s:
         assert (await s.scalars(select(GraphEdgeRow))).all() == []
     assert decided["run_id"] is not None
     resumed = await follow(client, decided["events_url"])
@@ -179,7 +179,7 @@ async def test_unknown_fields_in_the_decision_are_refused(client: ApiClient) -> 
 async def test_another_users_approval_is_not_found_and_not_in_the_inbox(
     client: ApiClient,
 ) -> None:
-    async with client.services.sessions.begin() as s:
+    async with client.services.db.sessions.begin() as s:
         foreign = (await ConversationRepo(s).create("someone-else")).id
     needed = await client.services.tools.invoke(
         tool_part(tool_call_id="c1", tool_name="delete_node", status="loading", args={"id": "x"}),

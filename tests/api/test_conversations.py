@@ -26,13 +26,13 @@ async def _create(api: AsyncClient, **body: Any) -> dict[str, Any]:
 
 
 async def _say(services: Services, conversation_id: str, *messages: Message) -> None:
-    async with services.sessions.begin() as s:
+    async with services.db.sessions.begin() as s:
         for message in messages:
             await MessageRepo(s).append(services.settings.local_user_id, conversation_id, message)
 
 
 async def _foreign_conversation(services: Services) -> str:
-    async with services.sessions.begin() as s:
+    async with services.db.sessions.begin() as s:
         return (await ConversationRepo(s).create("someone-else", title="secret")).id
 
 
@@ -199,7 +199,7 @@ async def test_get_shows_the_active_run_for_a_second_tab(
     api: AsyncClient, api_services: Services
 ) -> None:
     created = await _create(api)
-    async with api_services.sessions.begin() as s:
+    async with api_services.db.sessions.begin() as s:
         await ConversationRepo(s).claim_active_run(
             api_services.settings.local_user_id, created["id"], "run_live"
         )
@@ -248,7 +248,7 @@ async def test_purge_removes_the_conversation_and_everything_in_it(
     user = api_services.settings.local_user_id
     created = await _create(api)
     await _say(api_services, created["id"], Message(role="user", content="hi"))
-    async with api_services.sessions.begin() as s:
+    async with api_services.db.sessions.begin() as s:
         await RunRepo(s).create(user, created["id"], "run_p", "scripted", None)
         await EventRepo(s).append_many(
             "run_p", [SequencedEvent(seq=1, event=RunEnd(run_id="run_p", status="completed"))]
@@ -258,7 +258,7 @@ async def test_purge_removes_the_conversation_and_everything_in_it(
 
     assert purged.status_code == 204
     assert (await api.get(f"{URL}/{created['id']}")).status_code == 404
-    async with api_services.sessions() as s:
+    async with api_services.db.sessions() as s:
         assert await EventRepo(s).after("run_p", 0) == []
 
 
@@ -266,7 +266,7 @@ async def test_archive_and_purge_are_audited(api: AsyncClient, api_services: Ser
     created = await _create(api)
     await api.delete(f"{URL}/{created['id']}")
     await api.delete(f"{URL}/{created['id']}", params={"purge": "true"})
-    async with api_services.sessions() as s:
+    async with api_services.db.sessions() as s:
         rows = (await s.execute(select(AuditRow.action, AuditRow.target_id))).all()
 
     assert sorted(rows) == [
@@ -300,5 +300,5 @@ async def test_another_users_conversation_is_not_found_on_every_route(
     assert response.status_code == 404
     assert response.json() == missing.json()
     assert response.json()["error"]["code"] == "not_found"
-    async with api_services.sessions() as s:
+    async with api_services.db.sessions() as s:
         assert (await ConversationRepo(s).get("someone-else", foreign)).title == "secret"

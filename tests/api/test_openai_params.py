@@ -26,7 +26,8 @@ CATALOGUE = json.dumps(
         {"id": "claude", "provider": "anthropic", "upstream_model": "claude-haiku-4-5"},
     ]
 )
-ASK = [{"role": "user", "content": "Weather in Oslo?"}]
+ASK: Any = [{"role": "user", "content": "Weather in Oslo?"}]
+NOOP: Any = [{"type": "function", "function": {"name": "noop", "parameters": {}}}]
 
 
 class Weather(BaseModel):
@@ -79,7 +80,7 @@ async def test_openai_parameters_reach_an_openai_model_as_sent(
 
     await sdk.chat.completions.create(
         model="gpt",
-        messages=ASK,  # type: ignore[arg-type]
+        messages=ASK,
         stop=["\n\n"],
         top_p=0.5,
         seed=7,
@@ -92,7 +93,7 @@ async def test_openai_parameters_reach_an_openai_model_as_sent(
         logit_bias={"50256": -100},
         user="end-user-1",
         parallel_tool_calls=False,
-        tools=[{"type": "function", "function": {"name": "noop", "parameters": {}}}],
+        tools=NOOP,
     )
 
     sent = openai_upstream.request_bodies()[-1]
@@ -115,7 +116,7 @@ async def test_the_sdks_parse_gets_structured_output_from_an_openai_model(
 
     completion = await sdk.chat.completions.parse(
         model="gpt",
-        messages=ASK,  # type: ignore[arg-type]
+        messages=ASK,
         response_format=Weather,
     )
 
@@ -133,7 +134,7 @@ async def test_openai_parameters_are_translated_for_an_anthropic_model(
 
     completion = await sdk.chat.completions.parse(
         model="claude",
-        messages=ASK,  # type: ignore[arg-type]
+        messages=ASK,
         response_format=Weather,
         stop="END",
         top_p=0.9,
@@ -161,7 +162,7 @@ async def test_a_parameter_anthropic_has_no_equivalent_for_is_a_400_naming_it(
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk.chat.completions.create(
             model="claude",
-            messages=ASK,  # type: ignore[arg-type]
+            messages=ASK,
             extra_body={param: value},
         )
 
@@ -177,7 +178,7 @@ async def test_neutral_values_are_no_request_at_all(
 
     await sdk.chat.completions.create(
         model="claude",
-        messages=ASK,  # type: ignore[arg-type]
+        messages=ASK,
         n=1,
         logprobs=False,
         frequency_penalty=0,
@@ -194,7 +195,7 @@ async def test_an_unknown_parameter_is_refused_not_ignored(
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk.chat.completions.create(
             model="gpt",
-            messages=ASK,  # type: ignore[arg-type]
+            messages=ASK,
             extra_body={"temprature": 0.1},
         )
 
@@ -266,10 +267,10 @@ async def test_an_anthropic_refusal_is_content_filter_for_openai_clients(
     anthropic_upstream.replay("refusal")  # recorded from the real API
     anthropic_upstream.replay("refusal")
 
-    whole = await sdk.chat.completions.create(model="claude", messages=ASK)  # type: ignore[arg-type]
+    whole = await sdk.chat.completions.create(model="claude", messages=ASK)
     stream = await sdk.chat.completions.create(
         model="claude",
-        messages=ASK,  # type: ignore[arg-type]
+        messages=ASK,
         stream=True,
     )
     chunks = [chunk async for chunk in stream]

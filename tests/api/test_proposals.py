@@ -55,7 +55,7 @@ async def test_propose_mode_queues_the_demo_and_approval_applies_it_atomically(
     assert [c["tool_name"] for c in batch["applied"]] == ["add_node", "add_node", "connect"]
     assert batch["applied"][0]["real_id"].startswith("node_")
     assert await node_names(client) == ["Ada Lovelace", "Analytical Engine"]
-    async with client.services.sessions() as s:
+    async with client.services.db.sessions() as s:
         assert [e.relation for e in await s.scalars(select(GraphEdgeRow))] == ["designed"]
         audit = await s.get(AuditRow, batch["audit_id"])
     assert audit is not None and audit.details is not None
@@ -124,11 +124,11 @@ async def test_unknown_ids_are_404_and_unknown_fields_422(client: ApiClient) -> 
 
 
 async def test_another_users_queue_is_not_found(client: ApiClient) -> None:
-    async with client.services.sessions.begin() as s:
+    async with client.services.db.sessions.begin() as s:
         foreign = (await ConversationRepo(s).create("someone-else", mode="propose")).id
 
     for method, action in (("GET", ""), ("POST", "/approve"), ("POST", "/reject")):
         response = await client.request(method, _url(foreign, action))
         assert response.status_code == 404, (method, action)
-    async with client.services.sessions() as s:
+    async with client.services.db.sessions() as s:
         assert (await s.scalars(select(GraphNodeRow))).all() == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import openai
@@ -28,7 +28,7 @@ from app.settings import Settings
 from tests.fakes.db import ApiClient, MakeApi
 
 EVENTS: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
-WEATHER = {
+WEATHER: Any = {
     "type": "function",
     "name": "get_weather",
     "description": "Weather in a city.",
@@ -248,11 +248,14 @@ async def test_replaying_our_output_as_input_keeps_the_server_tool_history(
         first = await client.responses.create(model="scripted", input="Find x")
         await client.responses.create(
             model="scripted",
-            input=[
-                {"role": "user", "content": "Find x"},
-                *[item.model_dump(exclude_none=True) for item in first.output],
-                {"role": "user", "content": "Again?"},
-            ],
+            input=cast(
+                Any,
+                [
+                    {"role": "user", "content": "Find x"},
+                    *[item.model_dump(exclude_none=True) for item in first.output],
+                    {"role": "user", "content": "Again?"},
+                ],
+            ),
         )
     _, assistant, _ = provider.requests[2].messages
     [part] = assistant.tool_parts()

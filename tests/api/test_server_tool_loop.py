@@ -25,7 +25,7 @@ TOOLS = ["tests.support.sample_tools"]
 
 def settings_for(tmp_path: Path, **extra: Any) -> Settings:
     return Settings(
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
         environment="test",
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'loop.db'}",
         tool_modules=TOOLS,

@@ -54,7 +54,7 @@ async def test_the_key_is_shown_once_and_stored_only_as_a_digest(
         listed = (await api.get("/api/admin/api-keys", headers=ADMIN)).json()["data"]
         assert [k["id"] for k in listed] == [created["id"]]
         assert key not in str(listed) and "key" not in listed[0]
-        async with api.services.sessions() as session:
+        async with api.services.db.sessions() as session:
             rows = (await session.execute(text("SELECT * FROM api_keys"))).all()
         assert len(rows) == 1
         assert key not in str(rows)

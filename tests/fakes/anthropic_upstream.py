@@ -230,28 +230,42 @@ def invalid_request(body: dict[str, Any]) -> str | None:
     for number, message in enumerate(messages):
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        for block in blocks:
-            if block["type"] == "text" and not block["text"].strip():
-                return f"messages.{number}: text content blocks must contain non-whitespace text"
-        answered = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+        problem = _blank_text(number, blocks) or _unanswered(number, message, blocks, open_uses)
+        if problem:
+            return problem
         if message["role"] == "user":
-            if open_uses and answered[: len(open_uses)] != open_uses:
-                return (
-                    f"messages.{number - 1}: `tool_use` ids were found without `tool_result` "
-                    f"blocks immediately after: {', '.join(open_uses)}"
-                )
-            if len(answered) > len(open_uses):
-                return f"messages.{number}: unexpected `tool_use_id` found in `tool_result` blocks"
             open_uses = []
         else:
-            if open_uses:
-                return f"messages.{number}: roles must alternate after `tool_use`"
             open_uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
     if open_uses:
         return (
             f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` "
             f"blocks immediately after: {', '.join(open_uses)}"
         )
+    return None
+
+
+def _blank_text(number: int, blocks: list[dict[str, Any]]) -> str | None:
+    for block in blocks:
+        if block["type"] == "text" and not block["text"].strip():
+            return f"messages.{number}: text content blocks must contain non-whitespace text"
+    return None
+
+
+def _unanswered(
+    number: int, message: dict[str, Any], blocks: list[dict[str, Any]], open_uses: list[str]
+) -> str | None:
+    """Every `tool_use` answered by a `tool_result` at the start of the next user turn."""
+    answered = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+    if message["role"] != "user":
+        return f"messages.{number}: roles must alternate after `tool_use`" if open_uses else None
+    if open_uses and answered[: len(open_uses)] != open_uses:
+        return (
+            f"messages.{number - 1}: `tool_use` ids were found without `tool_result` "
+            f"blocks immediately after: {', '.join(open_uses)}"
+        )
+    if len(answered) > len(open_uses):
+        return f"messages.{number}: unexpected `tool_use_id` found in `tool_result` blocks"
     return None
 
 

@@ -77,7 +77,7 @@ async def test_a_second_decision_is_already_decided_and_never_reruns(
 
     for decision in ("approve", "reject"):
         with pytest.raises(Conflict) as caught:
-            await service.decide(ALICE, approval_id, decision)  # type: ignore[arg-type]
+            await service.decide(ALICE, approval_id, decision)
         assert caught.value.code == "already_decided"
     assert len(calls.danger) == 1
 
@@ -294,7 +294,8 @@ async def test_delete_node_asks_first_and_deletes_only_after_approval(
     await store_waiting(db_sessions, "alice", cid, part, args={"call_1": needed.args})
     result = await ApprovalService(runtime).decide(ALICE, needed.approval_id, "approve")
 
-    assert result.part is not None and result.part.data.result["name"] == "Ada"
+    assert result.part is not None
+    assert isinstance(result.part.data.result, dict) and result.part.data.result["name"] == "Ada"
     async with db_sessions() as s:
         assert (await s.scalars(select(GraphNodeRow))).all() == []
 

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from sqlalchemy import delete as sa_delete
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -100,7 +101,7 @@ async def test_a_stale_proposal_fails_with_a_reason(
     node_id = live.result["id"]
     await _propose(runtime, cid, "set_property", {"node": node_id, "key": "k", "value": 1}, "c1")
     async with db_sessions.begin() as s:  # deleted since the proposal was made
-        await s.execute(GraphNodeRow.__table__.delete())
+        await s.execute(sa_delete(GraphNodeRow))
 
     with pytest.raises(ProposalFailed) as caught:
         await ProposalService(runtime).approve(ALICE, cid)

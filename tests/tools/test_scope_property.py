@@ -161,7 +161,10 @@ async def _play(url: str, example: dict[str, Any]) -> None:
             pass
 
         after_nodes, after_edges = await _rows(sessions)
-        outside = lambda rows: {r for r in rows if r[1] != own_key}  # noqa: E731
+
+        def outside(rows: set[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
+            return {r for r in rows if r[1] != own_key}
+
         assert outside(after_nodes) == outside(before_nodes), "a write reached another scope"
         assert outside(after_edges) == outside(before_edges), "a write reached another scope"
         own_nodes = {r[0] for r in after_nodes if r[1] == own_key}

@@ -73,49 +73,22 @@ class ChatChunkEncoder:
         if isinstance(event, RunStart):
             return self._chunk({"role": "assistant", "content": ""})
         if isinstance(event, TextDeltaEvent):
-            text = event.delta
-            if self._separator_due and self._wrote_text:
-                text = "\n\n" + text
-            self._separator_due = False
-            self._wrote_text = True
-            return self._chunk({"content": text})
+            return self._text(event.delta)
         if isinstance(event, ThinkingDeltaEvent):
             return self._chunk({"reasoning_content": event.delta})
         if isinstance(event, ToolStart):
-            name = event.part.data.toolName
-            if name not in self.client_tools:
-                self._separator_due = True
-                return b""
-            index = self._tool_index.setdefault(event.part.id, len(self._tool_index))
-            call = {
-                "index": index,
-                "id": event.part.id,
-                "type": "function",
-                "function": {"name": name, "arguments": ""},
-            }
-            return self._chunk({"tool_calls": [call]})
+            return self._tool_start(event.part)
         if isinstance(event, ToolArgsDelta):
-            index_or_none = self._tool_index.get(event.tool_call_id)
-            if index_or_none is None:
+            index = self._tool_index.get(event.tool_call_id)
+            if index is None:
                 return b""
-            call = {"index": index_or_none, "function": {"arguments": event.delta}}
-            return self._chunk({"tool_calls": [call]})
+            return self._chunk(
+                {"tool_calls": [{"index": index, "function": {"arguments": event.delta}}]}
+            )
         if isinstance(event, MessageEnd):
-            self._separator_due = True
-            metadata = event.message.metadata or {}
-            if metadata.get("finish_reason") == "content_filter":
-                self._refusal = str(metadata.get("refusal") or "")
-                if not self._wrote_text and self._refusal:
-                    return self._chunk({"refusal": self._refusal})
-            return b""
+            return self._message_end(event.message.metadata or {})
         if isinstance(event, ToolEnd | ToolError):
-            self._separator_due = True
-            if event.part.data.toolName in self.client_tools:
-                return b""
-            # A server tool ran inside the loop: not a call for the client to make, but
-            # what happened is the client's to know (a failure must not hide behind the
-            # model's answer). `server_tool_calls` is ours; OpenAI clients ignore it.
-            return self._chunk({"server_tool_calls": [server_tool_call(event.part)]})
+            return self._tool_done(event.part)
         if isinstance(event, ConfirmRequired):
             self._separator_due = True
             return b""
@@ -123,29 +96,70 @@ class ChatChunkEncoder:
             error = {"message": event.message, "type": "server_error", "code": event.code}
             return b"data: " + _dumps({"error": error}) + b"\n\n"
         if isinstance(event, RunEnd):
-            finish = _FINISH[event.status]
-            if event.status == "requires_action" and not self._tool_index:
-                finish = "stop"
-            if self._refusal is not None and event.status == "completed":
-                finish = "content_filter"
-            out = self._chunk({}, finish)
-            if self.include_usage:
-                usage = {
-                    "prompt_tokens": event.usage.input_tokens,
-                    "completion_tokens": event.usage.output_tokens,
-                    "total_tokens": event.usage.input_tokens + event.usage.output_tokens,
-                }
-                body = {
-                    "id": self.completion_id,
-                    "object": "chat.completion.chunk",
-                    "created": self.created,
-                    "model": self.model,
-                    "choices": [],
-                    "usage": usage,
-                }
-                out += b"data: " + _dumps(body) + b"\n\n"
-            return out + DONE
+            return self._end(event)
         assert_never(event)
+
+    def _text(self, text: str) -> bytes:
+        if self._separator_due and self._wrote_text:
+            text = "\n\n" + text
+        self._separator_due = False
+        self._wrote_text = True
+        return self._chunk({"content": text})
+
+    def _tool_start(self, part: ToolPart) -> bytes:
+        name = part.data.toolName
+        if name not in self.client_tools:
+            self._separator_due = True
+            return b""
+        index = self._tool_index.setdefault(part.id, len(self._tool_index))
+        call = {
+            "index": index,
+            "id": part.id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        return self._chunk({"tool_calls": [call]})
+
+    def _message_end(self, metadata: dict[str, Any]) -> bytes:
+        self._separator_due = True
+        if metadata.get("finish_reason") == "content_filter":
+            self._refusal = str(metadata.get("refusal") or "")
+            if not self._wrote_text and self._refusal:
+                return self._chunk({"refusal": self._refusal})
+        return b""
+
+    def _tool_done(self, part: ToolPart) -> bytes:
+        self._separator_due = True
+        if part.data.toolName in self.client_tools:
+            return b""
+        # A server tool ran inside the loop: not a call for the client to make, but what
+        # happened is the client's to know (a failure must not hide behind the model's
+        # answer). `server_tool_calls` is ours; OpenAI clients ignore it.
+        return self._chunk({"server_tool_calls": [server_tool_call(part)]})
+
+    def _end(self, event: RunEnd) -> bytes:
+        finish = _FINISH[event.status]
+        if event.status == "requires_action" and not self._tool_index:
+            finish = "stop"
+        if self._refusal is not None and event.status == "completed":
+            finish = "content_filter"
+        out = self._chunk({}, finish)
+        if self.include_usage:
+            usage = {
+                "prompt_tokens": event.usage.input_tokens,
+                "completion_tokens": event.usage.output_tokens,
+                "total_tokens": event.usage.input_tokens + event.usage.output_tokens,
+            }
+            body = {
+                "id": self.completion_id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": [],
+                "usage": usage,
+            }
+            out += b"data: " + _dumps(body) + b"\n\n"
+        return out + DONE
 
 
 def server_tool_call(part: ToolPart) -> dict[str, Any]:

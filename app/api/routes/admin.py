@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query, status
 
-from app.api.deps import CallerDep, Svc
+from app.api.deps import CallerDep, DbDep
 from app.api.routing import api_router
 from app.api.schemas.identity import (
     ApiKeyCreate,
@@ -24,7 +24,6 @@ from app.auth.key_management import create_api_key, list_api_keys, revoke_api_ke
 from app.domain.errors import NotFound
 from app.domain.identity import Caller
 from app.store.repos.api_keys import ApiKeyRecord
-from app.store.repos.audit import list_audit
 
 
 async def require_admin(caller: CallerDep) -> Caller:
@@ -62,7 +61,7 @@ def _key_out(record: ApiKeyRecord) -> ApiKeyOut:
     responses={400: {"description": "The cursor is not one this endpoint gave out."}},
 )
 async def read_audit(
-    services: Svc,
+    db: DbDep,
     admin: AdminDep,
     limit: Annotated[int, Query(ge=1, le=200, description="Page size.")] = 50,
     cursor: Annotated[str | None, Query(max_length=200, description="From `next_cursor`.")] = None,
@@ -71,9 +70,8 @@ async def read_audit(
     target_type: Annotated[str | None, Query(max_length=64, description="Only this kind.")] = None,
     target_id: Annotated[str | None, Query(max_length=128, description="Only this object.")] = None,
 ) -> AuditPageOut:
-    async with services.sessions() as session:
-        page = await list_audit(
-            session,
+    async with db.read() as tx:
+        page = await tx.audit_page(
             limit=limit,
             cursor=cursor or None,
             actor_id=actor_id,
@@ -104,9 +102,9 @@ async def read_audit(
     status_code=status.HTTP_201_CREATED,
     summary="Create an API key; the key is shown only in this answer.",
 )
-async def create_key(body: ApiKeyCreate, services: Svc, admin: AdminDep) -> ApiKeyCreated:
+async def create_key(body: ApiKeyCreate, db: DbDep, admin: AdminDep) -> ApiKeyCreated:
     record, key = await create_api_key(
-        services.sessions,
+        db,
         name=body.name,
         owner_id=body.owner_id,
         roles=body.roles,
@@ -117,19 +115,17 @@ async def create_key(body: ApiKeyCreate, services: Svc, admin: AdminDep) -> ApiK
 
 @router.get("/api-keys", response_model=ApiKeyList, summary="List API keys (never the keys).")
 async def list_keys(
-    services: Svc,
+    db: DbDep,
     admin: AdminDep,
     owner_id: Annotated[str | None, Query(max_length=255, description="Only this owner.")] = None,
     include_revoked: Annotated[bool, Query(description="Also list revoked keys.")] = False,
 ) -> ApiKeyList:
-    records = await list_api_keys(
-        services.sessions, owner_id=owner_id, include_revoked=include_revoked
-    )
+    records = await list_api_keys(db, owner_id=owner_id, include_revoked=include_revoked)
     return ApiKeyList(data=[_key_out(r) for r in records])
 
 
 @router.delete(
     "/api-keys/{key_id}", response_model=ApiKeyOut, summary="Revoke an API key (idempotent)."
 )
-async def revoke_key(key_id: str, services: Svc, admin: AdminDep) -> ApiKeyOut:
-    return _key_out(await revoke_api_key(services.sessions, key_id, actor_id=admin.user_id))
+async def revoke_key(key_id: str, db: DbDep, admin: AdminDep) -> ApiKeyOut:
+    return _key_out(await revoke_api_key(db, key_id, actor_id=admin.user_id))

@@ -21,7 +21,7 @@ from tests.fakes.db import ApiClient
 async def _foreign_run(client: ApiClient) -> tuple[str, str]:
     """A finished run in a conversation that belongs to someone else."""
     play(client, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id="c9")]))
-    async with client.services.sessions.begin() as session:
+    async with client.services.db.sessions.begin() as session:
         cid = (await ConversationRepo(session).create("someone-else", title="theirs")).id
     run = await client.services.runs.send(
         Caller(user_id="someone-else"),

@@ -31,7 +31,7 @@ async def test_regenerate_answers_again_and_keeps_the_old_answer_superseded(
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[1]["content"][0]["data"]["text"] == "Second answer."
     owner = client.services.settings.local_user_id
-    async with client.services.sessions() as session:
+    async with client.services.db.sessions() as session:
         records = await MessageRepo(session).records(owner, cid, include_superseded=True)
     old = [r for r in records if r.superseded_at is not None]
     assert [r.message.text() for r in old] == ["First answer."]

@@ -55,6 +55,9 @@ class FakeTools:
     def knows(self, name: str) -> bool:
         return name in self.handlers
 
+    async def run_cancelled(self, owner_id: str, run_id: str) -> None:
+        return None
+
     async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
         self.calls.append(part)
         outcome = self.handlers[part.data.toolName](part)

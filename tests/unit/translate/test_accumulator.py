@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from app.domain.parts import TextPart, ToolPart
-from app.domain.stream import Finish, TextDelta, ToolCallDelta, Usage
+from app.domain.stream import Finish, ProviderEvent, TextDelta, ToolCallDelta, Usage
 from app.translate.accumulator import PartsBuilder
 
 
 def test_interleaved_parallel_tool_calls_land_in_their_own_parts() -> None:
     builder = PartsBuilder()
-    for event in [
+    events: list[ProviderEvent] = [
         TextDelta(text="Let me "),
         TextDelta(text="check."),
         ToolCallDelta(index=1, id="call_a", name="weather"),
@@ -19,7 +19,8 @@ def test_interleaved_parallel_tool_calls_land_in_their_own_parts() -> None:
         ToolCallDelta(index=1, args_delta='"Paris"}'),
         Usage(input_tokens=10, output_tokens=5),
         Finish(reason="tool_calls"),
-    ]:
+    ]
+    for event in events:
         builder.feed(event)
     response = builder.build()
     text, first, second = response.parts

@@ -127,7 +127,12 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
     if settings.redis_url:
         from app.limits.redis_backend import RedisBackend
 
-        backend = RedisBackend.from_url(settings.redis_url)
+        backend = RedisBackend.from_url(
+            settings.redis_url,
+            pool_size=settings.redis_pool_size,
+            pool_timeout=settings.redis_pool_timeout_seconds,
+            timeout=settings.redis_timeout_seconds,
+        )
     else:
         backend = MemoryBackend()
     policy = LimitPolicy(
@@ -138,7 +143,7 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
         ),
         settings.rate_limit_roles,
     )
-    return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_timeout_seconds + 60)
+    return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_lease_seconds)
 
 
 def catalog_from_settings(settings: Settings) -> Catalog:

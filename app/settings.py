@@ -35,6 +35,26 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None, description="Redis, to share rate limits between instances."
     )
+    redis_pool_size: int = Field(
+        default=50,
+        ge=1,
+        le=10_000,
+        description="Connections the limiter keeps to Redis at most (per process).",
+    )
+    redis_pool_timeout_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="How long a limit check waits for a free Redis connection before the "
+        "request is refused with 503 limiter_busy.",
+    )
+    redis_timeout_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Connect and reply timeout of one Redis command; past it Redis counts "
+        "as down (checks let requests through).",
+    )
     cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, description="Request body size cap.")
     heartbeat_seconds: float = Field(default=15.0, description="SSE heartbeat interval.")
@@ -88,7 +108,7 @@ class Settings(BaseSettings):
         default=15.0,
         gt=0,
         description="A run whose process has not renewed it for this long is closed as "
-        "interrupted (the process died).",
+        "interrupted (the process died); its concurrent-run slot lapses as soon.",
     )
 
     # --- tools -----------------------------------------------------------------------

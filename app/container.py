@@ -29,7 +29,7 @@ from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
 from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
-from app.providers.catalog import build_catalog, default_models, parse_models
+from app.providers.catalog import build_catalog
 from app.providers.factory import build_providers
 from app.runs.driver import RunLimits
 from app.runs.hooks import AllHooks
@@ -147,16 +147,7 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
 
 
 def catalog_from_settings(settings: Settings) -> Catalog:
-    if settings.models_json:
-        models = parse_models(settings.models_json)
-    elif settings.models_file is not None:
-        models = parse_models(settings.models_file.read_bytes())
-    else:
-        models = default_models(
-            openai=settings.openai_api_key is not None or bool(settings.openai_base_url),
-            anthropic=settings.anthropic_api_key is not None,
-        )
-    return build_catalog(models, settings.default_model)
+    return build_catalog(settings.catalogue_models(), settings.default_model)
 
 
 async def build_services(

@@ -72,7 +72,9 @@ if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >
   return 0
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3]) * 1000))
+-- The set expires with its last lease, never before (instances may differ in lease).
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], math.ceil(tonumber(last[2]) * 1000))
 return 1
 """
 
@@ -88,9 +90,8 @@ for k = 1, #KEYS do
     redis.call('ZADD', KEYS[k], 'XX', now + ttl, ARGV[at + i])
   end
   at = at + n + 1
-  if redis.call('EXISTS', KEYS[k]) == 1 then
-    redis.call('PEXPIRE', KEYS[k], math.ceil(ttl * 1000))
-  end
+  local last = redis.call('ZRANGE', KEYS[k], -1, -1, 'WITHSCORES')
+  if last[2] then redis.call('PEXPIREAT', KEYS[k], math.ceil(tonumber(last[2]) * 1000)) end
 end
 return 0
 """

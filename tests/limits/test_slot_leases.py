@@ -91,3 +91,16 @@ async def test_a_slot_freed_for_a_dead_process_is_free_everywhere(store: Store) 
         await survivor.acquire_run(ALICE, "run_next")
     finally:
         await survivor.aclose()
+
+
+async def test_a_short_lease_never_cuts_a_longer_one_short(store: Store) -> None:
+    """Instances with different RUN_LEASE_SECONDS share a user's slots."""
+    backend = store.new()
+    try:
+        assert await backend.acquire("runs:alice", "run_long", 2, 60)
+        assert await backend.acquire("runs:alice", "run_short", 2, 0.05)
+        await asyncio.sleep(0.3)
+        assert await backend.acquire("runs:alice", "run_next", 2, 60)
+        assert not await backend.acquire("runs:alice", "run_one_too_many", 2, 60)
+    finally:
+        await backend.aclose()

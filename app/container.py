@@ -25,7 +25,7 @@ from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
 from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
-from app.providers.catalog import build_catalog, default_models, parse_models
+from app.providers.catalog import build_catalog
 from app.providers.scripted import ScriptedProvider, load_script
 from app.runs.driver import RunLimits
 from app.runs.hooks import AllHooks
@@ -119,7 +119,12 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
     if settings.redis_url:
         from app.limits.redis_backend import RedisBackend
 
-        backend = RedisBackend.from_url(settings.redis_url)
+        backend = RedisBackend.from_url(
+            settings.redis_url,
+            pool_size=settings.redis_pool_size,
+            pool_timeout=settings.redis_pool_timeout_seconds,
+            timeout=settings.redis_timeout_seconds,
+        )
     else:
         backend = MemoryBackend()
     policy = LimitPolicy(
@@ -130,7 +135,7 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
         ),
         settings.rate_limit_roles,
     )
-    return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_timeout_seconds + 60)
+    return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_lease_seconds)
 
 
 def tool_modules(settings: Settings) -> list[str]:
@@ -199,16 +204,7 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
 
 
 def catalog_from_settings(settings: Settings) -> Catalog:
-    if settings.models_json:
-        models = parse_models(settings.models_json)
-    elif settings.models_file is not None:
-        models = parse_models(settings.models_file.read_bytes())
-    else:
-        models = default_models(
-            openai=settings.openai_api_key is not None or bool(settings.openai_base_url),
-            anthropic=settings.anthropic_api_key is not None,
-        )
-    return build_catalog(models, settings.default_model)
+    return build_catalog(settings.catalogue_models(), settings.default_model)
 
 
 async def build_services(

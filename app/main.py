@@ -37,7 +37,7 @@ from app.container import build_services
 from app.observability.logging import configure_logging
 from app.observability.metrics import Metrics
 from app.providers.base import Provider
-from app.settings import Settings, get_settings
+from app.settings import Settings, get_settings, settings_or_exit
 
 API_DESCRIPTION = """\
 chat-bff: a backend-for-frontend for AI chat UIs. Provider keys stay on the server; tool
@@ -129,5 +129,6 @@ def _secrets(settings: Settings) -> list[str]:
 
 def __getattr__(name: str) -> Any:
     if name == "app":
-        return create_app()
+        # A configuration error ends the process here: one line per problem, no traceback.
+        return create_app(settings_or_exit())
     raise AttributeError(name)

@@ -3,22 +3,93 @@
 Nothing here runs at import time: `create_app(settings)` receives an instance, and tests
 build their own. Provider settings use the names the official SDKs read
 (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
+
+What can be checked without a network is checked here, so a bad setting stops the start
+with a line naming its variable (`app.config_errors`) rather than a traceback from deep
+inside start-up: JSON settings are parsed by us (not by the settings source, which would
+stop at the first and name no position), the model catalogue is read and checked against
+`DEFAULT_MODEL`, files must be readable, numbers must be in range. No error, `repr` or
+`str` shows a secret: keys are `SecretStr`, URL credentials are masked in `repr`, and
+validation errors are built with their input hidden.
 """
 
 from __future__ import annotations
 
+import re
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from app.config_errors import EX_CONFIG, ConfigurationError, configuration_error, json_setting
+from app.domain.models import ModelInfo
+from app.limits.policy import LimitPolicy, Limits
+from app.providers.catalog import default_models, parse_models
+from app.settings_checks import (
+    check_catalogue,
+    check_database_url,
+    check_importable,
+    check_jwks,
+    check_log_level,
+    check_public_key,
+    check_redis_url,
+    read_text,
+    weak_secret,
+)
 
 Environment = Literal["development", "test", "production"]
+
+# JSON settings: read as text and parsed by `_parse_json`, so a syntax error is a
+# validation error naming the variable and its line and column, reported with the others.
+JsonList = Annotated[list[str], NoDecode]
+JsonMap = Annotated[dict[str, list[str]], NoDecode]
+
+_JSON_SETTINGS = (
+    "cors_origins",
+    "tool_modules",
+    "tool_allow",
+    "tool_deny",
+    "tool_model_allow",
+    "tool_model_deny",
+    "rate_limit_roles",
+)
+# Checks of a setting's content, by field: text settings, then files (which must be
+# readable UTF-8 first).
+_TEXT_CHECKS: dict[str, Callable[[str], None]] = {
+    "log_level": check_log_level,
+    "database_url": check_database_url,
+    "redis_url": check_redis_url,
+    "models_json": check_catalogue,
+    "jwt_public_key": check_public_key,
+}
+_EMPTY_MEANS_UNSET = frozenset({"redis_url", "models_json", "jwt_public_key"})
+_FILE_CHECKS: dict[str, Callable[[str], None]] = {
+    "models_file": check_catalogue,
+    "scripted_script": lambda text: None,
+    "jwt_jwks_file": check_jwks,
+    "jwt_public_key_file": check_public_key,
+}
+_URL_USERINFO = re.compile(r"://[^/@\s]*@")
+_URL_SETTINGS = frozenset({"database_url", "redis_url", "openai_base_url", "anthropic_base_url"})
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        hide_input_in_errors=True,
     )
 
     # --- service ---------------------------------------------------------------------
@@ -35,9 +106,29 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None, description="Redis, to share rate limits between instances."
     )
-    cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
-    max_body_bytes: int = Field(default=1_000_000, description="Request body size cap.")
-    heartbeat_seconds: float = Field(default=15.0, description="SSE heartbeat interval.")
+    redis_pool_size: int = Field(
+        default=50,
+        ge=1,
+        le=10_000,
+        description="Connections the limiter keeps to Redis at most (per process).",
+    )
+    redis_pool_timeout_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="How long a limit check waits for a free Redis connection before the "
+        "request is refused with 503 limiter_busy.",
+    )
+    redis_timeout_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="Connect and reply timeout of one Redis command; past it Redis counts "
+        "as down (checks let requests through).",
+    )
+    cors_origins: JsonList = Field(default_factory=list, description="Allowed CORS origins.")
+    max_body_bytes: int = Field(default=1_000_000, ge=1, description="Request body size cap.")
+    heartbeat_seconds: float = Field(default=15.0, gt=0, description="SSE heartbeat interval.")
     stream_send_timeout_seconds: float = Field(
         default=60.0,
         gt=0,
@@ -59,10 +150,17 @@ class Settings(BaseSettings):
     )
     anthropic_api_key: SecretStr | None = Field(default=None, description="Anthropic key.")
     anthropic_base_url: str | None = Field(default=None, description="Anthropic API base URL.")
-    provider_timeout_seconds: float = Field(default=60.0, description="Upstream read timeout.")
-    provider_connect_timeout_seconds: float = Field(default=10.0, description="Connect timeout.")
+    provider_timeout_seconds: float = Field(
+        default=60.0, gt=0, description="Upstream read timeout."
+    )
+    provider_connect_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Connect timeout."
+    )
     provider_max_retries: int = Field(
-        default=2, description="Retries before the first byte (429, 5xx, connection errors)."
+        default=2,
+        ge=0,
+        le=10,
+        description="Retries before the first byte (429, 5xx, connection errors).",
     )
 
     # --- models ----------------------------------------------------------------------
@@ -77,39 +175,39 @@ class Settings(BaseSettings):
         default=None, description="Script for the offline scripted provider."
     )
     scripted_delay_ms: float = Field(
-        default=20.0, description="Pause between scripted chunks (realistic pacing)."
+        default=20.0, ge=0, description="Pause between scripted chunks (realistic pacing)."
     )
 
     # --- agent -----------------------------------------------------------------------
-    max_iterations: int = Field(default=8, description="Model calls allowed in one run.")
-    tool_timeout_seconds: float = Field(default=30.0, description="Default per-tool timeout.")
-    run_timeout_seconds: float = Field(default=600.0, description="Wall-clock cap of a run.")
+    max_iterations: int = Field(default=8, ge=1, description="Model calls allowed in one run.")
+    tool_timeout_seconds: float = Field(default=30.0, gt=0, description="Default per-tool timeout.")
+    run_timeout_seconds: float = Field(default=600.0, gt=0, description="Wall-clock cap of a run.")
     run_lease_seconds: float = Field(
         default=15.0,
         gt=0,
         description="A run whose process has not renewed it for this long is closed as "
-        "interrupted (the process died).",
+        "interrupted (the process died); its concurrent-run slot lapses as soon.",
     )
 
     # --- tools -----------------------------------------------------------------------
-    tool_modules: list[str] = Field(
+    tool_modules: JsonList = Field(
         default_factory=list,
         description="Importable modules exposing `register(registry)` (JSON list in env).",
     )
-    tool_allow: list[str] | None = Field(
+    tool_allow: Annotated[list[str] | None, NoDecode] = Field(
         default=None, description="Tool name patterns this deployment offers; all if unset."
     )
-    tool_deny: list[str] = Field(
+    tool_deny: JsonList = Field(
         default_factory=list, description="Tool name patterns never offered to any model."
     )
-    tool_model_allow: dict[str, list[str]] = Field(
+    tool_model_allow: JsonMap = Field(
         default_factory=dict, description="Per model id: the only tool patterns it may use."
     )
-    tool_model_deny: dict[str, list[str]] = Field(
+    tool_model_deny: JsonMap = Field(
         default_factory=dict, description="Per model id: tool patterns it may not use."
     )
     approval_ttl_seconds: float = Field(
-        default=3600.0, description="How long a pending tool approval stays decidable."
+        default=3600.0, gt=0, description="How long a pending tool approval stays decidable."
     )
     example_tools_enabled: bool | None = Field(
         default=None, description="The example knowledge-graph tools; on in development."
@@ -134,7 +232,9 @@ class Settings(BaseSettings):
     jwt_roles_claim: str = Field(
         default="roles", description="Claim holding the roles; dotted path for nested claims."
     )
-    jwt_leeway_seconds: float = Field(default=30.0, description="Clock skew allowed on `exp`.")
+    jwt_leeway_seconds: float = Field(
+        default=30.0, ge=0, description="Clock skew allowed on `exp`."
+    )
     stream_token_secret: SecretStr | None = Field(
         default=None,
         description="Signs EventSource stream tokens; derived from JWT_SECRET when unset.",
@@ -156,7 +256,7 @@ class Settings(BaseSettings):
     rate_limit_tokens_per_day: int = Field(
         default=0, ge=0, description="Model tokens (in + out) per caller per UTC day; 0 disables."
     )
-    rate_limit_roles: dict[str, dict[str, int]] = Field(
+    rate_limit_roles: Annotated[dict[str, dict[str, int]], NoDecode] = Field(
         default_factory=dict,
         description='Per-role overrides, e.g. `{"admin": {"requests_per_minute": 0}}`.',
     )
@@ -171,38 +271,107 @@ class Settings(BaseSettings):
             or self.jwt_jwks_file is not None
         )
 
+    def catalogue_models(self) -> list[ModelInfo]:
+        """The catalogue's entries: MODELS_JSON, else MODELS_FILE, else one model per
+        configured provider and the offline `scripted` one (the container builds the
+        catalogue from them; validation has already checked them)."""
+        if self.models_json:
+            return parse_models(self.models_json)
+        if self.models_file is not None:
+            return parse_models(self.models_file.read_bytes())
+        return default_models(
+            openai=self.openai_api_key is not None or bool(self.openai_base_url),
+            anthropic=self.anthropic_api_key is not None,
+        )
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        """Like pydantic's, with URL credentials masked (a password in DATABASE_URL)."""
+        for name, value in super().__repr_args__():
+            if name in _URL_SETTINGS and isinstance(value, str):
+                value = _URL_USERINFO.sub("://***@", value)
+            yield name, value
+
+    # --- checks (each error message names no value; see app.config_errors) -------------
+
+    @field_validator(*_JSON_SETTINGS, mode="before")
+    @classmethod
+    def _parse_json(cls, value: Any) -> Any:
+        return json_setting(value) if isinstance(value, str) else value
+
+    @field_validator(*_TEXT_CHECKS)
+    @classmethod
+    def _text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        name = info.field_name or ""
+        if value is not None and (value or name not in _EMPTY_MEANS_UNSET):
+            _TEXT_CHECKS[name](value)
+        return value
+
+    @field_validator(*_FILE_CHECKS)
+    @classmethod
+    def _file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is not None:
+            _FILE_CHECKS[info.field_name or ""](read_text(value))
+        return value
+
+    @field_validator("tool_modules")
+    @classmethod
+    def _importable(cls, value: list[str]) -> list[str]:
+        check_importable(value)
+        return value
+
+    @field_validator("rate_limit_roles")
+    @classmethod
+    def _known_limits(cls, value: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        LimitPolicy(Limits(), value)  # raises ValueError naming the role and limit
+        return value
+
     @model_validator(mode="after")
-    def _refuse_insecure_production(self) -> Settings:
-        if self.environment != "production":
-            return self
-        if not self.auth_configured:
-            raise ValueError(
-                "production needs authentication: set JWT_SECRET, JWT_PUBLIC_KEY(_FILE) "
-                "or JWT_JWKS_FILE"
-            )
-        for name in ("jwt_secret", "stream_token_secret"):
-            value = getattr(self, name)
-            if value is not None and _weak_secret(value.get_secret_value()):
-                raise ValueError(f"{name.upper()} is too weak for production (32+ random chars)")
+    def _consistent(self) -> Settings:
+        """Checks across settings, all reported at once (one line each, variable first)."""
+        problems = _production_problems(self) if self.environment == "production" else []
+        if self.default_model is not None:
+            ids = [m.id for m in self.catalogue_models()]
+            if self.default_model not in ids:
+                problems.append(
+                    f"DEFAULT_MODEL: not in the model catalogue (its ids: {', '.join(ids)})"
+                )
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
 
 
-_DEFAULT_SECRETS = frozenset(
-    {"changeme", "change-me", "change_me", "secret", "password", "jwt-secret", "dev", "test"}
-)
-
-
-def _weak_secret(secret: str) -> bool:
-    """Short, a well-known default, or made of few distinct characters."""
-    lowered = secret.lower()
-    return (
-        len(secret) < 32
-        or lowered in _DEFAULT_SECRETS
-        or any(lowered.startswith(d) for d in ("change-me", "changeme", "replace-me"))
-        or len(set(secret)) < 10
-    )
+def _production_problems(settings: Settings) -> list[str]:
+    if not settings.auth_configured:
+        return [
+            "JWT_SECRET: production needs authentication: set JWT_SECRET, JWT_PUBLIC_KEY, "
+            "JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE"
+        ]
+    problems: list[str] = []
+    for secret in (settings.jwt_secret, settings.stream_token_secret):
+        if secret is not None and weak_secret(secret.get_secret_value()):
+            name = "JWT_SECRET" if secret is settings.jwt_secret else "STREAM_TOKEN_SECRET"
+            problems.append(f"{name}: too weak for production (32+ random characters)")
+    return problems
 
 
 def get_settings() -> Settings:
-    """Build settings from the environment; call it at start-up, never at import time."""
-    return Settings()
+    """Build settings from the environment; call it at start-up, never at import time.
+
+    Raises `ConfigurationError`, whose lines name each bad variable and no value.
+    """
+    try:
+        return Settings()
+    except (ValidationError, SettingsError) as exc:
+        raise configuration_error(exc) from None
+
+
+def settings_or_exit() -> Settings:
+    """`get_settings()` for entry points (the app under uvicorn, the CLI): a configuration
+    error prints one `configuration error: VARIABLE: problem` line per problem on stderr
+    and exits with status 78 (EX_CONFIG), with no traceback."""
+    try:
+        return get_settings()
+    except ConfigurationError as exc:
+        for line in exc.problems:
+            print(f"configuration error: {line}", file=sys.stderr, flush=True)
+        raise SystemExit(EX_CONFIG) from None

@@ -7,7 +7,8 @@
 
 Adding a subcommand: a module here with `add_<name>(subparsers)` that adds a parser and sets
 `handler=` to an `async def (args, settings) -> int`, then list it in `COMMANDS`. Settings
-come from the environment (`DATABASE_URL`, ...) through `get_settings()`, once, in `main`.
+come from the environment (`DATABASE_URL`, ...) through `settings_or_exit()`, once, in `main`
+(a configuration error prints one line per problem and exits 78).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from app.cli.apikeys import add_apikey
 from app.cli.migrate import add_migrate
-from app.settings import Settings, get_settings
+from app.settings import Settings, settings_or_exit
 
 Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 Subparsers = Any  # argparse's _SubParsersAction is private
@@ -39,4 +40,4 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
-    return asyncio.run(handler(args, get_settings()))
+    return asyncio.run(handler(args, settings_or_exit()))

@@ -3,15 +3,20 @@
 Three primitives, each atomic on its backend:
 - `rate(key, limit, period)`: GCRA (a smoothed token bucket: `limit` per `period`, bursts
   up to `limit`); returns 0 when allowed, else the seconds to wait.
-- `acquire(key, member, limit, ttl)` / `release(key, member)`: a set of leases (run ids)
-  with a TTL, so a crashed instance's leases expire instead of blocking a user forever.
+- `acquire(key, member, limit, ttl)` / `renew(leases, ttl)` / `release(key, member)`: a
+  set of leases (run ids) with a short TTL that the holder renews while the run lives, so
+  a crashed instance's slots lapse within one lease instead of blocking a user.
 - `add(key, amount, ttl)` / `get(key)`: a counter that expires (tokens per day).
+
+Two failures, told apart because the limiter answers them differently:
+`BackendUnavailable` (the store is down: let the request through) and `BackendBusy` (our
+own connections to it are all in use: refuse, never let a flood through).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
 
@@ -19,9 +24,15 @@ class BackendUnavailable(Exception):
     """The shared store did not answer; the limiter lets the request through."""
 
 
+class BackendBusy(Exception):
+    """Every connection to the shared store stayed in use for the whole wait; the limiter
+    refuses the request (a flood must not turn the limits off)."""
+
+
 class LimitBackend(Protocol):
     async def rate(self, key: str, limit: int, period: float) -> float: ...
     async def acquire(self, key: str, member: str, limit: int, ttl: float) -> bool: ...
+    async def renew(self, leases: Mapping[str, Collection[str]], ttl: float) -> None: ...
     async def release(self, key: str, member: str) -> None: ...
     async def add(self, key: str, amount: int, ttl: float) -> int: ...
     async def get(self, key: str) -> int: ...
@@ -59,6 +70,15 @@ class MemoryBackend:
         leases[member] = now + ttl
         self._leases[key] = leases
         return True
+
+    async def renew(self, leases: Mapping[str, Collection[str]], ttl: float) -> None:
+        """Extend the leases still held; a lapsed or released one stays gone."""
+        now = self._now()
+        for key, members in leases.items():
+            held = self._leases.get(key, {})
+            for member in members:
+                if held.get(member, now) > now:
+                    held[member] = now + ttl
 
     async def release(self, key: str, member: str) -> None:
         leases = self._leases.get(key)

@@ -7,14 +7,32 @@
     await limiter.add_tokens(caller, n)          # after a model call, with its usage
 
 `acquire_run` / `release_run` are the same as `run_slot` for code where a context manager
-does not fit (the run task releases in its `finally`). Refusals raise `RateLimited` with
-`retry_after`, which the error handler turns into 429 + `Retry-After` and the standard
-error body. If the shared store (Redis) is down, requests pass and a warning is logged:
-an outage of the limiter should not be an outage of the service.
+does not fit (the run task releases in its `finally`); `release_slot` frees the slot of a
+run another process held (crash recovery closed it).
+
+A run's slot is a lease of `run_lease_seconds` that this limiter renews every third of it
+while the run lives here. A process that dies stops renewing, so its slots lapse within
+one lease instead of holding the user at 429 for the length of a run.
+
+When the shared store (Redis) fails, the answer depends on how it failed:
+
+    store                      checks (request, run, tokens)   bookkeeping (release, usage)
+    answers                    enforced                        done
+    down / times out           let through, warning logged     skipped, warning logged
+    every connection in use    503 limiter_busy + Retry-After  skipped, warning logged
+
+Down is let through because an outage of the limiter should not be an outage of the
+service; busy is refused because it is what a flood looks like, and letting a flood
+through would turn the limits off exactly when they matter. Refusals raise `RateLimited`
+with `retry_after`, which the error handler turns into 429 (or 503 for busy) +
+`Retry-After` and the standard error body.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -23,7 +41,7 @@ from typing import TypeVar
 
 from app.domain.errors import RateLimited
 from app.domain.identity import Caller
-from app.limits.backends import BackendUnavailable, LimitBackend
+from app.limits.backends import BackendBusy, BackendUnavailable, LimitBackend
 from app.limits.policy import LimitPolicy
 from app.observability.metrics import Metrics
 
@@ -32,6 +50,15 @@ T = TypeVar("T")
 
 _MINUTE = 60.0
 _DAY = 86_400.0
+BUSY_RETRY_AFTER = 1.0
+
+
+class LimiterBusy(RateLimited):
+    """The limits could not be checked because the limiter's own connections are all in
+    use: 503, retryable, not the caller's fault (so not a 429)."""
+
+    status = 503
+    code = "limiter_busy"
 
 
 def _seconds_to_utc_midnight(now: datetime | None = None) -> float:
@@ -47,7 +74,7 @@ class Limiter:
         backend: LimitBackend,
         metrics: Metrics,
         *,
-        run_lease_seconds: float = 3600.0,
+        run_lease_seconds: float = 15.0,
         run_retry_after: float = 5.0,
     ) -> None:
         self._policy = policy
@@ -55,18 +82,36 @@ class Limiter:
         self._metrics = metrics
         self._run_lease = run_lease_seconds
         self._run_retry_after = run_retry_after
+        self._held: dict[str, str] = {}  # run id -> its slot's key, for runs living here
+        self._renewer: asyncio.Task[None] | None = None
 
-    async def _call(self, op: Awaitable[T], fallback: T) -> T:
+    async def _check(self, op: Awaitable[T], fallback: T) -> T:
+        """A backend call that decides a request: open when down, closed when busy."""
         try:
             return await op
         except BackendUnavailable as exc:
             log.warning(
                 "limit store unavailable; letting the request through",
-                extra={
-                    "error_type": str(exc),
-                },
+                extra={"error_type": str(exc)},
             )
             return fallback
+        except BackendBusy:
+            self._metrics.rate_limited("limiter_busy")
+            raise LimiterBusy(
+                "The service is busy checking limits; retry shortly.",
+                retry_after=BUSY_RETRY_AFTER,
+                limit="limiter_busy",
+            ) from None
+
+    async def _keep(self, op: Awaitable[None], what: str) -> None:
+        """A backend call that only keeps books: never fails the caller."""
+        try:
+            await op
+        except (BackendUnavailable, BackendBusy) as exc:
+            log.warning(
+                "limit store did not take an update",
+                extra={"update": what, "error_type": type(exc).__name__},
+            )
 
     def _refuse(self, limit: str, message: str, retry_after: float) -> RateLimited:
         self._metrics.rate_limited(limit)
@@ -76,7 +121,7 @@ class Limiter:
         limit = self._policy.for_caller(caller).requests_per_minute
         if limit <= 0:
             return
-        wait = await self._call(self._backend.rate(f"rpm:{caller.user_id}", limit, _MINUTE), 0.0)
+        wait = await self._check(self._backend.rate(f"rpm:{caller.user_id}", limit, _MINUTE), 0.0)
         if wait > 0:
             raise self._refuse(
                 "requests_per_minute",
@@ -84,22 +129,30 @@ class Limiter:
                 wait,
             )
 
+    # -- concurrent runs -----------------------------------------------------------------
+
     async def acquire_run(self, caller: Caller, run_id: str) -> None:
         limit = self._policy.for_caller(caller).concurrent_runs
         if limit <= 0:
             return
-        ok = await self._call(
-            self._backend.acquire(f"runs:{caller.user_id}", run_id, limit, self._run_lease), True
-        )
+        key = f"runs:{caller.user_id}"
+        ok = await self._check(self._backend.acquire(key, run_id, limit, self._run_lease), True)
         if not ok:
             raise self._refuse(
                 "concurrent_runs",
                 f"Too many runs at once: the limit is {limit}.",
                 self._run_retry_after,
             )
+        self._held[run_id] = key
+        self._renew_while_held()
 
     async def release_run(self, caller: Caller, run_id: str) -> None:
-        await self._call(self._backend.release(f"runs:{caller.user_id}", run_id), None)
+        await self.release_slot(caller.user_id, run_id)
+
+    async def release_slot(self, user_id: str, run_id: str) -> None:
+        """Free a run's slot, held here or by a process that died (recovery closed it)."""
+        self._held.pop(run_id, None)
+        await self._keep(self._backend.release(f"runs:{user_id}", run_id), "release")
 
     @asynccontextmanager
     async def run_slot(self, caller: Caller, run_id: str) -> AsyncIterator[None]:
@@ -109,6 +162,27 @@ class Limiter:
         finally:
             await self.release_run(caller, run_id)
 
+    def _renew_while_held(self) -> None:
+        if self._renewer is None or self._renewer.done():
+            # A context of its own: the task outlives the request that started it, whose
+            # log context (request id) must not stick to the renewals.
+            self._renewer = asyncio.get_running_loop().create_task(
+                self._renew_loop(), name="run slot leases", context=contextvars.Context()
+            )
+
+    async def _renew_loop(self) -> None:
+        """Renew the slots of runs living here every third of a lease; ends when none is
+        held (the next admitted run starts it again)."""
+        while self._held:
+            await asyncio.sleep(self._run_lease / 3)
+            leases: dict[str, list[str]] = {}
+            for run_id, key in self._held.items():
+                leases.setdefault(key, []).append(run_id)
+            if leases:
+                await self._keep(self._backend.renew(leases, self._run_lease), "renew")
+
+    # -- tokens per day ------------------------------------------------------------------
+
     def _day_key(self, caller: Caller) -> str:
         return f"tokens:{caller.user_id}:{datetime.now(UTC):%Y%m%d}"
 
@@ -116,7 +190,7 @@ class Limiter:
         limit = self._policy.for_caller(caller).tokens_per_day
         if limit <= 0:
             return
-        used = await self._call(self._backend.get(self._day_key(caller)), 0)
+        used = await self._check(self._backend.get(self._day_key(caller)), 0)
         if used >= limit:
             raise self._refuse(
                 "tokens_per_day",
@@ -127,7 +201,16 @@ class Limiter:
     async def add_tokens(self, caller: Caller, tokens: int) -> None:
         if tokens <= 0 or self._policy.for_caller(caller).tokens_per_day <= 0:
             return
-        await self._call(self._backend.add(self._day_key(caller), tokens, _DAY + 3600), 0)
+
+        async def add() -> None:
+            await self._backend.add(self._day_key(caller), tokens, _DAY + 3600)
+
+        await self._keep(add(), "tokens")
 
     async def aclose(self) -> None:
+        """Stop renewing (slots of runs still here lapse within a lease) and disconnect."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
         await self._backend.aclose()

@@ -1,5 +1,6 @@
 """Run hooks of the limits: a run holds one of its caller's concurrent-run slots from
-admission to its end, and its tokens count against the caller's daily budget."""
+admission to its end, and its tokens count against the caller's daily budget. A run that
+crash recovery closed (its process died) gives its slot back at once."""
 
 from __future__ import annotations
 
@@ -25,3 +26,6 @@ class LimitHooks(NoHooks):
     ) -> None:
         await self._limits.release_run(caller, run_id)
         await self._limits.add_tokens(caller, usage.input_tokens + usage.output_tokens)
+
+    async def recovered(self, owner_id: str, run_id: str) -> None:
+        await self._limits.release_slot(owner_id, run_id)

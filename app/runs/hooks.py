@@ -39,6 +39,10 @@ class RunHooks(Protocol):
         """A context the run's task runs in (log lines carry the run id)."""
         ...
 
+    async def recovered(self, owner_id: str, run_id: str) -> None:
+        """Crash recovery closed a run a dead process left running: free what it held."""
+        ...
+
 
 class NoHooks:
     async def admit(self, caller: Caller, run_id: str) -> None:
@@ -57,6 +61,9 @@ class NoHooks:
 
     def bind(self, run_id: str) -> AbstractContextManager[None]:
         return nullcontext()
+
+    async def recovered(self, owner_id: str, run_id: str) -> None:
+        return None
 
 
 class AllHooks:
@@ -82,6 +89,10 @@ class AllHooks:
     ) -> None:
         for hook in self._hooks:
             await hook.finished(caller, run_id, status, seconds, usage)
+
+    async def recovered(self, owner_id: str, run_id: str) -> None:
+        for hook in self._hooks:
+            await hook.recovered(owner_id, run_id)
 
     @contextmanager
     def bind(self, run_id: str) -> Iterator[None]:

@@ -191,7 +191,9 @@ class RunJournal:
             await tx.runs.renew(run_ids, self.instance_id)
             await tx.commit()
 
-    async def recover_interrupted(self, *, lease_seconds: float, held: Collection[str] = ()) -> int:
+    async def recover_interrupted(
+        self, *, lease_seconds: float, held: Collection[str] = ()
+    ) -> list[tuple[str, str]]:
         """Close runs a dead process left `running`; keep their partial message.
 
         A run is a dead process's when its lease (heartbeat) is older than `lease_seconds`:
@@ -199,17 +201,21 @@ class RunJournal:
         instance on the same database never closes the first one's runs. The runs this
         instance holds (`held`) are never closed here; a run of this instance it no longer
         holds is as dead as any other. The partial message is rebuilt from the persisted
-        events, marked `metadata.status: incomplete`.
+        events, marked `metadata.status: incomplete`. Returns `(owner_id, run_id)` of each
+        run closed, so what they held can be freed.
         """
         stale_before = datetime.now(UTC) - timedelta(seconds=lease_seconds)
         async with self._db.read() as tx:
             stale = await tx.runs.list_unfinished(stale_before=stale_before, exclude_ids=held)
+        closed: list[tuple[str, str]] = []
         for record in stale:
             try:
                 await self._close_interrupted(record)
             except Exception:
                 log.exception("could not close an interrupted run", extra={"run_id": record.id})
-        return len(stale)
+            else:
+                closed.append((record.owner_id, record.id))
+        return closed
 
     async def _close_interrupted(self, record: RunRecord) -> None:
         async with self._db.unit() as tx:

@@ -3,8 +3,9 @@
 Every conversation run row carries the id of the instance running it and a heartbeat.
 This keeper renews the heartbeats of the runs this instance holds, well within the lease,
 and sweeps for runs whose lease lapsed (their process died): those are closed as
-`interrupted`, their partial message kept. Starting a second instance therefore never
-closes the first one's live runs.
+`interrupted`, their partial message kept, and `on_recovered` hears of each (the limits
+free its slot). Starting a second instance therefore never closes the first one's live
+runs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from app.runs.journal import RunJournal
@@ -32,17 +34,32 @@ class Holder(Protocol):
 
 
 class LeaseKeeper:
-    def __init__(self, journal: RunJournal, holder: Holder, *, lease_seconds: float) -> None:
+    def __init__(
+        self,
+        journal: RunJournal,
+        holder: Holder,
+        *,
+        lease_seconds: float,
+        on_recovered: Callable[[str, str], Awaitable[None]] | None = None,
+    ) -> None:
         self._journal = journal
         self._holder = holder
         self._lease = lease_seconds
+        self._on_recovered = on_recovered
         self._task: asyncio.Task[None] | None = None
 
     async def recover(self) -> int:
         """Close runs a dead process left running: status interrupted, message kept."""
-        return await self._journal.recover_interrupted(
+        closed = await self._journal.recover_interrupted(
             lease_seconds=self._lease, held=self._holder.held()
         )
+        if self._on_recovered is not None:
+            for owner_id, run_id in closed:
+                try:
+                    await self._on_recovered(owner_id, run_id)
+                except Exception:
+                    log.exception("could not free a recovered run", extra={"run_id": run_id})
+        return len(closed)
 
     async def start(self) -> int:
         """Close what dead processes left running, then keep leases and sweep for more.

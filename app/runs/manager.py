@@ -71,7 +71,9 @@ class RunManager:
         self._unsettled: dict[str, Unsettled] = {}
         self._stopping = False
         self._reader = RunReader(journal, self.local, lambda: self._stopping)
-        self._leases = LeaseKeeper(journal, self, lease_seconds=lease_seconds)
+        self._leases = LeaseKeeper(
+            journal, self, lease_seconds=lease_seconds, on_recovered=self._hooks.recovered
+        )
 
     # -- starting runs --------------------------------------------------------------
 

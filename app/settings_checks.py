@@ -1,0 +1,136 @@
+"""What the settings check inside a value: a file that must be readable, the model
+catalogue's JSON, a PEM public key, a JWKS file's shape, database and Redis URLs, a log
+level, a secret too weak for production.
+
+Each check raises `ValueError` with a message that describes the problem and never quotes
+the value (the settings' validators turn it into `VARIABLE: problem`, see
+`app.config_errors`); a message of several lines is several problems.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+from cryptography.hazmat.primitives.serialization import load_pem_public_key
+from pydantic import ValidationError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from app.config_errors import json_setting
+from app.providers.catalog import parse_models
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError("no such file") from None
+    except IsADirectoryError:
+        raise ValueError("is a directory, not a file") from None
+    except PermissionError:
+        raise ValueError("cannot be read (permission denied)") from None
+    except UnicodeDecodeError:
+        raise ValueError("is not UTF-8 text") from None
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({type(exc).__name__})") from None
+
+
+def check_catalogue(text: str) -> None:
+    """The catalogue's JSON, checked entry by entry; one line per problem."""
+    json_setting(text)
+    try:
+        models = parse_models(text)
+    except ValidationError as exc:
+        raise ValueError("\n".join(_entry_problems(exc))) from None
+    if not models:
+        raise ValueError("the catalogue is empty: list at least one model")
+    seen: set[str] = set()
+    for index, model in enumerate(models):
+        if model.id in seen:
+            raise ValueError(f"entry {index}, id: repeats the id of an earlier entry")
+        seen.add(model.id)
+
+
+def _entry_problems(exc: ValidationError) -> list[str]:
+    """`entry 0, provider: Input should be ...`: where in the list, then what is wrong."""
+    lines: list[str] = []
+    for error in exc.errors(include_input=False):
+        if not error["loc"]:
+            lines.append(f"{error['msg']} (a JSON list of models)")
+            continue
+        index, *rest = error["loc"]
+        fields = "".join(f", {part}" for part in rest)
+        lines.append(f"entry {index}{fields}: {error['msg']}")
+    return lines
+
+
+def check_public_key(pem: str) -> None:
+    try:
+        load_pem_public_key(pem.encode())
+    except (ValueError, TypeError):
+        raise ValueError("not a PEM public key (RSA or EC)") from None
+
+
+def check_jwks(text: str) -> None:
+    data = json_setting(text)
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
+        raise ValueError('should hold a JSON object with a "keys" list')
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def check_log_level(text: str) -> None:
+    if text.upper() not in _LOG_LEVELS:
+        raise ValueError(f"should be one of {', '.join(_LOG_LEVELS)}")
+
+
+def check_database_url(text: str) -> None:
+    """An SQLAlchemy URL with an async driver (the engine is async)."""
+    try:
+        dialect = make_url(text).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError):
+        raise ValueError(
+            "not a database URL this service can use "
+            "(sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db)"
+        ) from None
+    if not dialect.is_async:
+        raise ValueError("needs an async driver: sqlite+aiosqlite:// or postgresql+asyncpg://")
+
+
+def check_redis_url(text: str) -> None:
+    if not text.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError("should start with redis://, rediss:// or unix://")
+
+
+_DEFAULT_SECRETS = frozenset(
+    {"changeme", "change-me", "change_me", "secret", "password", "jwt-secret", "dev", "test"}
+)
+
+
+def weak_secret(secret: str) -> bool:
+    """Short, a well-known default, or made of few distinct characters."""
+    lowered = secret.lower()
+    return (
+        len(secret) < 32
+        or lowered in _DEFAULT_SECRETS
+        or any(lowered.startswith(d) for d in ("change-me", "changeme", "replace-me"))
+        or len(set(secret)) < 10
+    )
+
+
+def check_importable(names: Sequence[str]) -> None:
+    """Each name finds a module (its parent packages are imported to look; the module
+    itself is imported later, when the tools are registered)."""
+    problems = []
+    for index, name in enumerate(names):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            problems.append(f"entry {index}: no module of that name can be imported")
+    if problems:
+        raise ValueError("\n".join(problems))

@@ -27,6 +27,7 @@ from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
 from app.providers.catalog import build_catalog
 from app.providers.scripted import ScriptedProvider, load_script
+from app.runs.bus import Bus, LocalBus
 from app.runs.driver import RunLimits
 from app.runs.hooks import AllHooks
 from app.runs.journal import RunJournal
@@ -65,6 +66,7 @@ class Services:
     authenticator: Authenticator
     limits: Limiter
     metrics: Metrics
+    bus: Bus
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
@@ -74,6 +76,7 @@ class Services:
         for provider in self.providers.values():
             await provider.aclose()
         await self.limits.aclose()
+        await self.bus.aclose()
         await self.db.dispose()
 
 
@@ -261,4 +264,5 @@ async def build_services(
         authenticator=build_authenticator(settings, db),
         limits=limits,
         metrics=metrics,
+        bus=LocalBus(),
     )

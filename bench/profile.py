@@ -25,16 +25,10 @@ from collections import Counter
 from pathlib import Path
 
 from bench.client import run_requests
-from bench.run import (
-    CHAT,
-    NATIVE_MARK,
-    V1,
-    Upstream,
-    catalogue,
-    create_conversations,
-    send_requests,
-    start_service,
-)
+from bench.measure import CHAT, V1
+from bench.persisted import create_conversations, send_requests
+from bench.processes import Upstream, catalogue, start_service
+from bench.sizes import NATIVE_MARK
 
 IDLE = ("Condition.wait", "Queue.get", "_connection_worker_thread (aiosqlite/core.py:59)")
 _SITE = re.compile(r"\(/\S*?/site-packages/")

@@ -1,0 +1,188 @@
+"""The processes a benchmark runs: the fake upstream and chat-bff under uvicorn; their CPU, RSS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.sizes import CLK_TCK, ROOT, model
+
+# --- processes --------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def has_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+@dataclass
+class Upstream:
+    proc: subprocess.Popen[str]
+    port: int
+
+    @classmethod
+    def start(cls) -> Upstream:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.upstream"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        line = proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "PORT":
+            proc.kill()
+            raise RuntimeError(f"fake upstream did not start: {line}")
+        return cls(proc, int(line[1]))
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@dataclass
+class Service:
+    proc: subprocess.Popen[bytes]
+    port: int
+    startup_s: float
+    idle_rss_mb: float
+    server: str
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def uvicorn_flags() -> list[str]:
+    flags = []
+    if has_module("uvloop"):
+        flags += ["--loop", "uvloop"]
+    if has_module("httptools"):
+        flags += ["--http", "httptools"]
+    return flags
+
+
+def catalogue(shapes: Sequence[tuple[int, int]]) -> str:
+    models = [
+        {"id": model(c, d), "provider": "openai", "upstream_model": model(c, d)}
+        for c, d in sorted(set(shapes))
+    ]
+    return json.dumps(models)
+
+
+async def http_status(port: int, path: str) -> int:
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return 0
+    try:
+        writer.write(f"GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n".encode())
+        line = await asyncio.wait_for(reader.readline(), 5)
+        return int(line.split()[1]) if line else 0
+    finally:
+        writer.close()
+
+
+async def start_service(
+    *, upstream: Upstream, database_url: str, models_json: str, app_spec: list[str], tag: str
+) -> Service:
+    port = free_port()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "JWT_", "RATE_LIMIT_", "DATABASE_URL"))
+    }
+    first_model = json.loads(models_json)[0]["id"]
+    env.update(
+        OPENAI_API_KEY="sk-bench",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{upstream.port}/v1",
+        DATABASE_URL=database_url,
+        LOG_LEVEL="WARNING",
+        MODELS_JSON=models_json,
+        DEFAULT_MODEL=first_model,
+        # One local user drives hundreds of streams: the per-caller limits would refuse
+        # them (429), which is not what is measured here.
+        RATE_LIMIT_REQUESTS_PER_MINUTE="0",
+        RATE_LIMIT_CONCURRENT_RUNS="0",
+        EXAMPLE_TOOLS_ENABLED="false",
+    )
+    flags = uvicorn_flags()
+    args = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        *app_spec,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+        *flags,
+    ]
+    log = Path(tempfile.gettempdir()) / f"chat-bff-bench-{tag}-{os.getpid()}.log"
+    started = time.perf_counter()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = started + 30
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"chat-bff exited during start-up; see {log}")
+        if await http_status(port, "/healthz") == 200:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            raise RuntimeError(f"chat-bff did not answer /healthz within 30 s; see {log}")
+        await asyncio.sleep(0.01)
+    startup = time.perf_counter() - started
+    await asyncio.sleep(0.3)
+    rss = status_kb(proc.pid, "VmRSS") / 1024
+    server = "uvicorn " + (" ".join(flags) if flags else "(default loop and http)")
+    return Service(proc, port, startup, rss, server, log)

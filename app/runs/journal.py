@@ -32,6 +32,10 @@ from app.domain.text import valid_json
 from app.store.database import Database, Tx
 from app.store.records import RunRecord
 
+# A stored replay is read in slices this long: a reader whose socket stalls holds one slice,
+# not the run (a long run is tens of thousands of events).
+REPLAY_BATCH = 64
+
 log = logging.getLogger("chat_bff.runs")
 
 # How far past the stored log the closing events of a dead process's run are numbered
@@ -184,7 +188,7 @@ class RunJournal:
 
     async def events_after(self, run_id: str, seq: int) -> list[SequencedEvent]:
         async with self._db.read() as tx:
-            return await tx.events.after(run_id, seq, limit=1000)
+            return await tx.events.after(run_id, seq, limit=REPLAY_BATCH)
 
     async def renew(self, run_ids: list[str]) -> None:
         async with self._db.unit() as tx:

@@ -53,7 +53,13 @@ from app.translate.accumulator import PartsBuilder
 
 log = logging.getLogger("chat_bff.agent")
 
-TurnStatus = Literal["completed", "requires_action", "max_iterations"]
+TurnStatus = Literal["completed", "requires_action", "max_iterations", "failed"]
+
+# A model call whose every tool call is malformed (arguments that are not a JSON object, or
+# a tool that does not exist) is answered with the error and asked again this many times;
+# another malformed answer ends the turn as failed, its error parts kept.
+MALFORMED_RETRIES = 1
+MAX_NAMES_LISTED = 40
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class TurnResult:
     usage: UsageInfo
     context: ContextInfo | None = None
     note: str | None = None
+    error_code: str | None = None
 
 
 @dataclass
@@ -100,6 +107,7 @@ class Agent:
         server_specs = self.tools.specs(self.ctx) if self.model.supports_tools else []
         client_specs = list(self.options.client_tools) if self.model.supports_tools else []
         client_names = {spec.name for spec in client_specs}
+        malformed = 0
         for _ in range(self.options.max_iterations):
             messages = history + ([self.snapshot()] if self.parts else [])
             fitted, info = fit_history(
@@ -123,7 +131,16 @@ class Agent:
             calls = [p for p in new_parts if isinstance(p, ToolPart)]
             if not calls:
                 return TurnResult("completed", self.snapshot(), self.usage, context)
+            malformed = malformed + 1 if self._all_malformed(calls, client_names) else 0
             waiting = await self._settle_tool_calls(calls, client_names)
+            if malformed > MALFORMED_RETRIES:
+                note = (
+                    f"The model answered with malformed tool calls {malformed} times in a row "
+                    "(arguments that are not a JSON object, or a tool that does not exist)."
+                )
+                return TurnResult(
+                    "failed", self.snapshot(), self.usage, context, note, "malformed_tool_call"
+                )
             if waiting:
                 return TurnResult("requires_action", self.snapshot(), self.usage, context)
         note = (
@@ -194,6 +211,14 @@ class Agent:
 
     # -- tools ----------------------------------------------------------------------
 
+    def _all_malformed(self, calls: list[ToolPart], client_names: set[str]) -> bool:
+        """True when no call of this answer can run: each is unreadable or unknown."""
+        return all(
+            p.data.status == "error"
+            or (p.data.toolName not in client_names and not self.tools.knows(p.data.toolName))
+            for p in calls
+        )
+
     async def _settle_tool_calls(self, calls: list[ToolPart], client_names: set[str]) -> bool:
         """Run server calls, park client calls; True when something waits for a human."""
         waiting = False
@@ -217,7 +242,7 @@ class Agent:
                 )
                 waiting = True
             else:
-                problem = f"There is no tool named `{name}`."
+                problem = self._unknown_tool(name, client_names)
                 self._replace(part, status="error", result={"error": problem}, body_content=problem)
                 await self._tool_error(self._find(part.id), problem)
         outcomes = await asyncio.gather(*(self.tools.invoke(p, self.ctx) for p in server))
@@ -244,6 +269,13 @@ class Agent:
             else:
                 await self._finish_call(part, outcome)
         return waiting
+
+    def _unknown_tool(self, name: str, client_names: set[str]) -> str:
+        """The error the model reads back: what it called, and what it may call instead."""
+        names = sorted({spec.name for spec in self.tools.specs(self.ctx)} | client_names)
+        listed = ", ".join(f"`{n}`" for n in names[:MAX_NAMES_LISTED])
+        more = f" and {len(names) - MAX_NAMES_LISTED} more" if len(names) > MAX_NAMES_LISTED else ""
+        return f"There is no tool named `{name}`; the tools are {listed or 'none'}{more}."
 
     async def _finish_call(self, part: ToolPart, outcome: ToolOutcome) -> None:
         self._replace(

@@ -110,7 +110,7 @@ async def play(
             result = await agent.run(history)
         status, message = result.status, result.message
         if result.note:
-            error = {"code": "max_iterations", "message": result.note}
+            error = {"code": result.error_code or "max_iterations", "message": result.note}
             message.metadata = {**(message.metadata or {}), "note": result.note}
     except (asyncio.CancelledError, StoppedBeforeStart) as stop:
         task = asyncio.current_task()

@@ -7,12 +7,21 @@ from typing import Any
 
 import pytest
 
-from app.providers.scripted import Script, ScriptedProvider, ScriptedTurn
+from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.runs import manager as manager_module
 from app.runs.journal import RunJournal
 from app.settings import Settings
-from tests.api.runs.helpers import CONVERSATIONS, conversation, create, finished, send
-from tests.fakes.db import MakeApi
+from tests.api.runs.helpers import (
+    CONVERSATIONS,
+    conversation,
+    create,
+    finished,
+    play,
+    send,
+    text_of,
+    tools_of,
+)
+from tests.fakes.db import ApiClient, MakeApi
 
 
 async def test_a_run_over_its_time_limit_fails_and_keeps_its_partial_text(
@@ -92,3 +101,26 @@ async def test_an_end_the_database_refuses_closes_the_run_as_failed_and_frees_th
     assert frames[-1].data["error"]["code"] == "not_stored"
     assert frames[-1].data["error"]["retryable"] is True
     assert again.status_code == 202
+
+
+async def test_a_model_that_keeps_calling_tools_badly_ends_the_run_failed_with_its_errors(
+    api: ApiClient,
+) -> None:
+    play(
+        api,
+        ScriptedTurn(tool_calls=[ScriptedToolCall(name="summon_dragons", args={}, id="c1")]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall(name="add_node", args='{"label":', id="c2")]),
+        ScriptedTurn(text="never reached"),
+    )
+    cid = await create(api)
+
+    frames = await finished(api, await send(api, cid, "do something"))
+    answer = (await conversation(api, cid))["messages"][-1]
+
+    assert frames[-1].event == "run_end"
+    assert frames[-1].data["status"] == "failed"
+    assert frames[-1].data["error"]["code"] == "malformed_tool_call"
+    assert [f.data["part"]["id"] for f in frames if f.event == "tool_error"] == ["c1", "c2"]
+    assert "summon_dragons" in frames[[f.event for f in frames].index("tool_error")].data["error"]
+    assert [t["data"]["status"] for t in tools_of(answer)] == ["error", "error"]
+    assert "never reached" not in text_of(answer)

@@ -210,6 +210,47 @@ async def test_an_unknown_tool_gets_an_error_result() -> None:
     assert result.status == "completed"
 
 
+async def test_a_malformed_answer_is_retried_once_with_the_error_then_fails() -> None:
+    provider = script(
+        ScriptedTurn(tool_calls=[call("add", '{"a": 1,', "c1")]),
+        ScriptedTurn(tool_calls=[call("launch_rockets", {}, "c2")]),
+        ScriptedTurn(text="never asked for"),
+    )
+    tools = FakeTools({"add": lambda p: ToolOutcome("success", 0)})
+    agent, sink = make_agent(provider, tools)
+
+    result = await agent.run(ask())
+
+    assert result.status == "failed"
+    assert result.error_code == "malformed_tool_call"
+    assert result.note
+    assert len(provider.requests) == 2  # the first answer and one retry, no third call
+    # The retry was asked with the first error in the history, as the call's result.
+    retry_history = str(provider.requests[1].messages)
+    assert "not valid JSON" in retry_history
+    assert [p.data.status for p in result.message.tool_parts()] == ["error", "error"]
+    assert [e.part.id for e in sink.of(ToolError)] == ["c1", "c2"]
+    assert tools.calls == []
+
+
+async def test_a_good_call_between_malformed_ones_resets_the_retry() -> None:
+    provider = script(
+        ScriptedTurn(tool_calls=[call("add", "not json", "c1")]),
+        ScriptedTurn(tool_calls=[call("add", {"a": 1}, "c2")]),
+        ScriptedTurn(tool_calls=[call("add", "still not json", "c3")]),
+        ScriptedTurn(text="Done: 1."),
+    )
+    tools = FakeTools({"add": lambda p: ToolOutcome("success", 1)})
+    agent, _ = make_agent(provider, tools)
+
+    result = await agent.run(ask())
+
+    assert result.status == "completed"
+    assert result.message.text() == "Done: 1."
+    assert [p.id for p in tools.calls] == ["c2"]
+    provider.assert_all_used()
+
+
 async def test_parallel_server_calls_run_concurrently() -> None:
     barrier = asyncio.Barrier(2)
 

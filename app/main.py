@@ -26,6 +26,7 @@ from app.api.routes import (
     models,
     openai_chat,
     openai_responses,
+    page,
     proposals,
     runs,
     stream_tokens,
@@ -82,6 +83,8 @@ def create_app(
         version="0.1.0",
         description=API_DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by app/api/routes/page.py from the package, not a CDN
+        redoc_url=None,
     )
     app.state.metrics = metrics
     app.state.drain = drain = Drain()  # begun on SIGTERM: new requests get 503
@@ -99,6 +102,7 @@ def create_app(
         cors_origins=settings.cors_origins,
         drain=drain,
     )
+    app.include_router(page.router)
     app.include_router(metrics_route.router)
     app.include_router(stream_tokens.router)
     app.include_router(admin.router)

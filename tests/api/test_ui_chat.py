@@ -143,7 +143,7 @@ async def test_an_approval_response_runs_the_tool_once_and_the_turn_continues(
     continued = await send(client, "chat-d", answer)
 
     assert "messageId" not in continued[0]
-    settled = continued[2]
+    settled = continued[1]
     assert settled["type"] == "tool-output-available"
     assert settled["toolCallId"] == request["toolCallId"]
     assert settled["output"]["name"] == "Ada Lovelace"
@@ -162,7 +162,7 @@ async def test_a_rejection_is_denied_and_the_tool_never_runs(client: ApiClient) 
         client, "chat-e", _responded(request["toolCallId"], request["approvalId"], False), v=7
     )
 
-    assert continued[2] == {"type": "tool-output-denied", "toolCallId": request["toolCallId"]}
+    assert continued[1] == {"type": "tool-output-denied", "toolCallId": request["toolCallId"]}
     assert await node_names(client) == ["Ada Lovelace", "Analytical Engine"]
 
 

@@ -159,12 +159,11 @@ class VercelEncoder:
         if event.conversation_id is not None:
             metadata["conversationId"] = event.conversation_id
         body["messageMetadata"] = metadata
+        # The decided calls belong to the step the client already holds; the new model
+        # call is a new step.
         self._step_open = True
-        out = chunk(body) + chunk({"type": "start-step"})
-        for decided in self.decided:
-            out += self._settle(decided)
-        self._after_tools = bool(self.decided)
-        return out
+        settled = b"".join(self._settle(decided) for decided in self.decided)
+        return chunk(body) + settled + chunk({"type": "start-step"})
 
     def _settle(self, decided: Decided) -> bytes:
         call_id, data = decided.part.id, decided.part.data

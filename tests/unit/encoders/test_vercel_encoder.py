@@ -95,7 +95,8 @@ def test_a_continuation_settles_the_decided_calls_first(major: ClientMajor) -> N
     check_golden(GOLDEN / f"vercel-v{major}" / "continuation-after-approvals.sse", written)
     stream = chunks(written)
     assert "messageId" not in stream[0]
-    settled = [(c["type"], c["toolCallId"]) for c in stream[2:5]]
+    settled = [(c["type"], c["toolCallId"]) for c in stream[1:4]]
+    assert stream[4] == {"type": "start-step"}
     denied = "tool-output-denied" if major >= 6 else "tool-output-error"
     assert settled == [
         ("tool-output-available", "call_a1"),

@@ -10,10 +10,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from app.api.ui_chat import conversation_id_for
 from app.settings import Settings
 from tests.api.test_approvals import ADA, node_names
+from tests.auth.tokens import HS_SECRET, bearer, hs_token
 from tests.fakes.db import ApiClient, MakeApi
 
 
@@ -216,3 +218,36 @@ async def test_resume_and_stop_without_an_active_run(client: ApiClient) -> None:
     assert conversation_id_for("local", "never-used") not in {
         c["id"] for c in (await client.get("/api/conversations")).json()["data"]
     }
+
+
+async def test_a_chat_id_is_the_callers_own_and_never_reaches_another_users(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    settings = app_settings.model_copy(
+        update={"jwt_secret": SecretStr(HS_SECRET), "example_tools_enabled": True}
+    )
+    ann, bob = (bearer(hs_token(sub=u, roles=["user"])) for u in ("ann", "bob"))
+    async with make_api(settings) as api:
+
+        async def post(headers: dict[str, str], body: dict[str, Any]) -> Any:
+            return await api.post("/api/ui/chat?v=6", json=body, headers=headers)
+
+        turn = {"id": "same-name", "message": user("delete Ada Lovelace")}
+        anns = chunks((await post(ann, turn)).text)
+        bobs = chunks((await post(bob, turn)).text)
+        ann_cid = anns[0]["messageMetadata"]["conversationId"]
+        assert bobs[0]["messageMetadata"]["conversationId"] != ann_cid
+
+        # Ann's conversation id named directly, and Ann's approval claimed in Bob's chat.
+        direct = await post(bob, {"id": ann_cid, "message": user("hi")})
+        assert direct.status_code == 404
+        request = next(c for c in anns if c["type"] == "tool-approval-request")
+        claim = _responded(request["toolCallId"], request["approvalId"], True)
+        stolen = await post(bob, {"id": "same-name", "message": claim})
+        assert stolen.status_code == 404
+        assert stolen.json()["error"]["code"] == "approval_not_found"
+
+        pending = (await api.get("/api/approvals", headers=ann)).json()["data"]
+        assert [a["id"] for a in pending] == [request["approvalId"]]
+        ann_messages = (await api.get(f"/api/conversations/{ann_cid}", headers=ann)).json()
+        assert len(ann_messages["messages"]) == 2

@@ -155,7 +155,7 @@ def test_an_approval_is_decided_by_the_clients_response_from_v6(
 
 
 def test_a_reloaded_tab_resumes_mid_stream_without_duplicated_text(
-    played: tuple[int, Any],
+    service: Service, played: tuple[int, Any]
 ) -> None:
     major, seen = played
     resume = seen["resume"]
@@ -165,6 +165,11 @@ def test_a_reloaded_tab_resumes_mid_stream_without_duplicated_text(
     answer = _assistant(reloaded)
     assert [p["type"] for p in answer["parts"]] == ["step-start", "text"]
     assert _text(answer) == ANSWER
+    # The first tab hanging up did not stop the run: the stored answer is whole.
+    cid = answer["metadata"]["conversationId"]
+    stored = _get(service, f"/api/conversations/{cid}")["messages"][-1]
+    assert (stored["id"], stored["content"][0]["data"]["text"]) == (answer["id"], ANSWER)
+    assert (stored.get("metadata") or {}).get("status") != "incomplete"
     if major == 7:
         # v7's transport declares resumed streams replays: the same tab may resume.
         same = seen["resumeSameTab"]
@@ -188,3 +193,4 @@ def test_stop_cancels_the_run_and_the_stream_ends_in_abort(
     cid = answer["metadata"]["conversationId"]
     stored = _get(service, f"/api/conversations/{cid}")["messages"][-1]
     assert ANSWER.startswith(stored["content"][0]["data"]["text"])
+    assert stored["metadata"]["status"] == "incomplete"

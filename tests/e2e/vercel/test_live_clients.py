@@ -53,6 +53,8 @@ def service(module_launch: Launch, tmp_path_factory: pytest.TempPathFactory) -> 
         EXAMPLE_TOOLS_ENABLED="true",
         SCRIPTED_SCRIPT=str(_script(tmp_path_factory.mktemp("script"))),
         DEFAULT_MODEL="scripted",
+        # Heartbeat comments every 50 ms interleave with the chunks: the clients skip them.
+        HEARTBEAT_SECONDS="0.05",
     )
 
 

@@ -31,6 +31,7 @@ from app.api.routes import (
     runs,
     stream_tokens,
     tools,
+    ui_chat,
 )
 from app.api.routes import metrics as metrics_route
 from app.api.streaming import StreamConfig
@@ -116,6 +117,7 @@ def create_app(
     app.include_router(proposals.router)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
+    app.include_router(ui_chat.router)
     install_openapi(app)
     return app
 

@@ -110,8 +110,21 @@ async def _api_key(world: World, user: str) -> str:
     return key_id
 
 
+async def _chat(world: World, user: str) -> str:
+    # A Vercel AI SDK chat id names a chat within its user's own namespace: another user
+    # sending the same id reaches a conversation of their own (never this one).
+    chat_id = f"chat-{uuid.uuid4().hex}"
+    message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    response = await world.api.post(
+        "/api/ui/chat", headers=HEADERS[user], json={"id": chat_id, "message": message}
+    )
+    assert response.status_code == 200 and "data: [DONE]" in response.text, response.text
+    return chat_id
+
+
 KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "conversation_id": _conversation,
+    "chat_id": _chat,
     "run_id": _run,
     "message_id": _message,
     "approval_id": _approval,
@@ -136,6 +149,9 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/conversations/{conversation_id}/proposals/reject"): {},
     ("POST", "/api/approvals/{approval_id}"): {"decision": "approve"},
 }
+# Routes that answer a missing id with 204 instead of 404: a Vercel AI SDK client asks
+# to resume every chat it opens, new ones included, and must not see an error for them.
+EMPTY_WHEN_MISSING = {("GET", "/api/ui/chat/{chat_id}/stream")}
 # Query strings that reach a different code path of the same route.
 QUERIES: dict[tuple[str, str], list[dict[str, str]]] = {
     ("DELETE", "/api/conversations/{conversation_id}"): [{}, {"purge": "true"}],
@@ -255,7 +271,8 @@ async def test_another_users_id_is_404_like_a_missing_one(
                     for p, v in ids.items()
                 }
                 baseline = await probe(missing)
-                assert baseline.status_code == 404, f"missing {foreign}: {baseline.text}"
+                expected = 204 if (method, path) in EMPTY_WHEN_MISSING else 404
+                assert baseline.status_code == expected, f"missing {foreign}: {baseline.text}"
                 response = await probe(ids)
                 swapped = [ids[p] for p in foreign]
                 assert _comparable(response, swapped) == _comparable(

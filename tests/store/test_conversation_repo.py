@@ -12,7 +12,7 @@ from app.domain.errors import InvalidRequest, NotFound
 from app.domain.events import RunEnd, SequencedEvent
 from app.domain.messages import Message
 from app.store.repos import ConversationRepo, EventRepo, MessageRepo, RunRepo
-from app.store.tables.core import MessageRow, RunEventRow, RunRow
+from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
 
 Sessions = async_sessionmaker[AsyncSession]
 
@@ -189,3 +189,30 @@ async def test_claim_on_a_foreign_conversation_is_not_found(db_sessions: Session
     async with db_sessions.begin() as s:
         with pytest.raises(NotFound):
             await ConversationRepo(s).claim_active_run("mallory", conversation_id, "run_1")
+
+
+async def test_ensure_creates_a_named_conversation_once_even_when_racing(
+    db_sessions: Sessions,
+) -> None:
+    async def ensure() -> str:
+        async with db_sessions.begin() as s:
+            return (await ConversationRepo(s).ensure("alice", "conv_named")).id
+
+    made = list(await asyncio.gather(ensure(), ensure(), ensure()))
+
+    assert made == ["conv_named"] * 3
+    async with db_sessions() as s:
+        rows = await s.scalar(select(func.count()).select_from(ConversationRow))
+        got = await ConversationRepo(s).get("alice", "conv_named")
+    assert rows == 1
+    assert (got.owner_id, got.mode, got.title, got.message_count) == ("alice", "auto", None, 0)
+
+
+async def test_ensure_never_hands_out_another_owners_conversation(db_sessions: Sessions) -> None:
+    async with db_sessions.begin() as s:
+        await ConversationRepo(s).ensure("alice", "conv_taken")
+    async with db_sessions.begin() as s:
+        with pytest.raises(NotFound):
+            await ConversationRepo(s).ensure("mallory", "conv_taken")
+    async with db_sessions() as s:
+        assert (await ConversationRepo(s).get("alice", "conv_taken")).owner_id == "alice"

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -103,6 +104,32 @@ class ConversationRepo:
         self._session.add(row)
         await self._session.flush()
         return to_record(row)
+
+    async def ensure(self, owner_id: str, conversation_id: str) -> ConversationRecord:
+        """The owner's conversation with this id, created empty on first use (a client
+        that names its chats, like the Vercel AI SDK's `useChat`, gets a durable one).
+
+        An insert that does nothing when the id exists, so two first sends racing make one
+        row; an id held by another owner is `NotFound` like any foreign id.
+        """
+        now = utcnow()
+        row = ConversationRow
+        values = {
+            row.id: conversation_id,
+            row.owner_id: owner_id,
+            row.title_set_by_user: False,
+            row.mode: "auto",
+            row.scope: {},
+            row.metadata_: {},
+            row.created_at: now,
+            row.updated_at: now,
+            row.message_count: 0,
+        }
+        dialect = postgresql if self._session.get_bind().dialect.name == "postgresql" else sqlite
+        await self._session.execute(
+            dialect.insert(row).values(values).on_conflict_do_nothing(index_elements=["id"])
+        )
+        return await self.get(owner_id, conversation_id)
 
     async def _row(
         self, owner_id: str, conversation_id: str, *, include_archived: bool = True

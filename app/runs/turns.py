@@ -27,6 +27,7 @@ from app.domain.parts import (
     cancel_unfinished,
 )
 from app.domain.stream import ToolSpec
+from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest
 from app.runs.handle import RunHandle
 from app.runs.manager import RunManager
@@ -55,7 +56,9 @@ class Runs:
         db: Database,
         requests: RunRequests,
         tools: ToolRuntime,
+        attachments: Attachments | None = None,
     ) -> None:
+        self._attachments = attachments
         self.manager = manager
         self._db = db
         self._requests = requests
@@ -68,6 +71,8 @@ class Runs:
     ) -> RunHandle:
         """A turn that stores nothing: the client sends the whole history each time."""
         request = self._requests.build(caller, turn)
+        if self._attachments is not None:
+            history, _ = await self._attachments.admit(caller.user_id, history, request.model)
         return self._handle(await self.manager.start_stateless(request, history), request)
 
     async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:
@@ -127,8 +132,17 @@ class Runs:
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
+        file_ids: list[str] = []
+        if self._attachments is not None:
+            admitted, file_ids = await self._attachments.admit(
+                caller.user_id, [user], request.model
+            )
+            user = admitted[0]
         run = await self.manager.start_in_conversation(request, conversation_id, user)
         assert run is not None
+        if self._attachments is not None and file_ids:
+            # Tied to the conversation: purging it removes them.
+            await self._attachments.attach(caller.user_id, file_ids, conversation_id)
         run.truncated_input = truncated
         return self._handle(run, request)
 

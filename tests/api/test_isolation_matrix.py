@@ -110,12 +110,20 @@ async def _api_key(world: World, user: str) -> str:
     return key_id
 
 
+async def _file(world: World, user: str) -> str:
+    upload = {"file": ("data.csv", b"a,b\n1,2\n", "text/csv")}
+    created = await world.call(user, "POST", "/api/files", files=upload)
+    file_id: str = created["id"]
+    return file_id
+
+
 KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "conversation_id": _conversation,
     "run_id": _run,
     "message_id": _message,
     "approval_id": _approval,
     "key_id": _api_key,
+    "file_id": _file,
 }
 
 # Ids no user owns: the catalogue's model ids are shared. A model a caller's roles do not

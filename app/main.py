@@ -98,6 +98,7 @@ def create_app(
         metrics=metrics,
         max_body_bytes=settings.max_body_bytes,
         body_limits=_body_limits(settings),
+        file_limits={"/api/files": settings.upload_max_bytes},
         cors_origins=settings.cors_origins,
         drain=drain,
     )

@@ -125,7 +125,7 @@ async def test_responses_takes_an_input_file_by_id(api: ApiClient) -> None:
 
     assert response.status_code == 200, response.text
     sent = _last_user(provider).text()
-    assert "JSON: object with 1 keys (risks)" in sent
+    assert "JSON: object with 1 keys (risks: array of 2 items; first item: str)" in sent
     assert '"supply"' in sent
 
 

@@ -45,9 +45,14 @@ def extract_csv(data: bytes, budget: Budget) -> Extraction:
 
 
 def _shape(value: Any, depth: int = 0) -> str:
+    """`object with 2 keys (items: array of 200 items; first item: object ...)`: the top
+    level with the shape of each value, deeper levels by their keys only."""
     if isinstance(value, dict):
-        keys = ", ".join(list(value)[:20]) + (", ..." if len(value) > 20 else "")
-        return f"object with {len(value)} keys ({keys})"
+        more = ", ..." if len(value) > 20 else ""
+        if depth == 0:
+            fields = ", ".join(f"{k}: {_shape(v, 1)}" for k, v in list(value.items())[:20])
+            return f"object with {len(value)} keys ({fields}{more})"
+        return f"object with {len(value)} keys ({', '.join(list(value)[:20])}{more})"
     if isinstance(value, list):
         inner = f"; first item: {_shape(value[0], depth + 1)}" if value and depth < 2 else ""
         return f"array of {len(value)} items{inner}"

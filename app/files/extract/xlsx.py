@@ -66,6 +66,9 @@ def extract_xlsx(data: bytes, budget: Budget) -> Extraction:
     try:
         names = book.sheetnames
         for number, name in enumerate(names):
+            if budget.cells >= budget.limits.max_cells:
+                out.cut(f"sheets from {name!r} on left out (cell limit)")
+                break
             if number >= budget.limits.max_sheets:
                 out.cut(f"sheets after {budget.limits.max_sheets} left out of {len(names)}")
                 break

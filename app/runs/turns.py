@@ -132,17 +132,10 @@ class Runs:
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
-        file_ids: list[str] = []
-        if self._attachments is not None:
-            admitted, file_ids = await self._attachments.admit(
-                caller.user_id, [user], request.model
-            )
-            user = admitted[0]
+        user, file_ids = await self._admit(caller, user, request)
         run = await self.manager.start_in_conversation(request, conversation_id, user)
         assert run is not None
-        if self._attachments is not None and file_ids:
-            # Tied to the conversation: purging it removes them.
-            await self._attachments.attach(caller.user_id, file_ids, conversation_id)
+        await self._attach(caller, file_ids, conversation_id)
         run.truncated_input = truncated
         return self._handle(run, request)
 
@@ -268,6 +261,7 @@ class Runs:
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
+        user, file_ids = await self._admit(caller, user, request)
 
         async def supersede(tx: Tx) -> bool:
             messages = tx.messages
@@ -286,10 +280,25 @@ class Runs:
             request, conversation_id, user, prepare=supersede
         )
         assert run is not None
+        await self._attach(caller, file_ids, conversation_id)
         run.truncated_input = truncated
         return self._handle(run, request)
 
     # -- helpers ---------------------------------------------------------------------
+
+    async def _admit(
+        self, caller: Caller, user: Message, request: RunRequest
+    ) -> tuple[Message, list[str]]:
+        """The user message with its file parts resolved (`Attachments.admit`)."""
+        if self._attachments is None:
+            return user, []
+        admitted, file_ids = await self._attachments.admit(caller.user_id, [user], request.model)
+        return admitted[0], file_ids
+
+    async def _attach(self, caller: Caller, file_ids: list[str], conversation_id: str) -> None:
+        """Files a conversation's message carries are tied to it: purging it removes them."""
+        if self._attachments is not None and file_ids:
+            await self._attachments.attach(caller.user_id, file_ids, conversation_id)
 
     async def _continuation(self, caller: Caller, conversation_id: str) -> TurnInput:
         """The client tools of the turn being continued: the model must see them again

@@ -245,3 +245,21 @@ async def test_a_conversation_turn_stores_the_reference_and_sends_the_text(
     assert stored[1]["data"]["id"] == file_id
     assert stored[1]["data"]["mimeType"] == "application/pdf"
     assert "Risk" not in json.dumps(stored)
+
+
+async def test_an_edited_message_with_a_file_sends_its_text(api: ApiClient) -> None:
+    provider = _provider(api)
+    conversation = (await api.post("/api/conversations", json={})).json()
+    url = f"/api/conversations/{conversation['id']}"
+    first = await api.post(f"{url}/messages", json={"content": "hello"})
+    await api.get(first.json()["events_url"])
+    message_id = (await api.get(url)).json()["messages"][0]["id"]
+    file_id = await _upload(api, "report.pdf", samples.pdf(REPORT))
+    content = [{"type": "file", "id": file_id, "name": "report.pdf"}]
+
+    edited = await api.put(f"{url}/messages/{message_id}", json={"content": content})
+    await api.get(edited.json()["events_url"])
+
+    assert edited.status_code == 202, edited.text
+    assert "Risk one: supply chain delays" in _last_user(provider).text()
+    assert (await api.get(f"/api/files/{file_id}")).json()["conversation_id"] == conversation["id"]

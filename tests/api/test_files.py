@@ -285,3 +285,19 @@ async def test_a_file_part_naming_someone_elses_file_is_404(
         )
 
     assert response.status_code == 404, response.text
+
+
+async def test_reading_a_large_document_does_not_stall_other_requests(api: ApiClient) -> None:
+    pages = [f"Line of report text number {i}. " * 20 for i in range(500)]
+    upload = asyncio.create_task(_upload(api, "long.pdf", samples.pdf(pages)))
+    slowest = 0.0
+    while not upload.done():
+        started = time.monotonic()
+        assert (await api.get("/healthz")).status_code == 200
+        slowest = max(slowest, time.monotonic() - started)
+        await asyncio.sleep(0.02)
+
+    response = await upload
+    assert response.status_code == 201, response.text
+    assert response.json()["extraction"]["truncated"] is True
+    assert slowest < 0.5

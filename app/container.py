@@ -17,6 +17,9 @@ from app.auth.authenticator import AuthConfig, Authenticator
 from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
 from app.domain.models import Catalog, ModelInfo
+from app.files.attachments import Attachments
+from app.files.service import FileLimits, Files
+from app.files.store import DirectoryFileStore
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
@@ -67,6 +70,7 @@ class Services:
     limits: Limiter
     metrics: Metrics
     bus: Bus
+    files: Files
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
@@ -206,6 +210,20 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
     return providers
 
 
+def build_files(settings: Settings, db: Database) -> Files:
+    """Uploads: a directory store (`FILES_DIR`) and the limits of files and extraction."""
+    return Files(
+        db,
+        DirectoryFileStore(settings.files_dir),
+        FileLimits(
+            max_bytes=settings.upload_max_bytes,
+            upload_timeout_seconds=settings.upload_timeout_seconds,
+            extract_timeout_seconds=settings.extract_timeout_seconds,
+            extract_concurrency=settings.extract_concurrency,
+        ),
+    )
+
+
 def catalog_from_settings(settings: Settings) -> Catalog:
     return build_catalog(settings.catalogue_models(), settings.default_model)
 
@@ -238,6 +256,8 @@ async def build_services(
     )
     tools: ToolRuntime = tool_runtime
     limits = build_limiter(settings, metrics)
+    files = build_files(settings, db)
+    attachments = Attachments(files)
     manager = RunManager(
         journal=RunJournal(db, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
@@ -246,8 +266,15 @@ async def build_services(
         ),
         hooks=AllHooks([ObservabilityHooks(metrics), LimitHooks(limits)]),
         lease_seconds=settings.run_lease_seconds,
+        attachments=attachments,
     )
-    runs = Runs(manager=manager, db=db, requests=RunRequests(catalog, built, tools), tools=tools)
+    runs = Runs(
+        manager=manager,
+        db=db,
+        requests=RunRequests(catalog, built, tools),
+        tools=tools,
+        attachments=attachments,
+    )
     interrupted = await manager.start()
     if interrupted:
         log.warning("closed runs left running by a stopped process", extra={"runs": interrupted})
@@ -265,4 +292,5 @@ async def build_services(
         limits=limits,
         metrics=metrics,
         bus=LocalBus(),
+        files=files,
     )

@@ -22,6 +22,7 @@ from app.api.routes import (
     approvals,
     chat,
     conversations,
+    files,
     health,
     models,
     openai_chat,
@@ -100,6 +101,8 @@ def create_app(
         app,
         metrics=metrics,
         max_body_bytes=settings.max_body_bytes,
+        body_limits=_body_limits(settings),
+        file_limits={"/api/files": settings.upload_max_bytes},
         cors_origins=settings.cors_origins,
         drain=drain,
     )
@@ -111,6 +114,7 @@ def create_app(
     app.include_router(models.router)
     app.include_router(chat.router)
     app.include_router(conversations.router)
+    app.include_router(files.router)
     app.include_router(runs.router)
     app.include_router(tools.router)
     app.include_router(approvals.router)
@@ -120,6 +124,21 @@ def create_app(
     app.include_router(ui_chat.router)
     install_openapi(app)
     return app
+
+
+# The stateless chat routes take files inline as data URLs (base64: 4 bytes per 3).
+_INLINE_FILE_ROUTES = ("/api/chat", "/v1/chat/completions", "/v1/responses")
+_MULTIPART_OVERHEAD = 64 * 1024
+
+
+def _body_limits(settings: Settings) -> dict[str, int]:
+    """Body caps of the routes that carry files: an upload is capped by its own route
+    (413 naming the file limit), the middleware only stops what is far past it."""
+    inline = settings.max_body_bytes + settings.upload_max_bytes * 4 // 3
+    return {
+        "/api/files": settings.upload_max_bytes + _MULTIPART_OVERHEAD,
+        **dict.fromkeys(_INLINE_FILE_ROUTES, inline),
+    }
 
 
 def _secrets(settings: Settings) -> list[str]:

@@ -129,6 +129,36 @@ class Settings(BaseSettings):
     cors_origins: JsonList = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, ge=1, description="Request body size cap.")
     heartbeat_seconds: float = Field(default=15.0, gt=0, description="SSE heartbeat interval.")
+    # --- files -------------------------------------------------------------------------
+    files_dir: Path = Field(
+        default=Path("./chat-bff-files"),
+        description="Directory holding uploaded files (created on first upload); beside "
+        "the default SQLite file.",
+    )
+    upload_max_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=1,
+        le=1024 * 1024 * 1024,
+        description="Largest file accepted, uploaded or inline as a data URL (413 past it).",
+    )
+    upload_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="An upload still arriving after this long is refused (408).",
+    )
+    extract_timeout_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        description="Reading one document's text (PDF, XLSX, CSV, JSON) stops after this.",
+    )
+    extract_concurrency: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Documents read at once per process (each in a worker thread).",
+    )
     stream_send_timeout_seconds: float = Field(
         default=60.0,
         gt=0,

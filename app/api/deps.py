@@ -1,7 +1,7 @@
 """`Annotated` dependency aliases, gathered in one place.
 
 Routes declare the narrow values they need (`RunsDep`, `CatalogDep`, `StreamDep`,
-`ApprovalsDep`, `ProposalsDep`, `ToolCatalogDep`, `CallerDep`, ...) and never reach into
+`ApprovalsDep`, `ProposalsDep`, `ToolCatalogDep`, `FilesDep`, `CallerDep`, ...) and never reach into
 `app.state` or the container themselves. The values are built once, at start-up, by the
 composition root (`app.container`) and hung on `app.state` by `create_app`.
 """
@@ -17,6 +17,7 @@ from app.auth.authenticator import Authenticator, Credentials
 from app.container import Services
 from app.domain.identity import Caller
 from app.domain.models import Catalog
+from app.files.service import Files
 from app.observability.logging import user_id_var
 from app.runs.turns import Runs
 from app.store.database import Database
@@ -66,6 +67,10 @@ def get_tool_catalog(request: Request) -> ToolCatalog:
     return get_services(request).tool_catalog
 
 
+def get_files(request: Request) -> Files:
+    return get_services(request).files
+
+
 DbDep = Annotated[Database, Depends(get_db)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RunsDep = Annotated[Runs, Depends(get_runs)]
@@ -74,6 +79,7 @@ StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
 ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
+FilesDep = Annotated[Files, Depends(get_files)]
 
 
 async def get_caller(request: Request, services: Svc) -> Caller:

@@ -21,13 +21,14 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.drain import Drain
+from app.domain.files import FileTooLarge
 from app.observability.logging import request_id_var, run_id_var, user_id_var
 from app.observability.metrics import Metrics
 
@@ -216,14 +217,30 @@ class BodySizeLimitMiddleware:
     character in the path or the query is 400 (no id or filter can hold one). A NUL inside
     a JSON body is text like any other: it becomes U+FFFD (`app.api.routing`)."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        path_limits: Mapping[str, int] | None = None,
+        file_limits: Mapping[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.path_limits = dict(path_limits or {})  # routes that carry files take more
+        # Upload routes: a body far past the file cap is refused saying the file cap.
+        self.file_limits = dict(file_limits or {})
+
+    def _limit(self, path: str) -> int:
+        return self.path_limits.get(path.rstrip("/") or "/", self.max_bytes)
 
     async def _reject(self, scope: Scope, send: Send, status: int = 413) -> None:
         path = scope.get("path", "")
-        if status == 413:
-            body = _too_large_body(path, self.max_bytes)
+        file_limit = self.file_limits.get(path.rstrip("/"))
+        if status == 413 and file_limit is not None:
+            body = json.dumps(FileTooLarge(file_limit).to_body()).encode()
+        elif status == 413:
+            body = _too_large_body(path, self._limit(path))
         else:
             body = _error_body(path, "invalid_characters", _NUL_MESSAGE)
         await send(
@@ -246,7 +263,8 @@ class BodySizeLimitMiddleware:
         if "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b""):
             await self._reject(scope, send, 400)
             return
-        limit = self.max_bytes if self.max_bytes > 0 else None
+        cap = self._limit(scope.get("path", ""))
+        limit = cap if cap > 0 else None
         declared = _header(scope, b"content-length")
         if limit and declared is not None and declared.isdigit() and int(declared) > limit:
             await self._reject(scope, send)
@@ -299,10 +317,17 @@ def install_middlewares(
     metrics: Metrics,
     max_body_bytes: int,
     cors_origins: Sequence[str],
+    body_limits: Mapping[str, int] | None = None,
+    file_limits: Mapping[str, int] | None = None,
     drain: Drain | None = None,
 ) -> None:
     """Stack the middlewares; the last added runs first."""
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(
+        BodySizeLimitMiddleware,
+        max_bytes=max_body_bytes,
+        path_limits=body_limits,
+        file_limits=file_limits,
+    )
     if cors_origins:
         app.add_middleware(
             CORSMiddleware,

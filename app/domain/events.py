@@ -47,6 +47,10 @@ class ContextInfo(BaseModel):
     limit: int = Field(description="The model's context window.")
     trimmed_messages: int = Field(default=0, description="Oldest messages left out to fit.")
     truncated_input: bool = Field(default=False, description="A long user message was cut.")
+    truncated_documents: list[str] = Field(
+        default_factory=list,
+        description="Names of attached documents whose text was cut to fit the context.",
+    )
 
 
 class RunStart(_Event):

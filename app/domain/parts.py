@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 ToolStatus = Literal[
     "loading", "waitingConfirmation", "waitingSubmission", "success", "error", "cancelled"
@@ -99,13 +99,37 @@ class FileData(_PartModel):
 
 
 class FilePart(_PartModel):
-    """A user attachment (AIKit `fileAttachments` item)."""
+    """A user attachment (AIKit `fileAttachments` item).
+
+    Also accepted flat, as AIKit attachments and AI SDK file parts travel:
+    `{type: "file", id | fileId, name, mediaType | mimeType, url?}`; `id` is then the
+    uploaded file's id (`POST /api/files`).
+    """
 
     type: Literal["file"] = Field(
         default="file", description="Always `file`; selects the part kind."
     )
     id: str | None = Field(default=None, description="Optional client-side id of the part.")
     data: FileData = Field(description="The attachment reference.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, value: Any) -> Any:
+        if not isinstance(value, dict) or "data" in value:
+            return value
+        file_id = value.get("fileId") or value.get("id")
+        if not isinstance(file_id, str):
+            return value  # let validation say what is missing
+        name = value.get("name") or value.get("filename") or file_id
+        return {
+            "type": "file",
+            "data": {
+                "id": file_id,
+                "name": name,
+                "mimeType": value.get("mediaType") or value.get("mimeType"),
+                "url": value.get("url"),
+            },
+        }
 
 
 Part = Annotated[TextPart | ThinkingPart | ToolPart | FilePart, Field(discriminator="type")]

@@ -20,6 +20,7 @@ from app.domain.errors import ChatBffError
 from app.domain.events import ErrorEvent, RunStart, RunStatus, UsageInfo
 from app.domain.messages import Message
 from app.domain.tooling import RunContext
+from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest, StoppedBeforeStart
 
 log = logging.getLogger("chat_bff.runs")
@@ -71,14 +72,17 @@ def _agent(run: ActiveRun, request: RunRequest, tools: ToolRuntime, limits: RunL
     )
 
 
-async def _announce(run: ActiveRun, request: RunRequest, history: list[Message]) -> None:
+async def _announce(
+    run: ActiveRun, request: RunRequest, history: list[Message], cut: list[str]
+) -> None:
     _, context = fit_history(
         history,
         context_window=request.model.context_window,
-        reserve_tokens=min(4096, request.model.max_output_tokens),
+        reserve_tokens=_reserve(request),
     )
     if request.context is not None and request.context.truncated_input:
         context.truncated_input = True
+    context.truncated_documents = cut
     await run.emit(
         RunStart(
             run_id=run.run_id,
@@ -90,19 +94,34 @@ async def _announce(run: ActiveRun, request: RunRequest, history: list[Message])
     )
 
 
+def _reserve(request: RunRequest) -> int:
+    return min(4096, request.model.max_output_tokens)
+
+
 async def play(
     run: ActiveRun,
     request: RunRequest,
     history: list[Message],
     tools: ToolRuntime,
     limits: RunLimits,
+    attachments: Attachments | None = None,
 ) -> Ending:
-    """Run the turn; never raises for anything the turn itself did."""
+    """Run the turn; never raises for anything the turn itself did.
+
+    Attached files are expanded for the model here (documents become their text, cut to
+    the context budget; images their bytes), so the stored history keeps references only.
+    """
     agent = _agent(run, request, tools, limits)
     status: RunStatus = "failed"
     error: dict[str, Any] | None = None
     message: Message
-    await _announce(run, request, history)
+    cut: list[str] = []
+    if attachments is not None:
+        expanded = await attachments.for_model(
+            request.caller.user_id, history, request.model, _reserve(request)
+        )
+        history, cut = expanded.messages, expanded.cut
+    await _announce(run, request, history, cut)
     try:
         if run.cancel_requested:
             raise StoppedBeforeStart

@@ -24,6 +24,7 @@ from app.agent.ports import ToolRuntime
 from app.domain.errors import NotFound
 from app.domain.events import MessageEnd, RunEnd, RunStatus, SequencedEvent, UsageInfo
 from app.domain.messages import Message, new_message_id
+from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest, new_run_id
 from app.runs.driver import Ending, RunLimits, play
 from app.runs.hooks import NoHooks, RunHooks
@@ -61,7 +62,9 @@ class RunManager:
         limits: RunLimits,
         hooks: RunHooks | None = None,
         lease_seconds: float = 15.0,
+        attachments: Attachments | None = None,
     ) -> None:
+        self._attachments = attachments
         self._journal = journal
         self._tools = tools
         self._limits = limits
@@ -153,7 +156,7 @@ class RunManager:
         run.started = True
         ending: Ending | None = None
         try:
-            ending = await play(run, request, history, self._tools, self._limits)
+            ending = await play(run, request, history, self._tools, self._limits, self._attachments)
             run.final_message = ending.message
             await run.emit(MessageEnd(run_id=run.run_id, message=ending.message))
             await self._finish(run, ending)

@@ -27,6 +27,7 @@ from app.domain.parts import (
     cancel_unfinished,
 )
 from app.domain.stream import ToolSpec
+from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest
 from app.runs.handle import RunHandle
 from app.runs.manager import RunManager
@@ -55,7 +56,9 @@ class Runs:
         db: Database,
         requests: RunRequests,
         tools: ToolRuntime,
+        attachments: Attachments | None = None,
     ) -> None:
+        self._attachments = attachments
         self.manager = manager
         self._db = db
         self._requests = requests
@@ -68,6 +71,8 @@ class Runs:
     ) -> RunHandle:
         """A turn that stores nothing: the client sends the whole history each time."""
         request = self._requests.build(caller, turn)
+        if self._attachments is not None:
+            history, _ = await self._attachments.admit(caller.user_id, history, request.model)
         return self._handle(await self.manager.start_stateless(request, history), request)
 
     async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:
@@ -127,8 +132,10 @@ class Runs:
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
+        user, file_ids = await self._admit(caller, user, request)
         run = await self.manager.start_in_conversation(request, conversation_id, user)
         assert run is not None
+        await self._attach(caller, file_ids, conversation_id)
         run.truncated_input = truncated
         return self._handle(run, request)
 
@@ -254,6 +261,7 @@ class Runs:
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn, truncated=truncated)
+        user, file_ids = await self._admit(caller, user, request)
 
         async def supersede(tx: Tx) -> bool:
             messages = tx.messages
@@ -272,10 +280,25 @@ class Runs:
             request, conversation_id, user, prepare=supersede
         )
         assert run is not None
+        await self._attach(caller, file_ids, conversation_id)
         run.truncated_input = truncated
         return self._handle(run, request)
 
     # -- helpers ---------------------------------------------------------------------
+
+    async def _admit(
+        self, caller: Caller, user: Message, request: RunRequest
+    ) -> tuple[Message, list[str]]:
+        """The user message with its file parts resolved (`Attachments.admit`)."""
+        if self._attachments is None:
+            return user, []
+        admitted, file_ids = await self._attachments.admit(caller.user_id, [user], request.model)
+        return admitted[0], file_ids
+
+    async def _attach(self, caller: Caller, file_ids: list[str], conversation_id: str) -> None:
+        """Files a conversation's message carries are tied to it: purging it removes them."""
+        if self._attachments is not None and file_ids:
+            await self._attachments.attach(caller.user_id, file_ids, conversation_id)
 
     async def _continuation(self, caller: Caller, conversation_id: str) -> TurnInput:
         """The client tools of the turn being continued: the model must see them again

@@ -30,6 +30,7 @@ from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.audit import AuditPage, list_audit, record_audit
 from app.store.repos.conversations import ConversationRepo
 from app.store.repos.events import EventRepo
+from app.store.repos.files import FileRepo
 from app.store.repos.messages import MessageRepo
 from app.store.repos.proposals import ProposalRepo
 from app.store.repos.runs import RunRepo
@@ -68,6 +69,10 @@ class Tx:
     @cached_property
     def proposals(self) -> ProposalRepo:
         return ProposalRepo(self.session)
+
+    @cached_property
+    def files(self) -> FileRepo:
+        return FileRepo(self.session)
 
     async def audit_page(
         self,

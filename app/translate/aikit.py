@@ -53,7 +53,7 @@ def _is_aikit(item: Mapping[str, Any], index: int) -> bool:
         return True
     if not isinstance(content, list) or not content:
         return False
-    typed = [isinstance(p, Mapping) and "data" in p for p in content]
+    typed = [isinstance(p, Mapping) and ("data" in p or _flat_file(p)) for p in content]
     if all(typed):
         return True
     if any(typed):
@@ -62,6 +62,12 @@ def _is_aikit(item: Mapping[str, Any], index: int) -> bool:
             param=f"messages[{index}]",
         )
     return False
+
+
+def _flat_file(part: Mapping[str, Any]) -> bool:
+    """AIKit's attachment as it travels: `{type: "file", id | fileId, name, mediaType}`
+    (an OpenAI file part nests its fields under `file` instead)."""
+    return part.get("type") == "file" and "file" not in part and ("id" in part or "fileId" in part)
 
 
 def _aikit_message(item: Mapping[str, Any], index: int) -> Message:

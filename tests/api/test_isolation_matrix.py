@@ -120,6 +120,11 @@ async def _chat(world: World, user: str) -> str:
     )
     assert response.status_code == 200 and "data: [DONE]" in response.text, response.text
     return chat_id
+async def _file(world: World, user: str) -> str:
+    upload = {"file": ("data.csv", b"a,b\n1,2\n", "text/csv")}
+    created = await world.call(user, "POST", "/api/files", files=upload)
+    file_id: str = created["id"]
+    return file_id
 
 
 KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
@@ -129,6 +134,7 @@ KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "message_id": _message,
     "approval_id": _approval,
     "key_id": _api_key,
+    "file_id": _file,
 }
 
 # Ids no user owns: the catalogue's model ids are shared. A model a caller's roles do not

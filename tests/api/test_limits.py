@@ -195,7 +195,9 @@ async def test_a_chunked_body_is_cut_off_at_the_limit(make_api: MakeApi, tmp_pat
 async def test_the_openai_surface_gets_413_in_openai_shape(
     make_api: MakeApi, tmp_path: Path
 ) -> None:
-    async with make_api(limited(tmp_path, max_body_bytes=100)) as api:
+    # The stateless chat routes also take a file inline (a data URL) on top of the cap.
+    settings = limited(tmp_path, max_body_bytes=100, upload_max_bytes=10)
+    async with make_api(settings) as api:
         response = await api.post(
             "/v1/chat/completions",
             json={"model": "scripted", "messages": [{"role": "user", "content": "x" * 300}]},

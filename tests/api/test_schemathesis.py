@@ -55,6 +55,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
         environment="test",
         log_json=False,
         database_url=f"sqlite+aiosqlite:///{db}",
+        files_dir=db.parent / "files",
         jwt_secret=SECRET,
         scripted_delay_ms=0,
         heartbeat_seconds=60,

@@ -192,10 +192,11 @@ def db_sessions(db_engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 
 
 @pytest.fixture
-def app_settings(migrated_database_url: str) -> Settings:
+def app_settings(migrated_database_url: str, tmp_path: Path) -> Settings:
     return Settings(
         _env_file=None,
         database_url=migrated_database_url,
+        files_dir=tmp_path / "files",
         environment="test",
         log_json=False,
         scripted_delay_ms=0,

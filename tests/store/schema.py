@@ -19,6 +19,7 @@ CORE_TABLES = {
     "tool_approvals",
     "tool_proposals",
     "tool_proposal_batches",
+    "files",
     "api_keys",
 }
 GRAPH_TABLES = {"graph_nodes", "graph_edges"}

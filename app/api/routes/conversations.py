@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Path, Query, Response, status
 
-from app.api.deps import CallerDep, CatalogDep, DbDep, RunsDep
+from app.api.deps import CallerDep, CatalogDep, DbDep, FilesDep, RunsDep
 from app.api.routing import api_router
 from app.api.schemas.conversations import (
     ConversationCreate,
@@ -138,17 +138,23 @@ async def delete_conversation(
     conversation_id: ConversationId,
     runs: RunsDep,
     db: DbDep,
+    files: FilesDep,
     caller: CallerDep,
     purge: Annotated[
         bool,
-        Query(description="Delete messages, runs and events for good instead of archiving."),
+        Query(
+            description="Delete messages, runs, events and attached files for good instead "
+            "of archiving."
+        ),
     ] = False,
 ) -> Response:
     if purge:
         await runs.stop_active(caller, conversation_id)
+    blobs: list[str] = []
     async with db.write() as tx:
         repo = tx.conversations
         if purge:
+            blobs = await tx.files.delete_for_conversation(caller.user_id, conversation_id)
             await repo.purge(caller.user_id, conversation_id)
         else:
             await repo.archive(caller.user_id, conversation_id)
@@ -160,4 +166,5 @@ async def delete_conversation(
         )
     if purge:
         runs.forget(conversation_id)
+        await files.drop_blobs(blobs)  # after the commit: a rollback keeps them
     return Response(status_code=status.HTTP_204_NO_CONTENT)

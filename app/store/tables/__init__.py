@@ -4,6 +4,7 @@
     core.py      conversations, messages, runs, run events, audit log   (0001_core)
     tools.py     tool approvals, proposals and their batches            (0002_tools)
     identity.py  API keys                                               (0003_identity)
+    files.py     uploaded files and their extracted text                (0004_files)
 
 Every module here is imported by `app.store.migrate.target_metadata()`, which a test
 compares with the migrations. Tool modules that keep tables of their own (the example

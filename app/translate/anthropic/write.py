@@ -99,6 +99,14 @@ def _file_block(part: FilePart) -> Block:
     """Images and PDFs by URL; anything else as a note, since Anthropic cannot fetch it."""
     data = part.data
     mime = data.mimeType or ""
+    if data.url and data.url.startswith("data:image/") and ";base64," in data.url:
+        # Anthropic takes inline images as base64 sources, not as data URLs.
+        header, _, payload = data.url.partition(",")
+        media_type = header[5:].split(";", 1)[0]
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": payload},
+        }
     if data.url and mime.startswith("image/"):
         return {"type": "image", "source": {"type": "url", "url": data.url}}
     if data.url and mime == "application/pdf":

@@ -124,6 +124,9 @@ def _user_content(content: Any, index: int) -> str | list[Part]:
             if not isinstance(url, str):
                 raise _bad(index, "has an image_url part without `image_url.url`")
             parts.append(_image_part(url, n))
+        elif kind == "file" and "file" not in part and ("id" in part or "fileId" in part):
+            # AIKit's attachment, flat: {type: "file", id | fileId, name, mediaType}.
+            parts.append(FilePart.model_validate(part))
         elif kind == "file":
             parts.append(_file_part(part.get("file"), index, n))
         else:

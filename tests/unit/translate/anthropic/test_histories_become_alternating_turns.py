@@ -236,3 +236,33 @@ def test_every_tool_use_is_answered_by_one_result_in_the_next_turn() -> None:
 def test_message_history_round_trip_keeps_message_ids_out_of_the_wire() -> None:
     _, messages = messages_to_anthropic([Message(id="m1", role="user", content="Hi")])
     assert messages == [{"role": "user", "content": [block("Hi")]}]
+
+
+def test_an_inline_image_becomes_a_base64_source() -> None:
+    history = [
+        Message.model_validate(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "file",
+                        "data": {
+                            "id": "file_1",
+                            "name": "dot.png",
+                            "mimeType": "image/png",
+                            "url": "data:image/png;base64,iVBORw0KGgo=",
+                        },
+                    }
+                ],
+            }
+        )
+    ]
+
+    _, messages = messages_to_anthropic(history)
+
+    assert messages[0]["content"] == [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+        }
+    ]

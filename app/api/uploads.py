@@ -1,0 +1,132 @@
+"""A multipart upload read as a stream: the file part's bytes are handed on chunk by
+chunk as they arrive, never gathered whole (Starlette's form parser would spool the
+entire file before the route could count it).
+
+`read_file_part(request)` reads just far enough to know the file part's name, then
+returns it with an iterator over the part's bytes; the caller (the file service) counts
+and stores them. Parts other than the file (`field="file"`) are skipped, within a small
+budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import Request
+
+from app.domain.errors import InvalidRequest
+
+FILE_FIELD = "file"
+OTHER_FIELDS_BYTES = 64 * 1024
+
+
+@dataclass
+class _State:
+    """What the parser's callbacks have seen so far."""
+
+    header_field: bytes = b""
+    header_value: bytes = b""
+    disposition: bytes = b""
+    in_file: bool = False
+    file_seen: bool = False
+    file_done: bool = False
+    filename: str | None = None
+    other_bytes: int = 0
+    pending: list[bytes] = field(default_factory=list)
+
+    def on_part_begin(self) -> None:
+        self.disposition = b""
+        self.in_file = False
+
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self.header_field += data[start:end]
+
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self.header_value += data[start:end]
+
+    def on_header_end(self) -> None:
+        if self.header_field.lower() == b"content-disposition":
+            self.disposition = self.header_value
+        self.header_field = self.header_value = b""
+
+    def on_headers_finished(self) -> None:
+        _, options = parse_options_header(self.disposition)
+        name = options.get(b"name", b"").decode("utf-8", "replace")
+        if name == FILE_FIELD and not self.file_seen:
+            self.in_file = self.file_seen = True
+            raw = options.get(b"filename")
+            self.filename = raw.decode("utf-8", "replace") if raw is not None else None
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self.in_file:
+            self.pending.append(data[start:end])
+            return
+        self.other_bytes += end - start
+        if self.other_bytes > OTHER_FIELDS_BYTES:
+            raise InvalidRequest("Form fields besides `file` are too large.")
+
+    def on_part_end(self) -> None:
+        if self.in_file:
+            self.file_done = True
+        self.in_file = False
+
+    def take(self) -> list[bytes]:
+        chunks, self.pending = self.pending, []
+        return chunks
+
+
+def _parser(request: Request, state: _State) -> MultipartParser:
+    kind, options = parse_options_header(request.headers.get("content-type", ""))
+    boundary = options.get(b"boundary")
+    if kind != b"multipart/form-data" or not boundary:
+        raise InvalidRequest(
+            "Send the file as multipart/form-data with a part named `file`.",
+            code="invalid_upload",
+        )
+    callbacks = {
+        "on_part_begin": state.on_part_begin,
+        "on_header_field": state.on_header_field,
+        "on_header_value": state.on_header_value,
+        "on_header_end": state.on_header_end,
+        "on_headers_finished": state.on_headers_finished,
+        "on_part_data": state.on_part_data,
+        "on_part_end": state.on_part_end,
+    }
+    return MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+
+
+def _feed(parser: MultipartParser, body: bytes) -> None:
+    try:
+        parser.write(body)
+    except MultipartParseError as exc:
+        raise InvalidRequest("The multipart body is malformed.", code="invalid_upload") from exc
+
+
+async def read_file_part(request: Request) -> tuple[str | None, AsyncIterator[bytes]]:
+    """The file part's name, and its bytes as they arrive."""
+    state = _State()
+    parser = _parser(request, state)
+    body = request.stream().__aiter__()
+    async for chunk in body:
+        _feed(parser, chunk)
+        if state.file_seen:
+            break
+    if not state.file_seen:
+        raise InvalidRequest("The form has no part named `file`.", code="invalid_upload")
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for piece in state.take():
+            yield piece
+        async for chunk in body:
+            if state.file_done:
+                continue  # the rest of the form: read, not kept
+            _feed(parser, chunk)
+            for piece in state.take():
+                yield piece
+        if not state.file_done:
+            raise InvalidRequest("The upload ended before the file did.", code="invalid_upload")
+
+    return state.filename, chunks()

@@ -1,0 +1,199 @@
+"""File parts in a turn: admitted at the edge, expanded for the model at each call.
+
+`admit` (when a turn arrives, before its run starts):
+    inline data URL      -> stored as the caller's file (capped, typed by its bytes), and
+                            the part keeps only the file's id (no base64 in the history)
+    `file_...` id        -> must be the caller's file (404 otherwise); name and media
+                            type are taken from the stored file
+    image, model without `supports_vision`   -> 400 naming the model
+    anything else (an https URL, a client id) -> left as it is
+
+`for_model` (in the run, before the history is fitted): a document part becomes a text
+part holding the document's extracted text (cached with the file), cut to this turn's
+share of the context budget; an image part gets its bytes as a data URL for vision
+models. What was cut is reported so the stream can say so.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import unquote_to_bytes
+
+from app.domain.errors import ChatBffError, InvalidRequest, NotFound
+from app.domain.files import FileRecord, FileTooLarge, is_image
+from app.domain.messages import Message
+from app.domain.models import ModelInfo
+from app.domain.parts import FileData, FilePart, Part, TextData, TextPart
+from app.files.service import Files
+
+log = logging.getLogger("chat_bff.files")
+
+CHARS_PER_TOKEN = 4
+DOCUMENT_SHARE = 0.5  # of the context window, for all the documents of one call together
+OUR_ID_PREFIX = "file_"
+
+
+@dataclass
+class Expanded:
+    messages: list[Message]
+    cut: list[str] = field(default_factory=list)  # names of documents cut to fit
+
+
+def _file_parts(messages: list[Message]) -> list[FilePart]:
+    return [
+        p
+        for m in messages
+        if m.role == "user" and not isinstance(m.content, str)
+        for p in m.content
+        if isinstance(p, FilePart)
+    ]
+
+
+def _decode_data_url(url: str, max_bytes: int) -> bytes:
+    header, sep, payload = url[5:].partition(",")
+    if not sep:
+        raise InvalidRequest("A data URL has no `,` before its data.")
+    if header.endswith(";base64"):
+        if len(payload) * 3 // 4 > max_bytes + 3:
+            raise FileTooLarge(max_bytes)
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise InvalidRequest("A data URL's base64 data is not valid.") from exc
+    else:
+        data = unquote_to_bytes(payload)
+    if len(data) > max_bytes:
+        raise FileTooLarge(max_bytes)
+    return data
+
+
+class Attachments:
+    def __init__(self, files: Files) -> None:
+        self.files = files
+
+    # -- at the edge ------------------------------------------------------------------
+
+    async def admit(
+        self, owner_id: str, messages: list[Message], model: ModelInfo
+    ) -> tuple[list[Message], list[str]]:
+        """The turn with its file parts resolved (see the module doc), and the ids of the
+        caller's files it refers to."""
+        parts = _file_parts(messages)
+        if not parts:
+            return messages, []
+        known = await self._known(owner_id, parts)
+        resolved: dict[int, FilePart] = {}
+        for part in parts:
+            record = await self._record_for(owner_id, part, known)
+            image = is_image(record.media_type) if record else _names_image(part.data)
+            if image and not model.supports_vision:
+                raise InvalidRequest(
+                    f"The model `{model.id}` does not accept images (its catalogue entry "
+                    "has no supports_vision); choose a vision model or leave the image out.",
+                    code="model_lacks_vision",
+                    param="model",
+                )
+            if record is None:
+                continue
+            resolved[id(part)] = FilePart(
+                id=part.id,
+                data=FileData(id=record.id, name=record.name, mimeType=record.media_type),
+            )
+        out = [_swap(m, resolved) for m in messages]
+        return out, sorted({p.data.id for p in resolved.values()})
+
+    async def _known(self, owner_id: str, parts: list[FilePart]) -> dict[str, FileRecord]:
+        ids = [p.data.id for p in parts if p.data.id.startswith(OUR_ID_PREFIX) and not p.data.url]
+        async with self.files.db.read() as tx:
+            return await tx.files.get_many(owner_id, ids)
+
+    async def _record_for(
+        self, owner_id: str, part: FilePart, known: dict[str, FileRecord]
+    ) -> FileRecord | None:
+        data = part.data
+        if data.url and data.url.startswith("data:"):
+            raw = _decode_data_url(data.url, self.files.limits.max_bytes)
+            return await self.files.add_bytes(owner_id, data.name, raw)
+        if data.url or not data.id.startswith(OUR_ID_PREFIX):
+            return None  # a remote URL or a client's own reference: passed on as it is
+        record = known.get(data.id)
+        if record is None:
+            raise NotFound(f"No file {data.id!r}.", param="file_id")
+        return record
+
+    async def attach(self, owner_id: str, file_ids: list[str], conversation_id: str) -> None:
+        async with self.files.db.write() as tx:
+            await tx.files.attach(owner_id, file_ids, conversation_id)
+
+    # -- for the model ----------------------------------------------------------------
+
+    async def for_model(
+        self, owner_id: str, messages: list[Message], model: ModelInfo, reserve_tokens: int
+    ) -> Expanded:
+        parts = [p for p in _file_parts(messages) if p.data.id.startswith(OUR_ID_PREFIX)]
+        if not parts:
+            return Expanded(messages)
+        async with self.files.db.read() as tx:
+            records = await tx.files.get_many(owner_id, [p.data.id for p in parts])
+        documents = [p for p in parts if p.data.id in records and not p.data.url]
+        texts = sum(1 for p in documents if not is_image(records[p.data.id].media_type))
+        window = max(model.context_window - reserve_tokens, model.context_window // 4)
+        share = int(window * CHARS_PER_TOKEN * DOCUMENT_SHARE) // max(texts, 1)
+        expanded = Expanded([])
+        replaced: dict[int, Part] = {}
+        for part in documents:
+            replaced[id(part)] = await self._for_model(
+                records[part.data.id], model, share, expanded
+            )
+        expanded.messages = [_swap(m, replaced) for m in messages]
+        return expanded
+
+    async def _for_model(
+        self, record: FileRecord, model: ModelInfo, share: int, expanded: Expanded
+    ) -> Part:
+        try:
+            if is_image(record.media_type):
+                if not model.supports_vision:
+                    return _note(f"[Image {record.name} left out: {model.id} reads no images]")
+                raw = await self.files.read_bytes(record)
+                url = f"data:{record.media_type};base64,{base64.b64encode(raw).decode()}"
+                return FilePart(
+                    data=FileData(
+                        id=record.id, name=record.name, mimeType=record.media_type, url=url
+                    )
+                )
+            extraction = await self.files.text_of(record)
+        except (ChatBffError, KeyError, OSError) as exc:
+            log.warning("attachment unreadable", extra={"file_id": record.id, "error": str(exc)})
+            return _note(f"[Attached file {record.name} could not be read.]")
+        text = extraction.text if extraction is not None else ""
+        cut = extraction is not None and extraction.truncated
+        if len(text) > share:
+            text, cut = text[:share], True
+        if cut:
+            expanded.cut.append(record.name)
+        tail = "\n[... the document was cut here to fit ...]" if cut else ""
+        return _note(
+            f'<document name="{record.name}" type="{record.media_type}">\n{text}{tail}\n</document>'
+        )
+
+
+def _swap(message: Message, replaced: Mapping[int, Part]) -> Message:
+    """The message with some of its parts (by object identity) replaced."""
+    if isinstance(message.content, str) or not replaced:
+        return message
+    content: list[Part] = [replaced.get(id(p), p) for p in message.content]
+    return message.model_copy(update={"content": content})
+
+
+def _names_image(data: FileData) -> bool:
+    mime = data.mimeType or ""
+    return mime.startswith("image/") or (data.url or "").startswith("data:image/")
+
+
+def _note(text: str) -> TextPart:
+    return TextPart(data=TextData(text=text))

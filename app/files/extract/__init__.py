@@ -1,0 +1,36 @@
+"""Documents as text a model can read, bounded in time, memory and output.
+
+Each reader is a pure, blocking function `(data, budget) -> Extraction`, run in a worker
+thread by `app.files.service`. The `Budget` bounds the output (characters, pages, rows,
+cells) and carries a deadline the readers check between pages and rows, so a hostile
+file cannot keep a thread busy long after its caller gave up. Past any bound the text
+stops where it is, with `truncated` set and a note saying what was left out.
+
+    PDF   pypdf, page by page           XLSX  openpyxl read-only, sheet by sheet, as tables
+    CSV   csv, as a table               JSON  a summary of its shape, then the text itself
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.domain.files import Extraction, FileKind
+from app.files.extract.budget import Budget, ExtractionTimeout, ExtractLimits
+from app.files.extract.pdf import extract_pdf
+from app.files.extract.tabular import extract_csv, extract_json
+from app.files.extract.xlsx import extract_xlsx
+
+__all__ = ["Budget", "ExtractLimits", "ExtractionTimeout", "extract"]
+
+READERS: dict[FileKind, Callable[[bytes, Budget], Extraction]] = {
+    "pdf": extract_pdf,
+    "xlsx": extract_xlsx,
+    "csv": extract_csv,
+    "json": extract_json,
+}
+
+
+def extract(kind: FileKind, data: bytes, budget: Budget) -> Extraction | None:
+    """The document's text; None for kinds a model reads as they are (images)."""
+    reader = READERS.get(kind)
+    return reader(data, budget) if reader is not None else None

@@ -1,0 +1,210 @@
+"""Files for their owners: upload (streamed to storage, capped while reading), read,
+delete, and the extracted text of documents, computed once and cached with the row.
+
+The bytes of an upload go straight from the request to the `FileStore` chunk by chunk;
+the cap is counted as they arrive, so an oversized upload is refused at the first byte
+past the limit, never held whole in memory. The kind is decided from the stored bytes
+(`app.files.sniff`); a refused or failed upload leaves no blob and no row.
+
+Extraction runs in worker threads, at most `extract_concurrency` at once, each under a
+time cap (the readers also stop themselves at their deadline), so one large document
+never slows the event loop that serves everyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass, field
+
+from app.domain.files import (
+    KIND_OF_MEDIA_TYPE,
+    MEDIA_TYPES,
+    Extraction,
+    FileKind,
+    FileRecord,
+    FileTooLarge,
+    UploadTimeout,
+)
+from app.domain.text import valid_text
+from app.files.archive import ArchiveLimits
+from app.files.extract import Budget, ExtractionTimeout, ExtractLimits, extract
+from app.files.sniff import HEAD_BYTES, refuse_early, sniff
+from app.files.store import BlobWriter, FileStore
+from app.store.database import Database
+from app.store.repos.files import new_file_id
+
+log = logging.getLogger("chat_bff.files")
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    max_bytes: int = 10 * 1024 * 1024
+    upload_timeout_seconds: float = 120.0
+    extract_timeout_seconds: float = 20.0
+    extract_concurrency: int = 2
+    extract: ExtractLimits = field(default_factory=ExtractLimits)
+    archive: ArchiveLimits = field(default_factory=ArchiveLimits)
+
+
+def clean_name(name: str | None) -> str:
+    """A file name fit to store and show: no directories, valid text, at most 255 chars."""
+    base = valid_text(name or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+    return (base or "upload")[:255]
+
+
+class _Counted:
+    """Chunks written through, with the cap, the digest and the first bytes kept."""
+
+    def __init__(self, writer: BlobWriter, max_bytes: int) -> None:
+        self.writer = writer
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.digest = hashlib.sha256()
+        self.head = b""
+
+    async def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self.max_bytes:
+            raise FileTooLarge(self.max_bytes)
+        if len(self.head) < HEAD_BYTES:
+            self.head += chunk[: HEAD_BYTES - len(self.head)]
+            if len(self.head) >= HEAD_BYTES:
+                refuse_early(self.head)
+        self.digest.update(chunk)
+        await self.writer.write(chunk)
+
+
+class Files:
+    def __init__(self, db: Database, store: FileStore, limits: FileLimits) -> None:
+        self.db = db
+        self.store = store
+        self.limits = limits
+        self._extracting = asyncio.Semaphore(limits.extract_concurrency)
+
+    # -- writing ----------------------------------------------------------------------
+
+    async def upload(
+        self, owner_id: str, name: str | None, chunks: AsyncIterable[bytes]
+    ) -> FileRecord:
+        """Store a stream as the owner's file; refused uploads leave nothing behind."""
+        file_id = new_file_id()
+        writer = await self.store.writer(file_id)
+        counted = _Counted(writer, self.limits.max_bytes)
+        try:
+            async with asyncio.timeout(self.limits.upload_timeout_seconds):
+                async for chunk in chunks:
+                    await counted.add(chunk)
+            refuse_early(counted.head)
+            await writer.commit()
+        except TimeoutError as exc:
+            await writer.abort()
+            raise UploadTimeout(
+                f"The upload took longer than {self.limits.upload_timeout_seconds:g} s."
+            ) from exc
+        except BaseException:
+            await writer.abort()
+            raise
+        try:
+            return await self._register(owner_id, file_id, clean_name(name), counted)
+        except BaseException:
+            await self.store.delete(file_id)
+            raise
+
+    async def _register(
+        self, owner_id: str, file_id: str, name: str, counted: _Counted
+    ) -> FileRecord:
+        data = await self.store.read(file_id)
+        kind = await asyncio.to_thread(sniff, data, self.limits.archive)
+        text = await self._extract(kind, data)
+        async with self.db.write() as tx:
+            record = await tx.files.create(
+                file_id=file_id,
+                owner_id=owner_id,
+                name=name,
+                media_type=MEDIA_TYPES[kind],
+                size=counted.size,
+                sha256=counted.digest.hexdigest(),
+                storage_key=file_id,
+            )
+            if text is not None:
+                await tx.files.save_extraction(owner_id, file_id, text)
+        log.info(
+            "file stored",
+            extra={"file_id": file_id, "media_type": record.media_type, "size": record.size},
+        )
+        return record
+
+    async def add_bytes(self, owner_id: str, name: str | None, data: bytes) -> FileRecord:
+        """Store bytes already in hand (an inline data URL) like an upload."""
+
+        async def one() -> AsyncIterator[bytes]:
+            for start in range(0, len(data), 64 * 1024):
+                yield data[start : start + 64 * 1024]
+
+        return await self.upload(owner_id, name, one())
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def get(self, owner_id: str, file_id: str) -> tuple[FileRecord, Extraction | None]:
+        async with self.db.read() as tx:
+            return await tx.files.get(owner_id, file_id), await tx.files.extraction(
+                owner_id, file_id
+            )
+
+    async def content(self, owner_id: str, file_id: str) -> tuple[FileRecord, AsyncIterator[bytes]]:
+        async with self.db.read() as tx:
+            record = await tx.files.get(owner_id, file_id)
+        return record, self.store.stream(record.storage_key)
+
+    async def read_bytes(self, record: FileRecord) -> bytes:
+        return await self.store.read(record.storage_key)
+
+    async def text_of(self, record: FileRecord) -> Extraction | None:
+        """A document's text: cached, or read now (and cached); None for images."""
+        kind = KIND_OF_MEDIA_TYPE.get(record.media_type)
+        if kind is None:
+            return None
+        async with self.db.read() as tx:
+            cached = await tx.files.extraction(record.owner_id, record.id)
+        if cached is not None:
+            return cached
+        result = await self._extract(kind, await self.read_bytes(record))
+        if result is not None:
+            async with self.db.write() as tx:
+                await tx.files.save_extraction(record.owner_id, record.id, result)
+        return result
+
+    async def _extract(self, kind: FileKind, data: bytes) -> Extraction | None:
+        """Extraction in a worker thread, at most `extract_concurrency` at once, timed."""
+        seconds = self.limits.extract_timeout_seconds
+        await self._extracting.acquire()
+        budget = Budget(self.limits.extract, seconds)
+        task = asyncio.ensure_future(asyncio.to_thread(extract, kind, data, budget))
+        # The slot is free when the thread is, not when we stop waiting for it.
+        task.add_done_callback(self._finished)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), seconds + 1.0)
+        except TimeoutError as exc:
+            raise ExtractionTimeout(
+                f"The document took longer than {seconds:g} s to read; it was not used."
+            ) from exc
+
+    def _finished(self, task: asyncio.Future[Extraction | None]) -> None:
+        self._extracting.release()
+        if not task.cancelled():
+            task.exception()  # retrieved: a late failure after a timeout is not an error
+
+    # -- deleting ---------------------------------------------------------------------
+
+    async def delete(self, owner_id: str, file_id: str) -> None:
+        async with self.db.write() as tx:
+            record = await tx.files.delete(owner_id, file_id)
+        await self.store.delete(record.storage_key)
+
+    async def drop_blobs(self, keys: list[str]) -> None:
+        """Remove the bytes of rows already deleted (a purged conversation's files)."""
+        for key in keys:
+            await self.store.delete(key)

@@ -1,0 +1,113 @@
+"""The kind of a file, from its bytes alone.
+
+Binary kinds have magic numbers (puremagic reads them): PDF, PNG, JPEG, and zip for XLSX
+(then confirmed by the workbook's parts, and checked for bombs). CSV and JSON have none,
+so a text file is what it parses as: JSON when `json.loads` takes it, CSV when a
+delimiter splits most rows into the same two or more columns. Anything else, a renamed
+`.exe` or a plain text file, is an `UnsupportedFileType` naming what is accepted.
+
+`refuse_early` answers from the first bytes, so an upload that is plainly not a
+supported kind stops before the rest of it is read.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import puremagic
+
+from app.domain.files import FileKind, UnsupportedFileType
+from app.files.archive import ArchiveLimits, check_archive, is_xlsx
+
+HEAD_BYTES = 8192
+_ZIP_MAGIC = b"PK\x03\x04"
+_MAGIC_KINDS: dict[str, FileKind] = {
+    "application/pdf": "pdf",
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+}
+_CSV_DELIMITERS = ",;\t|"
+
+
+def _magic_kind(head: bytes) -> FileKind | None:
+    try:
+        matches = puremagic.magic_string(head)
+    except (puremagic.PureError, ValueError):
+        return None
+    for match in matches:
+        kind = _MAGIC_KINDS.get(match.mime_type)
+        if kind is not None:
+            return kind
+    return None
+
+
+def _text(data: bytes, *, partial: bool) -> str | None:
+    """The text of UTF-8 bytes (a BOM allowed); None for binary. `partial` forgives a
+    character cut at the end of a head."""
+    if b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if partial and exc.start >= len(data) - 3:
+            return data[: exc.start].decode("utf-8-sig", errors="strict")
+        return None
+
+
+def refuse_early(head: bytes) -> None:
+    """Raise `UnsupportedFileType` when the first bytes already rule every kind out."""
+    if _magic_kind(head) is not None or head.startswith(_ZIP_MAGIC):
+        return
+    if _text(head, partial=True) is None:
+        raise UnsupportedFileType("The file is not a PDF, spreadsheet, image or UTF-8 text.")
+
+
+def _is_csv(text: str) -> bool:
+    lines = text.splitlines()[:200]
+    if len(lines) < 2:
+        return False
+    sample = "\n".join(lines)
+    for delimiter in _CSV_DELIMITERS:
+        rows = [r for r in csv.reader(io.StringIO(sample), delimiter=delimiter) if r]
+        if len(rows) < 2 or len(rows[0]) < 2:
+            continue
+        width = len(rows[0])
+        same = sum(1 for r in rows if len(r) == width)
+        if same >= 0.9 * len(rows):
+            return True
+    return False
+
+
+def _text_kind(data: bytes) -> FileKind:
+    text = _text(data, partial=False)
+    if text is None:
+        raise UnsupportedFileType("The file is not a PDF, spreadsheet, image or UTF-8 text.")
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            json.loads(stripped)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return "json"
+    if _is_csv(text):
+        return "csv"
+    raise UnsupportedFileType("The text is neither valid JSON nor CSV.")
+
+
+def sniff(data: bytes, archive_limits: ArchiveLimits | None = None) -> FileKind:
+    """The kind of a whole file; `UnsupportedFileType` or `FileRejected` otherwise.
+
+    Blocking (parses up to the whole file): call it in a thread.
+    """
+    kind = _magic_kind(data[:HEAD_BYTES])
+    if kind is not None:
+        return kind
+    if data.startswith(_ZIP_MAGIC):
+        if not is_xlsx(data):
+            raise UnsupportedFileType("The archive is not an XLSX workbook.")
+        check_archive(data, archive_limits or ArchiveLimits())
+        return "xlsx"
+    return _text_kind(data)

@@ -1,0 +1,123 @@
+"""Extraction stays within its budget (characters, pages, rows, cells, time) and says
+what it cut; broken documents are refused, never half-read silently."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.domain.files import FileRejected
+from app.files.extract import Budget, ExtractionTimeout, ExtractLimits, extract
+from tests.files import samples
+
+
+def _budget(seconds: float = 10.0, **limits: int) -> Budget:
+    return Budget(ExtractLimits(**limits), seconds)
+
+
+def test_every_page_of_a_pdf_is_read_in_order() -> None:
+    result = extract("pdf", samples.pdf(["alpha", "beta", "gamma"]), _budget())
+
+    assert result is not None
+    assert result.text.index("alpha") < result.text.index("beta") < result.text.index("gamma")
+    assert "--- Page 3 of 3 ---" in result.text
+    assert not result.truncated
+
+
+def test_pages_past_the_page_limit_are_left_out_and_said_so() -> None:
+    data = samples.pdf([f"page text {i}" for i in range(6)])
+
+    result = extract("pdf", data, _budget(max_pages=2))
+
+    assert result is not None
+    assert "page text 1" in result.text
+    assert "page text 2" not in result.text
+    assert result.truncated
+    assert result.note == "pages after 2 left out of 6"
+
+
+def test_text_past_the_character_limit_is_cut() -> None:
+    result = extract("pdf", samples.pdf(["x" * 50, "y" * 50]), _budget(max_chars=60))
+
+    assert result is not None
+    assert len(result.text) == 60
+    assert result.truncated
+
+
+def test_an_unreadable_pdf_is_refused() -> None:
+    with pytest.raises(FileRejected):
+        extract("pdf", samples.endless_pdf(), _budget())
+
+
+def test_a_spent_deadline_stops_the_reader() -> None:
+    with pytest.raises(ExtractionTimeout):
+        extract("pdf", samples.pdf(["a", "b"]), _budget(seconds=-1))
+
+
+def test_each_sheet_becomes_a_table() -> None:
+    data = samples.xlsx({"People": [["name", "age"], ["Ada", 36]], "Empty": [], "X": [[1]]})
+
+    result = extract("xlsx", data, _budget())
+
+    assert result is not None
+    assert "## Sheet: People\n\n| name | age |\n| --- | --- |\n| Ada | 36 |" in result.text
+    assert "## Sheet: Empty" in result.text
+    assert "## Sheet: X" in result.text
+
+
+def test_rows_and_cells_past_their_limits_are_left_out() -> None:
+    rows: list[list[object]] = [[f"r{i}", i] for i in range(50)]
+    data = samples.xlsx({"A": rows, "B": rows})
+
+    by_rows = extract("xlsx", data, _budget(max_rows=10))
+    by_cells = extract("xlsx", data, _budget(max_cells=30))
+
+    assert by_rows is not None and by_cells is not None
+    assert "| r9 | 9 |" in by_rows.text and "| r10 | 10 |" not in by_rows.text
+    assert by_rows.truncated and "sheet A: rows after 10 left out" in (by_rows.note or "")
+    assert "## Sheet: B" not in by_cells.text
+    assert by_cells.truncated
+
+
+def test_a_zip_bomb_never_reaches_the_spreadsheet_reader() -> None:
+    with pytest.raises(FileRejected, match="archive bomb"):
+        extract("xlsx", samples.zip_bomb_xlsx(), _budget())
+
+
+def test_csv_quoted_fields_keep_their_commas_quotes_and_lines() -> None:
+    result = extract("csv", samples.CSV_QUOTED, _budget())
+
+    assert result is not None
+    assert result.text.startswith("CSV: 4 rows (header included), 3 columns.")
+    assert '| Smith, Ada | said "hello", then left | 12.5 |' in result.text
+    assert "| Lovelace | multi line | 7 |" in result.text
+
+
+def test_a_long_csv_is_counted_whole_but_shown_within_the_row_limit() -> None:
+    data = ("k,v\n" + "".join(f"{i},{i * 2}\n" for i in range(500))).encode()
+
+    result = extract("csv", data, _budget(max_rows=20))
+
+    assert result is not None
+    assert "CSV: 501 rows" in result.text
+    assert "| 18 | 36 |" in result.text and "| 19 | 38 |" not in result.text
+    assert result.note is not None and "left out of 501" in result.note
+
+
+def test_json_is_summarised_then_cut_within_the_budget() -> None:
+    data = json.dumps({"items": [{"id": i, "name": f"n{i}"} for i in range(200)]}).encode()
+
+    result = extract("json", data, _budget(max_chars=300))
+
+    assert result is not None
+    assert result.text.startswith(
+        "JSON: object with 1 keys (items: array of 200 items; first item: object with 2 keys "
+        "(id, name))."
+    )
+    assert len(result.text) == 300
+    assert result.truncated
+
+
+def test_images_have_no_text() -> None:
+    assert extract("png", samples.png(), _budget()) is None

@@ -120,6 +120,8 @@ async def _chat(world: World, user: str) -> str:
     )
     assert response.status_code == 200 and "data: [DONE]" in response.text, response.text
     return chat_id
+
+
 async def _file(world: World, user: str) -> str:
     upload = {"file": ("data.csv", b"a,b\n1,2\n", "text/csv")}
     created = await world.call(user, "POST", "/api/files", files=upload)

@@ -140,8 +140,9 @@ KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
 }
 
 # Ids no user owns: the catalogue's model ids are shared. A model a caller's roles do not
-# allow answers 404 like an unknown one (test_openai_params, test_models).
-SHARED = {"model_id"}
+# allow answers 404 like an unknown one (test_openai_params, test_models). `name` is a
+# file of the built-in page or the API docs, the same for everyone (test_page).
+SHARED = {"model_id", "name"}
 
 # A valid body for each route that takes one, so the probe reaches the ownership check
 # instead of stopping at validation (a 422 would prove nothing).

@@ -24,7 +24,7 @@ from fastapi import Response
 from app.api.encoders.vercel import HEADERS, Decided, VercelEncoder, farewell_frames
 from app.api.schemas.ui_chat import ApprovalAnswer
 from app.api.streaming import StreamConfig, sse_response
-from app.domain.errors import NotFound
+from app.domain.errors import Conflict, NotFound
 from app.domain.events import SequencedEvent
 from app.domain.identity import Caller
 from app.store.database import Database
@@ -73,6 +73,12 @@ async def decide_answers(
         record = await approvals.get(caller, answer.approval_id)
         if record.conversation_id != conversation_id or record.tool_call_id != answer.tool_call_id:
             raise approval_not_found()
+        if record.status != "pending":
+            raise Conflict(
+                "This approval was already decided.",
+                code="already_decided",
+                decision=record.status,
+            )
     decided: list[Decided] = []
     for answer in answers:
         result = await approvals.decide(

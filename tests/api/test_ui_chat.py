@@ -13,6 +13,7 @@ import pytest
 from pydantic import SecretStr
 
 from app.api.ui_chat import conversation_id_for
+from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
 from tests.api.test_approvals import ADA, node_names
 from tests.auth.tokens import HS_SECRET, bearer, hs_token
@@ -251,3 +252,33 @@ async def test_a_chat_id_is_the_callers_own_and_never_reaches_another_users(
         assert [a["id"] for a in pending] == [request["approvalId"]]
         ann_messages = (await api.get(f"/api/conversations/{ann_cid}", headers=ann)).json()
         assert len(ann_messages["messages"]) == 2
+
+
+async def test_a_message_with_an_already_decided_approval_decides_none_of_it(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    calls = [ScriptedToolCall(name="delete_node", args={"id": n}) for n in ("Ada", "Babbage")]
+    script = Script(
+        mode="rules",
+        turns=[
+            ScriptedTurn(match="delete", tool_calls=calls),
+            ScriptedTurn(after_tool="delete_node", text="Done."),
+        ],
+    )
+    settings = app_settings.model_copy(update={"example_tools_enabled": True})
+    async with make_api(settings, providers={"scripted": ScriptedProvider(script)}) as client:
+        stream = await send(client, "chat-k", user("delete both"))
+        first, second = [c for c in stream if c["type"] == "tool-approval-request"]
+        decided = await client.post(
+            f"/api/approvals/{first['approvalId']}", json={"decision": "reject"}
+        )
+        assert decided.status_code == 200, decided.text
+
+        # The pending one first: deciding in order would run it before meeting the other.
+        both = _responded(second["toolCallId"], second["approvalId"], True)
+        both["parts"].append(_responded(first["toolCallId"], first["approvalId"], True)["parts"][1])
+        refused = await send(client, "chat-k", both, status=409)
+
+        assert refused["error"]["code"] == "already_decided"
+        pending = (await client.get("/api/approvals")).json()["data"]
+        assert [a["id"] for a in pending] == [second["approvalId"]]

@@ -42,12 +42,17 @@ async def page() -> Response:
     return HTMLResponse(PAGE.joinpath("index.html").read_text(encoding="utf-8"), headers=CACHE)
 
 
-@router.get("/ui/{name}")
-async def page_asset(name: NAME) -> Response:
-    media_type = PAGE_FILES.get(name)
+def _shipped(folder: Path, media_types: dict[str, str], name: str) -> Response:
+    """One of the files listed for `folder`; any other name is a 404."""
+    media_type = media_types.get(name)
     if media_type is None:
         raise HTTPException(status_code=404)
-    return FileResponse(Path(str(PAGE.joinpath(name))), media_type=media_type, headers=CACHE)
+    return FileResponse(folder / name, media_type=media_type, headers=CACHE)
+
+
+@router.get("/ui/{name}")
+async def page_asset(name: NAME) -> Response:
+    return _shipped(Path(str(PAGE)), PAGE_FILES, name)
 
 
 @router.get("/docs", response_class=HTMLResponse)
@@ -63,8 +68,4 @@ async def docs() -> Response:
 
 @router.get("/docs-assets/{name}")
 async def docs_asset(name: NAME) -> Response:
-    media_type = DOCS_FILES.get(name)
-    if media_type is None:
-        raise HTTPException(status_code=404)
-    path = Path(str(swagger_ui_bundle.swagger_ui_path)) / name
-    return FileResponse(path, media_type=media_type, headers=CACHE)
+    return _shipped(Path(str(swagger_ui_bundle.swagger_ui_path)), DOCS_FILES, name)

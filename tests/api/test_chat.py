@@ -298,22 +298,28 @@ async def test_a_failing_model_call_streams_an_error_then_run_end_failed(client:
     assert frames[-1].data["status"] == "failed"
 
 
-async def test_the_iteration_cap_finishes_with_length(client: ApiClient) -> None:
-    cap = client.services.settings.max_iterations
-    provider = play(
-        client,
-        *(
-            ScriptedTurn(tool_calls=[ScriptedToolCall(name="missing", id=f"c{i}")])
-            for i in range(cap)
-        ),
+async def test_the_iteration_cap_finishes_with_length(
+    make_api: MakeApi, settings: Settings
+) -> None:
+    # A model that keeps calling a working server tool never ends on its own: the cap does.
+    with_tools = settings.model_copy(update={"example_tools_enabled": True, "max_iterations": 3})
+    provider = ScriptedProvider(
+        Script(
+            mode="sequence",
+            turns=[
+                ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_graph", id=f"c{i}")])
+                for i in range(3)
+            ],
+        )
     )
 
-    response = await client.post(URL, json={"messages": [user("Loop")]})
+    async with make_api(with_tools, providers={"scripted": provider}) as api:
+        response = await api.post(URL, json={"messages": [user("Loop")]})
 
     body = response.json()
     assert body["status"] == "max_iterations"
     assert body["choices"][0]["finish_reason"] == "length"
-    assert body["run_usage"]["model_calls"] == cap
+    assert body["run_usage"]["model_calls"] == 3
     provider.assert_all_used()
 
 

@@ -43,8 +43,8 @@ from app.settings_checks import (
     check_log_level,
     check_public_key,
     check_redis_url,
+    production_problems,
     read_text,
-    weak_secret,
 )
 
 Environment = Literal["development", "test", "production"]
@@ -358,7 +358,14 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
         """Checks across settings, all reported at once (one line each, variable first)."""
-        problems = _production_problems(self) if self.environment == "production" else []
+        problems = (
+            production_problems(
+                self.auth_configured,
+                {"JWT_SECRET": self.jwt_secret, "STREAM_TOKEN_SECRET": self.stream_token_secret},
+            )
+            if self.environment == "production"
+            else []
+        )
         if self.default_model is not None:
             ids = [m.id for m in self.catalogue_models()]
             if self.default_model not in ids:
@@ -368,20 +375,6 @@ class Settings(BaseSettings):
         if problems:
             raise ValueError("\n".join(problems))
         return self
-
-
-def _production_problems(settings: Settings) -> list[str]:
-    if not settings.auth_configured:
-        return [
-            "JWT_SECRET: production needs authentication: set JWT_SECRET, JWT_PUBLIC_KEY, "
-            "JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE"
-        ]
-    problems: list[str] = []
-    for secret in (settings.jwt_secret, settings.stream_token_secret):
-        if secret is not None and weak_secret(secret.get_secret_value()):
-            name = "JWT_SECRET" if secret is settings.jwt_secret else "STREAM_TOKEN_SECRET"
-            problems.append(f"{name}: too weak for production (32+ random characters)")
-    return problems
 
 
 def get_settings() -> Settings:

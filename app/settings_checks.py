@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -134,3 +134,18 @@ def check_importable(names: Sequence[str]) -> None:
             problems.append(f"entry {index}: no module of that name can be imported")
     if problems:
         raise ValueError("\n".join(problems))
+
+
+def production_problems(auth_configured: bool, secrets: dict[str, SecretStr | None]) -> list[str]:
+    """What production refuses: no authentication, or a signing secret (by variable name)
+    too weak to sign with."""
+    if not auth_configured:
+        return [
+            "JWT_SECRET: production needs authentication: set JWT_SECRET, JWT_PUBLIC_KEY, "
+            "JWT_PUBLIC_KEY_FILE or JWT_JWKS_FILE"
+        ]
+    return [
+        f"{name}: too weak for production (32+ random characters)"
+        for name, secret in secrets.items()
+        if secret is not None and weak_secret(secret.get_secret_value())
+    ]

@@ -17,6 +17,7 @@ from app.api.drain import Drain, GracefulShutdown
 from app.api.errors import install_auth_error_handler, install_error_handlers
 from app.api.middleware import install_middlewares
 from app.api.openapi import install_openapi
+from app.api.operation_ids import operation_id
 from app.api.routes import (
     admin,
     approvals,
@@ -87,6 +88,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served by app/api/routes/page.py from the package, not a CDN
         redoc_url=None,
+        generate_unique_id_function=operation_id,
     )
     app.state.metrics = metrics
     app.state.drain = drain = Drain()  # begun on SIGTERM: new requests get 503

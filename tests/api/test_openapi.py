@@ -4,6 +4,7 @@ about errors (our bodies, not FastAPI's `HTTPValidationError`)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,6 +89,34 @@ def test_operations_with_ids_or_a_model_document_404() -> None:
         )
         if "{" in path or names_model:
             assert "404" in operation["responses"], (method, path)
+
+
+# What an operation id may start with: a verb, so a generated client reads as calls.
+VERBS = frozenset(
+    {"approve", "cancel", "check", "create", "decide", "delete", "download", "edit", "get"}
+    | {"list", "regenerate", "reject", "resume", "retrieve", "revoke", "run", "send", "stop"}
+    | {"stream", "submit", "update", "upload"}
+)
+
+
+def test_operation_ids_are_unique_camel_case_verbs() -> None:
+    ids = [operation["operationId"] for _, _, operation in _operations()]
+    assert len(ids) == len(set(ids)), ids
+    for operation_id in ids:
+        assert re.fullmatch(r"[a-z]+(?:[A-Z][a-zA-Z]*)*", operation_id), operation_id
+        verb = re.match(r"[a-z]+", operation_id)
+        assert verb is not None and verb[0] in VERBS, operation_id
+
+
+def test_the_run_and_conversation_operations_have_their_names() -> None:
+    ids = {(m, p): o["operationId"] for p, m, o in _operations()}
+    conversation = "/api/conversations/{conversation_id}"
+    assert ids["post", "/api/conversations"] == "createConversation"
+    assert ids["get", "/api/conversations"] == "listConversations"
+    assert ids["post", f"{conversation}/messages"] == "sendMessage"
+    assert ids["get", f"{conversation}/runs/{{run_id}}/events"] == "streamRunEvents"
+    assert ids["post", "/api/approvals/{approval_id}"] == "decideApproval"
+    assert ids["post", "/v1/chat/completions"] == "createChatCompletion"
 
 
 def test_sse_only_answers_document_only_event_stream() -> None:

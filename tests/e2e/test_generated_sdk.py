@@ -89,9 +89,9 @@ def _token(user: str) -> str:
 
 def test_a_generated_sdk_drives_conversations_and_chat(sdk: ModuleType, service: Service) -> None:
     models = _module("models")
-    create = _module("api.conversations.create_conversation_api_conversations_post")
-    listing = _module("api.conversations.list_conversations_api_conversations_get")
-    chat = _module("api.chat.chat_api_chat_post")
+    create = _module("api.conversations.create_conversation")
+    listing = _module("api.conversations.list_conversations")
+    chat = _module("api.chat.run_chat_turn")
 
     with sdk.AuthenticatedClient(base_url=service.base_url, token=_token("alice")) as client:
         created = create.sync(client=client, body=models.ConversationCreate(title="From the SDK"))
@@ -116,7 +116,7 @@ def test_a_generated_sdk_drives_conversations_and_chat(sdk: ModuleType, service:
 
 def test_errors_parse_into_the_documented_error_model(sdk: ModuleType, service: Service) -> None:
     models = _module("models")
-    get = _module("api.conversations.get_conversation_api_conversations_conversation_id_get")
+    get = _module("api.conversations.get_conversation")
 
     with sdk.AuthenticatedClient(base_url=service.base_url, token=_token("bob")) as client:
         missing = get.sync(client=client, conversation_id="conv_missing")

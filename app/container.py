@@ -37,6 +37,7 @@ from app.runs.journal import RunJournal
 from app.runs.manager import RunManager
 from app.runs.requests import RunRequests
 from app.runs.turns import Runs
+from app.runs.typed_answers import TypedAnswers
 from app.settings import Settings
 from app.store.database import Database
 from app.store.db import create_engine
@@ -268,12 +269,14 @@ async def build_services(
         lease_seconds=settings.run_lease_seconds,
         attachments=attachments,
     )
+    approvals = ApprovalService(tool_runtime)
     runs = Runs(
         manager=manager,
         db=db,
         requests=RunRequests(catalog, built, tools),
         tools=tools,
         attachments=attachments,
+        typed_answers=TypedAnswers(approvals),
     )
     interrupted = await manager.start()
     if interrupted:
@@ -285,7 +288,7 @@ async def build_services(
         db=db,
         tools=tools,
         tool_catalog=tool_catalog,
-        approvals=ApprovalService(tool_runtime),
+        approvals=approvals,
         proposals=ProposalService(tool_runtime),
         runs=runs,
         authenticator=build_authenticator(settings, db),

@@ -32,6 +32,7 @@ from app.runs.active import ActiveRun, RunRequest
 from app.runs.handle import RunHandle
 from app.runs.manager import RunManager
 from app.runs.requests import ConversationSettings, RunRequests, TurnInput
+from app.runs.typed_answers import TypedAnswers
 from app.store.database import Database, Tx
 from app.store.records import ConversationRecord
 from app.translate.openai_chat.read import tool_choice_from_openai
@@ -57,8 +58,10 @@ class Runs:
         requests: RunRequests,
         tools: ToolRuntime,
         attachments: Attachments | None = None,
+        typed_answers: TypedAnswers | None = None,
     ) -> None:
         self._attachments = attachments
+        self._typed_answers = typed_answers
         self.manager = manager
         self._db = db
         self._requests = requests
@@ -131,6 +134,8 @@ class Runs:
     ) -> RunHandle:
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
+        if self._typed_answers is not None:  # "yes" to the waiting approval decides it
+            await self._typed_answers.apply(caller, conversation_id, content)
         request = self._request(caller, conversation, turn, truncated=truncated)
         user, file_ids = await self._admit(caller, user, request)
         run = await self.manager.start_in_conversation(request, conversation_id, user)
@@ -260,6 +265,8 @@ class Runs:
         """Replace the last user message and answer it; the old version is kept, superseded."""
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
+        if self._typed_answers is not None:  # "yes" to the waiting approval decides it
+            await self._typed_answers.apply(caller, conversation_id, content)
         request = self._request(caller, conversation, turn, truncated=truncated)
         user, file_ids = await self._admit(caller, user, request)
 

@@ -79,7 +79,9 @@ class ApprovalService:
         *,
         args: dict[str, Any] | None = None,
         reason: str | None = None,
+        via: str = "api",
     ) -> DecisionResult:
+        """`via` says how the human decided (`api`, `typed` in the chat), for the audit."""
         owner = caller.user_id
         record = await self.get(caller, approval_id)
         self._refuse_if_closed(record)
@@ -116,7 +118,7 @@ class ApprovalService:
             outcome = await self.runtime.execute(tool, model, stored_site(caller, record))
         else:
             outcome = error_outcome(REJECTED, args=visible_args(tool, record.args), reason=reason)
-        part, ready = await self._finish(caller, record, decision, outcome, final_args)
+        part, ready = await self._finish(caller, record, decision, outcome, final_args, via)
         return DecisionResult(await self.get(caller, approval_id), part, ready)
 
     def _refuse_if_closed(self, record: ApprovalRecord, *, now: datetime | None = None) -> None:
@@ -180,6 +182,7 @@ class ApprovalService:
         decision: Decision,
         outcome: ToolOutcome,
         final_args: dict[str, Any],
+        via: str,
     ) -> tuple[ToolPart | None, bool]:
         owner = caller.user_id
         part: ToolPart | None = None
@@ -216,6 +219,7 @@ class ApprovalService:
                     "model": record.model_id,
                     "args": final_args,
                     "edited": final_args != record.args,
+                    "via": via,
                     "outcome": outcome.status,
                     "reason": outcome.error if outcome.status == "error" else None,
                 },

@@ -10,8 +10,10 @@ post-processes the generated schema once:
 - each operation lists the statuses it can answer: 401 and 429 when it authenticates (the
   per-caller rate limit is checked there), 404 when it takes an id or a model, 413 when it
   takes a body, plus a `4XX` catch-all for the rest (e.g. 400 `invalid_request`);
-- SSE answers document one event (`ServerSentEvent`) as their `text/event-stream`
-  schema, and SSE-only ones lose FastAPI's empty JSON stand-in;
+- SSE answers document their events: the union a route names with
+  `app.api.event_streams.event_stream` (e.g. `RunEvent`, one schema per native event,
+  discriminated on `type`), else one generic `ServerSentEvent`; SSE-only answers lose
+  FastAPI's empty JSON stand-in;
 - the bearer JWT, `X-API-Key` and `?token=` (GET only) schemes are declared, so generated
   clients can send them.
 
@@ -29,6 +31,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import get_caller
+from app.api.event_streams import EVENT_STREAMS
 
 _REF = "#/components/schemas/"
 _METHODS = frozenset({"get", "put", "post", "delete", "patch", "options", "head", "trace"})
@@ -111,6 +114,7 @@ def document_errors(schema: dict[str, Any], app: FastAPI) -> dict[str, Any]:
         generated = model.model_json_schema(ref_template=_REF + "{model}")
         schemas.update(generated.pop("$defs", {}))
         schemas[model.__name__] = generated
+    _add_event_unions(schemas)
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     components["securitySchemes"] = {
@@ -178,13 +182,27 @@ def _document_operation(
             _document_sse(response)
 
 
+def _add_event_unions(schemas: dict[str, Any]) -> None:
+    """Each event union as a component, beside the models it references. A model that is
+    already a component (a part, a message) keeps FastAPI's rendering of it: both come
+    from the same pydantic model and differ only in how defaults are spelled."""
+    for name, union in EVENT_STREAMS.items():
+        generated = union.adapter.json_schema(mode="serialization", ref_template=_REF + "{model}")
+        for model, schema in generated.pop("$defs", {}).items():
+            schemas.setdefault(model, schema)
+        schemas[name] = {"description": union.description, **generated}
+
+
 def _document_sse(response: dict[str, Any]) -> None:
     """An answer that is SSE or JSON keeps both; one that is only SSE loses the `{}` that
     FastAPI adds for its default JSON response class. As OpenAPI 3.1 reads an event
-    stream's `schema`, it describes one event."""
+    stream's `schema`, it describes one event: the route's event union, or a generic
+    frame (`ServerSentEvent`) where the route names none."""
     content = response.get("content", {})
     if "text/event-stream" in content:
-        content["text/event-stream"] = {"schema": {"$ref": _REF + "ServerSentEvent"}}
+        ref = content["text/event-stream"].get("schema", {}).get("$ref", "")
+        if ref.removeprefix(_REF) not in EVENT_STREAMS:
+            content["text/event-stream"] = {"schema": {"$ref": _REF + "ServerSentEvent"}}
         if content.get("application/json") == {"schema": {}}:
             del content["application/json"]
 

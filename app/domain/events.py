@@ -30,7 +30,9 @@ FINAL_RUN_STATUSES: frozenset[str] = frozenset(
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Every field is on the wire (defaults included), so the schema says they are required:
+    # a generated client then types `type` as a literal it can switch on, not an optional.
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
     run_id: str = Field(description="The run this event belongs to.")
 
 
@@ -43,6 +45,8 @@ class UsageInfo(BaseModel):
 
 
 class ContextInfo(BaseModel):
+    """How the conversation's history was fitted into the model's context window."""
+
     tokens: int = Field(description="Estimated prompt tokens sent.")
     limit: int = Field(description="The model's context window.")
     trimmed_messages: int = Field(default=0, description="Oldest messages left out to fit.")
@@ -54,7 +58,9 @@ class ContextInfo(BaseModel):
 
 
 class RunStart(_Event):
-    type: Literal["run_start"] = "run_start"
+    """The first event of a run: which model answers and which message it writes."""
+
+    type: Literal["run_start"] = Field(default="run_start", description="The event name.")
     model: str = Field(description="Catalogue id of the model answering.")
     message_id: str = Field(description="Id of the assistant message this run writes.")
     conversation_id: str | None = Field(default=None, description="Conversation, if any.")
@@ -62,28 +68,38 @@ class RunStart(_Event):
 
 
 class TextDeltaEvent(_Event):
-    type: Literal["text_delta"] = "text_delta"
-    message_id: str
-    delta: str
+    """A piece of the answer's text, to append to the message's current text part."""
+
+    type: Literal["text_delta"] = Field(default="text_delta", description="The event name.")
+    message_id: str = Field(description="The assistant message being written.")
+    delta: str = Field(description="Text to append.")
 
 
 class ThinkingDeltaEvent(_Event):
-    type: Literal["thinking_delta"] = "thinking_delta"
-    message_id: str
-    delta: str
+    """A piece of the model's visible reasoning, to append to its thinking part."""
+
+    type: Literal["thinking_delta"] = Field(default="thinking_delta", description="The event name.")
+    message_id: str = Field(description="The assistant message being written.")
+    delta: str = Field(description="Reasoning text to append.")
 
 
 class ToolStart(_Event):
-    type: Literal["tool_start"] = "tool_start"
-    message_id: str
-    part: ToolPart
+    """The model began a tool call: a new tool part (upsert it by `part.id`)."""
+
+    type: Literal["tool_start"] = Field(default="tool_start", description="The event name.")
+    message_id: str = Field(description="The assistant message being written.")
+    part: ToolPart = Field(description="The tool part as it stands now.")
 
 
 class ToolArgsDelta(_Event):
-    type: Literal["tool_args_delta"] = "tool_args_delta"
-    message_id: str
-    tool_call_id: str
-    delta: str
+    """A piece of a tool call's JSON arguments as the model streams them."""
+
+    type: Literal["tool_args_delta"] = Field(
+        default="tool_args_delta", description="The event name."
+    )
+    message_id: str = Field(description="The assistant message being written.")
+    tool_call_id: str = Field(description="The tool part (`part.id`) the arguments belong to.")
+    delta: str = Field(description="Raw JSON text to append to the arguments.")
 
 
 class ConfirmRequired(_Event):
@@ -93,46 +109,76 @@ class ConfirmRequired(_Event):
     `kind="client_tool"` waits for the browser's result through `tool-results`.
     """
 
-    type: Literal["confirm_required"] = "confirm_required"
-    kind: Literal["approval", "client_tool"] = "approval"
-    message_id: str
+    type: Literal["confirm_required"] = Field(
+        default="confirm_required", description="The event name."
+    )
+    kind: Literal["approval", "client_tool"] = Field(
+        default="approval", description="`approval`: decide it; `client_tool`: post a result."
+    )
+    message_id: str = Field(description="The assistant message being written.")
     approval_id: str | None = Field(default=None, description="Set when kind is approval.")
-    part: ToolPart
+    part: ToolPart = Field(description="The tool part awaiting action.")
     summary: str = Field(description="Human-readable summary of what will happen.")
     expires_at: float | None = Field(default=None, description="Unix time the approval lapses.")
 
 
 class ToolEnd(_Event):
-    type: Literal["tool_end"] = "tool_end"
-    message_id: str
-    part: ToolPart
+    """A tool call finished (or its arguments are complete): the updated tool part."""
+
+    type: Literal["tool_end"] = Field(default="tool_end", description="The event name.")
+    message_id: str = Field(description="The assistant message being written.")
+    part: ToolPart = Field(description="The tool part as it stands now.")
     mutates: bool = Field(default=False, description="True when a UI should refresh its data.")
 
 
 class ToolError(_Event):
-    type: Literal["tool_error"] = "tool_error"
-    message_id: str
-    part: ToolPart
+    """A tool call failed; the error also went back to the model, which may recover."""
+
+    type: Literal["tool_error"] = Field(default="tool_error", description="The event name.")
+    message_id: str = Field(description="The assistant message being written.")
+    part: ToolPart = Field(description="The tool part, in status `error`.")
     error: str = Field(description="What went wrong, safe to show.")
 
 
 class MessageEnd(_Event):
-    type: Literal["message_end"] = "message_end"
-    message: Message
+    """The whole assistant message as stored, typed parts and all."""
+
+    type: Literal["message_end"] = Field(default="message_end", description="The event name.")
+    message: Message = Field(description="The assistant message.")
 
 
 class RunEnd(_Event):
-    type: Literal["run_end"] = "run_end"
-    status: RunStatus
-    usage: UsageInfo = Field(default_factory=UsageInfo)
+    """The last event of a run: how it ended and what it used."""
+
+    type: Literal["run_end"] = Field(default="run_end", description="The event name.")
+    status: RunStatus = Field(description="How the run ended.")
+    usage: UsageInfo = Field(default_factory=UsageInfo, description="Tokens and model calls.")
     error: dict[str, Any] | None = Field(default=None, description="Set when status is failed.")
 
 
+def _resume_url_is_optional(schema: dict[str, Any]) -> None:
+    required = schema.get("required")
+    if isinstance(required, list) and "resume_url" in required:
+        required.remove("resume_url")
+
+
 class ErrorEvent(_Event):
-    type: Literal["error"] = "error"
-    code: str
-    message: str
-    retryable: bool = False
+    """Something went wrong; `retryable` says whether sending again may work.
+
+    `resume_url` (only present when set) is where a reader cut off by a restarting
+    instance continues, with its Last-Event-ID."""
+
+    model_config = ConfigDict(json_schema_extra=_resume_url_is_optional)
+
+    type: Literal["error"] = Field(default="error", description="The event name.")
+    code: str = Field(description="Stable machine-readable code, e.g. `shutting_down`.")
+    message: str = Field(description="Human-readable explanation, safe to show.")
+    retryable: bool = Field(default=False, description="True when trying again may work.")
+    resume_url: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Where to resume this run's events (sent only when set).",
+    )
 
 
 RunEvent = Annotated[

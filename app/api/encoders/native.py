@@ -9,10 +9,7 @@ answer sends the same buffer.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from app.domain.events import SequencedEvent
+from app.domain.events import ErrorEvent, SequencedEvent
 
 _END = b"\n\n"
 
@@ -34,8 +31,7 @@ def frame(item: SequencedEvent) -> bytes:
     return b"".join(frame_pieces(item))
 
 
-def error_frame(**fields: Any) -> bytes:
+def error_frame(event: ErrorEvent) -> bytes:
     """An `error` event outside the run's sequence (no `id:`, so Last-Event-ID keeps
     pointing at the last event of the run the reader has)."""
-    data = json.dumps({"type": "error", **fields}, separators=(",", ":"), ensure_ascii=False)
-    return b"event: error\ndata: " + data.encode() + _END
+    return b"event: error\ndata: " + event.__pydantic_serializer__.to_json(event) + _END

@@ -14,11 +14,12 @@ from fastapi.responses import Response
 from app.api.chat_completion import completion_body
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders import native
+from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.chat import ChatRequest, ChatResponse
 from app.api.streaming import Encoded
 from app.api.turn import StatelessTurn, run_turn, wants_stream
-from app.domain.events import SequencedEvent
+from app.domain.events import ErrorEvent, SequencedEvent
 from app.domain.messages import Message
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
@@ -31,7 +32,7 @@ _SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "A Chat Completions object with typed parts, or native SSE when "
         "`stream: true` / `Accept: text/event-stream`.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": event_stream("RunEvent"),
     }
 }
 
@@ -49,10 +50,12 @@ class NativeChatWire:
 
     def farewell(self) -> bytes:
         return native.error_frame(
-            run_id=self._handle.run_id,
-            code="shutting_down",
-            message="The service is restarting; send the request again.",
-            retryable=True,
+            ErrorEvent(
+                run_id=self._handle.run_id,
+                code="shutting_down",
+                message="The service is restarting; send the request again.",
+                retryable=True,
+            )
         )
 
     async def answer(self, handle: RunHandle) -> dict[str, Any]:

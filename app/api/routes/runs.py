@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 
 from app.api.deps import AuthDep, CallerDep, RunsDep, StreamDep
 from app.api.encoders import native
+from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.runs import (
     EditMessage,
@@ -25,6 +26,7 @@ from app.api.streaming import StreamConfig, sse_response
 from app.api.turn import wants_stream
 from app.auth.authenticator import Authenticator
 from app.domain.errors import InvalidRequest
+from app.domain.events import ErrorEvent
 from app.domain.identity import Caller
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
@@ -45,7 +47,7 @@ _STARTED: dict[int | str, dict[str, Any]] = {
     202: {"model": RunStarted, "description": "The run started; follow `events_url`."},
     200: {
         "description": "Native SSE of the run (with `Accept: text/event-stream`).",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": event_stream("RunEvent"),
     },
     409: {"description": "A run is already active (`active_run_id` in the error)."},
 }
@@ -61,11 +63,13 @@ def _resume_elsewhere(run_id: str, url: str) -> Callable[[], bytes]:
 
     def farewell() -> bytes:
         return native.error_frame(
-            run_id=run_id,
-            code="shutting_down",
-            message="This instance is restarting; resume from resume_url.",
-            retryable=True,
-            resume_url=url,
+            ErrorEvent(
+                run_id=run_id,
+                code="shutting_down",
+                message="This instance is restarting; resume from resume_url.",
+                retryable=True,
+                resume_url=url,
+            )
         )
 
     return farewell
@@ -138,7 +142,7 @@ async def send_message(
         200: {
             "description": "Native SSE: replays the events after `Last-Event-ID` (or "
             "`after`), then follows the run live; closes after `run_end`.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": event_stream("RunEvent"),
         },
         204: {
             "description": "The run has ended and the reader has every event: an "
@@ -205,7 +209,7 @@ async def cancel_run(
     responses={
         200: {
             "description": "Stored; `run_id` is set when the conversation continued.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": event_stream("RunEvent"),
         },
         404: {"description": "Unknown or foreign conversation or tool call."},
         409: {"description": "Already answered, or a run is active."},

@@ -1,0 +1,144 @@
+"""The native SSE events a real run sends are the events openapi/openapi.json documents.
+
+Runs through the API (scripted model, example graph tools) produce every native event
+kind: thinking and text, server tools that succeed and fail, an approval, a client tool,
+a failed model call; the frame a restarting instance sends last is encoded too. Each
+frame's `data:` must validate against the `text/event-stream` schema the route documents
+in the committed document, and its `event:` must be the `type` the union discriminates on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from openapi_schema_validator import OAS31Validator
+
+from app.api.encoders import native
+from app.domain.events import ErrorEvent
+from app.openapi_dump import TARGET
+from app.providers.scripted import ScriptedError, ScriptedToolCall, ScriptedTurn
+from app.settings import Settings
+from tests.api.runs.helpers import WEATHER, create, finished, play, send
+from tests.api.sse_frames import Frame, parse
+from tests.fakes.db import ApiClient, MakeApi
+
+SPEC: dict[str, Any] = json.loads(TARGET.read_text())
+EVENTS_PATH = "/api/conversations/{conversation_id}/runs/{run_id}/events"
+EVERY_KIND = {
+    "run_start",
+    "thinking_delta",
+    "text_delta",
+    "tool_start",
+    "tool_args_delta",
+    "tool_end",
+    "tool_error",
+    "confirm_required",
+    "message_end",
+    "error",
+    "run_end",
+}
+
+
+def _documented(path: str, method: str) -> dict[str, Any]:
+    schema: dict[str, Any] = SPEC["paths"][path][method]["responses"]["200"]["content"][
+        "text/event-stream"
+    ]["schema"]
+    return schema
+
+
+def _validator(schema: dict[str, Any]) -> OAS31Validator:
+    # The document itself is the root, so `#/components/schemas/...` resolves in it.
+    return OAS31Validator({**schema, "components": SPEC["components"]})
+
+
+def _check(frames: list[Frame], validator: OAS31Validator) -> None:
+    mapping = SPEC["components"]["schemas"]["RunEvent"]["discriminator"]["mapping"]
+    for frame in frames:
+        errors = [e.message for e in validator.iter_errors(frame.data)]
+        assert not errors, (frame.event, frame.data, errors)
+        assert frame.event == frame.data["type"] and frame.event in mapping, frame
+
+
+@pytest.fixture
+async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
+    settings = app_settings.model_copy(update={"example_tools_enabled": True})
+    async with make_api(settings) as api:
+        yield api
+
+
+async def _run_every_kind(client: ApiClient) -> list[Frame]:
+    cid = await create(client)
+    play(
+        client,
+        ScriptedTurn(
+            thinking="The user wants a node, then one gone.",
+            text="On it.",
+            tool_calls=[
+                ScriptedToolCall(name="add_node", args={"label": "Person", "name": "Ada"}),
+                ScriptedToolCall(name="add_node", args='{"label": '),
+                ScriptedToolCall(name="delete_node", args={"id": "Ada"}),
+            ],
+        ),
+    )
+    frames = await finished(client, await send(client, cid, "Add Ada, then delete her"))
+    play(client, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", args={})]))
+    second = await create(client)
+    frames += await finished(client, await send(client, second, "Weather?", tools=[WEATHER]))
+    play(client, ScriptedTurn(error=ScriptedError(status=503, message="upstream down")))
+    third = await create(client)
+    frames += await finished(client, await send(client, third, "Hello"))
+    return frames
+
+
+async def test_every_native_event_of_a_real_run_matches_the_documented_schema(
+    client: ApiClient,
+) -> None:
+    frames = await _run_every_kind(client)
+
+    _check(frames, _validator(_documented(EVENTS_PATH, "get")))
+    assert {f.event for f in frames} == EVERY_KIND
+    assert {f.data["kind"] for f in frames if f.event == "confirm_required"} == {
+        "approval",
+        "client_tool",
+    }
+
+
+def test_the_farewell_of_a_restarting_instance_matches_the_schema() -> None:
+    event = ErrorEvent(
+        run_id="run_1", code="shutting_down", message="Resume.", retryable=True, resume_url="/x"
+    )
+    plain = ErrorEvent(run_id="run_1", code="failed", message="No.")
+
+    frames = parse(b"".join(map(native.error_frame, [event, plain])).decode())
+
+    _check(frames, _validator(_documented(EVENTS_PATH, "get")))
+    assert frames[0].data["resume_url"] == "/x"
+    assert "resume_url" not in frames[1].data  # optional fields are left out, not null
+
+
+@pytest.mark.parametrize(
+    ("path", "method"),
+    [
+        ("/api/chat", "post"),
+        ("/api/conversations/{conversation_id}/messages", "post"),
+        ("/api/conversations/{conversation_id}/messages/{message_id}", "put"),
+        ("/api/conversations/{conversation_id}/regenerate", "post"),
+        (EVENTS_PATH, "get"),
+        ("/api/conversations/{conversation_id}/tool-results", "post"),
+    ],
+)
+def test_every_native_stream_documents_the_event_union(path: str, method: str) -> None:
+    assert _documented(path, method) == {"$ref": "#/components/schemas/RunEvent"}
+
+
+def test_the_union_has_one_schema_per_event_discriminated_on_type() -> None:
+    union = SPEC["components"]["schemas"]["RunEvent"]
+    assert union["discriminator"]["propertyName"] == "type"
+    assert set(union["discriminator"]["mapping"]) == EVERY_KIND
+    for name, ref in union["discriminator"]["mapping"].items():
+        event = SPEC["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+        assert event["properties"]["type"]["const"] == name
+        assert {"type", "run_id"} <= set(event["required"]), name

@@ -45,7 +45,7 @@ def completion_body(handle: RunHandle, message: Message, client_tools: set[str])
         finish = "content_filter"
         openai_message["refusal"] = str(metadata.get("refusal") or openai_message["content"] or "")
     ran = [
-        server_tool_call(p)
+        server_tool_call(p).model_dump(exclude_none=True)
         for p in message.parts()
         if isinstance(p, ToolPart)
         and p.data.toolName not in client_tools

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from app.api.schemas.openai_chunks import CHUNK_EVENTS_ADAPTER
 from app.domain.events import RUN_EVENT_ADAPTER
 
 
@@ -34,6 +35,12 @@ EVENT_STREAMS: dict[str, EventUnion] = {
         "One event of the native SSE stream. On the wire each frame is `id:` (the event's "
         "sequence number in its run, from 1; send it back as Last-Event-ID), `event:` (the "
         "event's `type`) and `data:` (this object as JSON). Discriminated on `type`.",
+    ),
+    "ChatCompletionStreamEvent": EventUnion(
+        CHUNK_EVENTS_ADAPTER,
+        "One frame of a streamed Chat Completion (`data:` only, as OpenAI sends it): a "
+        "`chat.completion.chunk`, or an `error` when the run fails. The stream ends with "
+        "the literal `data: [DONE]`.",
     ),
 }
 

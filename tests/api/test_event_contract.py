@@ -134,6 +134,52 @@ def test_every_native_stream_documents_the_event_union(path: str, method: str) -
     assert _documented(path, method) == {"$ref": "#/components/schemas/RunEvent"}
 
 
+def _data_lines(body: str) -> list[str]:
+    return [line.removeprefix("data: ") for line in body.splitlines() if line.startswith("data:")]
+
+
+async def test_streamed_chat_completion_chunks_match_the_documented_schema(
+    client: ApiClient,
+) -> None:
+    validator = _validator(_documented("/v1/chat/completions", "post"))
+    play(
+        client,
+        ScriptedTurn(
+            thinking="Hmm.",
+            text="Adding.",
+            tool_calls=[ScriptedToolCall(name="add_node", args={"label": "P", "name": "Ada"})],
+        ),
+        ScriptedTurn(text="Now the weather.", tool_calls=[ScriptedToolCall(name="get_weather")]),
+        ScriptedTurn(error=ScriptedError(status=503, message="upstream down")),
+    )
+    chat = {"model": "scripted", "stream": True, "stream_options": {"include_usage": True}}
+    bodies = [
+        await client.post(
+            "/v1/chat/completions",
+            json={**chat, "messages": [{"role": "user", "content": "Add Ada"}], "tools": [WEATHER]},
+        ),
+        await client.post(
+            "/v1/chat/completions", json={**chat, "messages": [{"role": "user", "content": "x"}]}
+        ),
+    ]
+
+    datas = [d for body in bodies for d in _data_lines(body.text)]
+    assert datas.count("[DONE]") == 2
+    frames = [json.loads(d) for d in datas if d != "[DONE]"]
+    for frame in frames:
+        errors = [e.message for e in validator.iter_errors(frame)]
+        assert not errors, (frame, errors)
+    deltas = [f["choices"][0]["delta"] for f in frames if f.get("choices")]
+    assert {key for delta in deltas for key in delta} == {
+        "role",
+        "content",
+        "reasoning_content",
+        "tool_calls",
+        "server_tool_calls",
+    }
+    assert any("usage" in f for f in frames) and any("error" in f for f in frames)
+
+
 def test_the_union_has_one_schema_per_event_discriminated_on_type() -> None:
     union = SPEC["components"]["schemas"]["RunEvent"]
     assert union["discriminator"]["propertyName"] == "type"

@@ -8,10 +8,22 @@ line, exactly as the non-streaming answer joins it, so both paths read the same.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
+from pydantic import BaseModel
+
+from app.api.schemas.chat import ChatUsage
+from app.api.schemas.openai_chunks import (
+    ChatCompletionChunk,
+    ChunkChoice,
+    ChunkDelta,
+    ChunkError,
+    ChunkErrorBody,
+    ChunkFunction,
+    ChunkToolCall,
+    ServerToolCall,
+)
 from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
@@ -29,7 +41,8 @@ from app.domain.events import (
 from app.domain.parts import ToolPart
 
 DONE = b"data: [DONE]\n\n"
-_FINISH = {
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
+_FINISH: dict[str, FinishReason] = {
     "completed": "stop",
     "requires_action": "tool_calls",
     "max_iterations": "length",
@@ -39,8 +52,8 @@ _FINISH = {
 }
 
 
-def _dumps(value: dict[str, Any]) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+def _frame(value: BaseModel) -> bytes:
+    return b"data: " + value.__pydantic_serializer__.to_json(value) + b"\n\n"
 
 
 @dataclass
@@ -55,15 +68,20 @@ class ChatChunkEncoder:
     _separator_due: bool = False
     _refusal: str | None = None  # the model declined (MessageEnd said so)
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
-        body = {
-            "id": self.completion_id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-        }
-        return b"data: " + _dumps(body) + b"\n\n"
+    def _chunk(self, delta: ChunkDelta, finish: FinishReason | None = None) -> bytes:
+        choice = ChunkChoice(delta=delta, finish_reason=finish)
+        return _frame(self._body([choice]))
+
+    def _body(
+        self, choices: list[ChunkChoice], usage: ChatUsage | None = None
+    ) -> ChatCompletionChunk:
+        return ChatCompletionChunk(
+            id=self.completion_id,
+            created=self.created,
+            model=self.model,
+            choices=choices,
+            usage=usage,
+        )
 
     def encode(self, batch: list[SequencedEvent]) -> bytes:
         return b"".join(self._one(item) for item in batch)
@@ -71,20 +89,19 @@ class ChatChunkEncoder:
     def _one(self, item: SequencedEvent) -> bytes:
         event = item.event
         if isinstance(event, RunStart):
-            return self._chunk({"role": "assistant", "content": ""})
+            return self._chunk(ChunkDelta(role="assistant", content=""))
         if isinstance(event, TextDeltaEvent):
             return self._text(event.delta)
         if isinstance(event, ThinkingDeltaEvent):
-            return self._chunk({"reasoning_content": event.delta})
+            return self._chunk(ChunkDelta(reasoning_content=event.delta))
         if isinstance(event, ToolStart):
             return self._tool_start(event.part)
         if isinstance(event, ToolArgsDelta):
             index = self._tool_index.get(event.tool_call_id)
             if index is None:
                 return b""
-            return self._chunk(
-                {"tool_calls": [{"index": index, "function": {"arguments": event.delta}}]}
-            )
+            piece = ChunkToolCall(index=index, function=ChunkFunction(arguments=event.delta))
+            return self._chunk(ChunkDelta(tool_calls=[piece]))
         if isinstance(event, MessageEnd):
             return self._message_end(event.message.metadata or {})
         if isinstance(event, ToolEnd | ToolError):
@@ -93,8 +110,8 @@ class ChatChunkEncoder:
             self._separator_due = True
             return b""
         if isinstance(event, ErrorEvent):
-            error = {"message": event.message, "type": "server_error", "code": event.code}
-            return b"data: " + _dumps({"error": error}) + b"\n\n"
+            error = ChunkErrorBody(message=event.message, type="server_error", code=event.code)
+            return _frame(ChunkError(error=error))
         if isinstance(event, RunEnd):
             return self._end(event)
         assert_never(event)
@@ -104,7 +121,7 @@ class ChatChunkEncoder:
             text = "\n\n" + text
         self._separator_due = False
         self._wrote_text = True
-        return self._chunk({"content": text})
+        return self._chunk(ChunkDelta(content=text))
 
     def _tool_start(self, part: ToolPart) -> bytes:
         name = part.data.toolName
@@ -112,20 +129,16 @@ class ChatChunkEncoder:
             self._separator_due = True
             return b""
         index = self._tool_index.setdefault(part.id, len(self._tool_index))
-        call = {
-            "index": index,
-            "id": part.id,
-            "type": "function",
-            "function": {"name": name, "arguments": ""},
-        }
-        return self._chunk({"tool_calls": [call]})
+        function = ChunkFunction(name=name, arguments="")
+        call = ChunkToolCall(index=index, id=part.id, type="function", function=function)
+        return self._chunk(ChunkDelta(tool_calls=[call]))
 
     def _message_end(self, metadata: dict[str, Any]) -> bytes:
         self._separator_due = True
         if metadata.get("finish_reason") == "content_filter":
             self._refusal = str(metadata.get("refusal") or "")
             if not self._wrote_text and self._refusal:
-                return self._chunk({"refusal": self._refusal})
+                return self._chunk(ChunkDelta(refusal=self._refusal))
         return b""
 
     def _tool_done(self, part: ToolPart) -> bytes:
@@ -135,7 +148,7 @@ class ChatChunkEncoder:
         # A server tool ran inside the loop: not a call for the client to make, but what
         # happened is the client's to know (a failure must not hide behind the model's
         # answer). `server_tool_calls` is ours; OpenAI clients ignore it.
-        return self._chunk({"server_tool_calls": [server_tool_call(part)]})
+        return self._chunk(ChunkDelta(server_tool_calls=[server_tool_call(part)]))
 
     def _end(self, event: RunEnd) -> bytes:
         finish = _FINISH[event.status]
@@ -143,30 +156,22 @@ class ChatChunkEncoder:
             finish = "stop"
         if self._refusal is not None and event.status == "completed":
             finish = "content_filter"
-        out = self._chunk({}, finish)
+        out = self._chunk(ChunkDelta(), finish)
         if self.include_usage:
-            usage = {
-                "prompt_tokens": event.usage.input_tokens,
-                "completion_tokens": event.usage.output_tokens,
-                "total_tokens": event.usage.input_tokens + event.usage.output_tokens,
-            }
-            body = {
-                "id": self.completion_id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": usage,
-            }
-            out += b"data: " + _dumps(body) + b"\n\n"
+            usage = ChatUsage(
+                prompt_tokens=event.usage.input_tokens,
+                completion_tokens=event.usage.output_tokens,
+                total_tokens=event.usage.input_tokens + event.usage.output_tokens,
+            )
+            out += _frame(self._body([], usage))
         return out + DONE
 
 
-def server_tool_call(part: ToolPart) -> dict[str, Any]:
+def server_tool_call(part: ToolPart) -> ServerToolCall:
     """A server tool call as `server_tool_calls` shows it: what ran and how it ended."""
     data = part.data
-    call: dict[str, Any] = {"id": part.id, "name": data.toolName, "status": data.status}
+    call = ServerToolCall(id=part.id, name=data.toolName, status=data.status)
     if data.status == "error":
         result = data.result if isinstance(data.result, dict) else {}
-        call["error"] = str(data.bodyContent or result.get("error") or "The tool failed.")
+        call.error = str(data.bodyContent or result.get("error") or "The tool failed.")
     return call

@@ -17,6 +17,7 @@ from fastapi.responses import Response
 from app.api.chat_completion import completion_body, completion_id
 from app.api.deps import CallerDep, CatalogDep, RunsDep, StreamDep
 from app.api.encoders.chat_chunks import ChatChunkEncoder
+from app.api.event_streams import event_stream
 from app.api.openai_params import chat_options
 from app.api.routing import api_router
 from app.api.schemas.chat import ChatCompletion
@@ -71,7 +72,7 @@ class ChatCompletionsWire:
         200: {
             "model": ChatCompletion,
             "description": "A chat.completion object, or chat.completion.chunk SSE frames.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": event_stream("ChatCompletionStreamEvent"),
         }
     },
 )

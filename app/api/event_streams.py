@@ -1,14 +1,17 @@
 """The events of each SSE answer, as the OpenAPI document names them.
 
-An SSE answer is a sequence of frames whose `data:` is JSON. OpenAPI 3.1 has no place for
-"a stream of X", so the `text/event-stream` schema of a route describes one frame's data:
-a union of the event models, discriminated on `type`, exported as a component so that
-generated clients get a type per event. The unions are the very types the encoders
-serialise (`RunEvent` is what the native encoder writes, byte for byte), so the document
-cannot drift from the wire.
+An SSE answer is a sequence of frames (`event:`, `id:`, `data:`). As OpenAPI reads an event
+stream's schema (3.2 spells it out; FastAPI and Schemathesis read 3.1 the same way), the
+`text/event-stream` schema of a route describes one frame: the component `<name>Frame`,
+whose `data` is a JSON string (`contentMediaType`) holding one event of the union `<name>`
+(`contentSchema`). The union is a component of its own, so that generated clients get a
+type per event; the native one is discriminated on `type`, which is also the frame's
+`event:` name. The unions are the very types the encoders serialise (`RunEvent` is what
+the native encoder writes, byte for byte), so the document cannot drift from the wire, and
+Schemathesis checks every frame it receives against it.
 
-A route documents its stream with `event_stream(name)`; `app.api.openapi` adds the
-component `name` and every model it references.
+A route documents its stream with `event_stream(name)`; `app.api.openapi` adds both
+components and every model they reference.
 """
 
 from __future__ import annotations
@@ -22,11 +25,17 @@ from app.domain.events import RUN_EVENT_ADAPTER
 
 
 class EventUnion:
-    """A union of event models and what the OpenAPI component says about it."""
+    """A union of event models and what the OpenAPI component says about it.
 
-    def __init__(self, adapter: TypeAdapter[Any], description: str) -> None:
+    `end_marker`: a `data:` that is not JSON and ends the stream (OpenAI's `[DONE]`).
+    """
+
+    def __init__(
+        self, adapter: TypeAdapter[Any], description: str, *, end_marker: str | None = None
+    ) -> None:
         self.adapter = adapter
         self.description = description
+        self.end_marker = end_marker
 
 
 EVENT_STREAMS: dict[str, EventUnion] = {
@@ -41,6 +50,7 @@ EVENT_STREAMS: dict[str, EventUnion] = {
         "One frame of a streamed Chat Completion (`data:` only, as OpenAI sends it): a "
         "`chat.completion.chunk`, or an `error` when the run fails. The stream ends with "
         "the literal `data: [DONE]`.",
+        end_marker="[DONE]",
     ),
 }
 
@@ -49,4 +59,4 @@ def event_stream(name: str) -> dict[str, Any]:
     """A response's `content` for an SSE answer whose frames carry `name`'s events."""
     if name not in EVENT_STREAMS:
         raise KeyError(f"no event union named {name!r}")
-    return {"text/event-stream": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+    return {"text/event-stream": {"schema": {"$ref": f"#/components/schemas/{name}Frame"}}}

@@ -31,7 +31,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import get_caller
-from app.api.event_streams import EVENT_STREAMS
+from app.api.event_streams import EVENT_STREAMS, EventUnion
 
 _REF = "#/components/schemas/"
 _METHODS = frozenset({"get", "put", "post", "delete", "patch", "options", "head", "trace"})
@@ -183,14 +183,40 @@ def _document_operation(
 
 
 def _add_event_unions(schemas: dict[str, Any]) -> None:
-    """Each event union as a component, beside the models it references. A model that is
-    already a component (a part, a message) keeps FastAPI's rendering of it: both come
-    from the same pydantic model and differ only in how defaults are spelled."""
+    """Each event union and its frame as components, beside the models they reference. A
+    model that is already a component (a part, a message) keeps FastAPI's rendering of
+    it: both come from the same pydantic model and differ only in how defaults are spelled."""
     for name, union in EVENT_STREAMS.items():
         generated = union.adapter.json_schema(mode="serialization", ref_template=_REF + "{model}")
         for model, schema in generated.pop("$defs", {}).items():
             schemas.setdefault(model, schema)
         schemas[name] = {"description": union.description, **generated}
+        schemas[name + "Frame"] = _frame(name, union, generated)
+
+
+def _frame(name: str, union: EventUnion, generated: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "type": "string",
+        "contentMediaType": "application/json",
+        "contentSchema": {"$ref": _REF + name},
+    }
+    if union.end_marker is not None:
+        data = {"anyOf": [data, {"const": union.end_marker}]}
+    names = sorted(generated.get("discriminator", {}).get("mapping", {}))
+    event: dict[str, Any] = {"type": "string"}
+    if names:
+        event["enum"] = names
+    return {
+        "description": f"One SSE frame of the stream; its `data:` is a `{name}` as JSON.",
+        "type": "object",
+        "properties": {
+            "event": {**event, "description": "The `event:` name (the event's `type`)."},
+            "data": {**data, "description": f"A `{name}` as JSON."},
+            "id": {"type": "string", "description": "Sequence number; send as Last-Event-ID."},
+            "retry": {"type": "integer", "description": "Reconnection delay, milliseconds."},
+        },
+        "required": ["data"],
+    }
 
 
 def _document_sse(response: dict[str, Any]) -> None:
@@ -201,7 +227,7 @@ def _document_sse(response: dict[str, Any]) -> None:
     content = response.get("content", {})
     if "text/event-stream" in content:
         ref = content["text/event-stream"].get("schema", {}).get("$ref", "")
-        if ref.removeprefix(_REF) not in EVENT_STREAMS:
+        if ref.removeprefix(_REF).removesuffix("Frame") not in EVENT_STREAMS:
             content["text/event-stream"] = {"schema": {"$ref": _REF + "ServerSentEvent"}}
         if content.get("application/json") == {"schema": {}}:
             del content["application/json"]

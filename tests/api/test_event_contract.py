@@ -43,10 +43,17 @@ EVERY_KIND = {
 
 
 def _documented(path: str, method: str) -> dict[str, Any]:
-    schema: dict[str, Any] = SPEC["paths"][path][method]["responses"]["200"]["content"][
-        "text/event-stream"
-    ]["schema"]
-    return schema
+    """The schema of a frame's data, as the route's `text/event-stream` answer says."""
+    content = SPEC["paths"][path][method]["responses"]["200"]["content"]
+    frame_ref: str = content["text/event-stream"]["schema"]["$ref"]
+    frame = SPEC["components"]["schemas"][frame_ref.rsplit("/", 1)[-1]]
+    data = frame["properties"]["data"]
+    for branch in [data, *data.get("anyOf", [])]:
+        if "contentSchema" in branch:
+            assert branch["contentMediaType"] == "application/json"
+            schema: dict[str, Any] = branch["contentSchema"]
+            return schema
+    raise AssertionError(f"{path}: the frame's data has no contentSchema")
 
 
 def _validator(schema: dict[str, Any]) -> OAS31Validator:
@@ -131,6 +138,8 @@ def test_the_farewell_of_a_restarting_instance_matches_the_schema() -> None:
     ],
 )
 def test_every_native_stream_documents_the_event_union(path: str, method: str) -> None:
+    content = SPEC["paths"][path][method]["responses"]["200"]["content"]
+    assert content["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/RunEventFrame"}
     assert _documented(path, method) == {"$ref": "#/components/schemas/RunEvent"}
 
 
@@ -188,3 +197,5 @@ def test_the_union_has_one_schema_per_event_discriminated_on_type() -> None:
         event = SPEC["components"]["schemas"][ref.rsplit("/", 1)[-1]]
         assert event["properties"]["type"]["const"] == name
         assert {"type", "run_id"} <= set(event["required"]), name
+    frame = SPEC["components"]["schemas"]["RunEventFrame"]
+    assert frame["properties"]["event"]["enum"] == sorted(EVERY_KIND)

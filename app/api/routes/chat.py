@@ -17,6 +17,7 @@ from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.chat import ChatRequest, ChatResponse
+from app.api.schemas.chat_messages import chat_messages
 from app.api.streaming import Encoded
 from app.api.turn import StatelessTurn, run_turn, wants_stream
 from app.domain.events import ErrorEvent, SequencedEvent
@@ -81,7 +82,7 @@ class NativeChatWire:
 async def chat(
     body: ChatRequest, request: Request, runs: RunsDep, stream: StreamDep, caller: CallerDep
 ) -> Response:
-    history = messages_from_wire(body.messages)
+    history = messages_from_wire(chat_messages(body.messages))
     client_tools = tools_from_openai([t.model_dump(exclude_none=True) for t in body.tools or []])
     turn = StatelessTurn(
         history=history,

@@ -21,6 +21,7 @@ from app.api.event_streams import event_stream
 from app.api.openai_params import chat_options
 from app.api.routing import api_router
 from app.api.schemas.chat import ChatCompletion
+from app.api.schemas.chat_messages import chat_messages
 from app.api.schemas.openai_chat import (
     ChatCompletionRequest,
     OpenAIModel,
@@ -83,7 +84,7 @@ async def chat_completions(
     stream: StreamDep,
     caller: CallerDep,
 ) -> Response:
-    history = messages_from_openai(body.messages)
+    history = messages_from_openai(chat_messages(body.messages))
     if not history:
         raise InvalidRequest("messages must not be empty.", param="messages")
     client_tools = tools_from_openai(body.tools or [])

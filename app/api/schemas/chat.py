@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.chat_messages import ChatMessageIn
 from app.domain.events import RunStatus, UsageInfo
 from app.domain.messages import Message
 
@@ -48,7 +49,7 @@ class ChatRequest(BaseModel):
         },
     )
 
-    messages: list[dict[str, Any]] = Field(
+    messages: list[ChatMessageIn] = Field(
         min_length=1,
         description=(
             "The conversation so far: OpenAI Chat Completions messages or AIKit messages "

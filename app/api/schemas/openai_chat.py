@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.chat_messages import ChatMessageIn
+
 
 class StreamOptions(BaseModel):
     """OpenAI's streaming options."""
@@ -36,7 +38,9 @@ class ChatCompletionRequest(BaseModel):
     )
 
     model: str = Field(description="Model id from GET /api/models.")
-    messages: list[dict[str, Any]] = Field(min_length=1, description="Chat messages.")
+    messages: list[ChatMessageIn] = Field(
+        min_length=1, description="Chat messages, a union discriminated on `role`."
+    )
     stream: bool = Field(default=False, description="Stream chunks as SSE.")
     stream_options: StreamOptions | None = Field(default=None, description="Streaming options.")
     tools: list[dict[str, Any]] | None = Field(default=None, description="Function tools.")

@@ -75,7 +75,7 @@ class AnthropicProvider:
             base_url=base_url,
             timeout=limits,
             max_retries=max_retries,
-            http_client=http_client or httpx2.AsyncClient(timeout=limits),
+            http_client=http_client or anthropic.DefaultAsyncHttpxClient(timeout=limits),
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

@@ -77,7 +77,7 @@ async def run_turn(
     wire = wire_for(handle)
     if turn.stream:
         return sse_response(
-            handle.events(0),
+            handle.stream(),  # the only reader: sent events are let go
             wire.encode,
             stream,
             on_disconnect=handle.cancel if turn.cancel_on_hangup else None,

@@ -71,6 +71,12 @@ class RunHandle:
             after=after,
         )
 
+    def stream(self) -> AsyncIterator[list[SequencedEvent]]:
+        """All of the run's events, for its only reader (a stateless stream started by
+        this handle): each batch is let go once the next is asked for, so an open stream
+        holds only what is not sent yet. Nobody can read these events again afterwards."""
+        return self._run.log.follow(0, release=True)
+
     async def wait(self) -> None:
         """Until the run has ended; cancelling the waiter leaves the run going."""
         if self._run.task is not None:

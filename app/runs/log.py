@@ -2,7 +2,9 @@
 
 The writer (the run's task) appends; any number of readers follow from any position.
 A reader that falls behind receives everything that piled up as one batch, so a slow
-or resuming client costs one wake-up, not one per event.
+or resuming client costs one wake-up, not one per event. A run with one reader only (a
+stateless stream) lets that reader release what it took, so memory per open stream does
+not grow with the answer.
 """
 
 from __future__ import annotations
@@ -45,15 +47,32 @@ class RunLog:
         """Whether this log can serve a reader that has seen up to `after`."""
         return after >= self._base
 
-    async def follow(self, after: int = 0) -> AsyncIterator[list[SequencedEvent]]:
-        """Batches of events with seq > after, live, until the log closes."""
-        position = max(after - self._base, 0)
+    async def follow(
+        self, after: int = 0, *, release: bool = False
+    ) -> AsyncIterator[list[SequencedEvent]]:
+        """Batches of events with seq > after, live, until the log closes.
+
+        `release=True` is for the run's only reader (a stateless stream): each batch is
+        dropped from the log once the reader comes back for the next, so a long answer
+        holds only what has not been sent yet, whatever its length.
+        """
+        seen = max(after, self._base)
         while True:
-            if position < len(self.events):
-                batch = self.events[position:]
-                position = len(self.events)
+            if seen < self.last_seq:
+                batch = self.events[seen - self._base :]
+                seen = self.last_seq
                 yield batch
+                if release:
+                    self._release(seen)
                 continue
             if self.closed:
                 return
             await self._changed.wait()
+
+    def _release(self, upto: int) -> None:
+        """Drop the events with seq <= upto; readers behind that can no longer be served
+        from here (`holds` says so)."""
+        drop = min(upto - self._base, len(self.events))
+        if drop > 0:
+            del self.events[:drop]
+            self._base += drop

@@ -85,3 +85,40 @@ async def test_a_log_that_starts_later_continues_the_numbering() -> None:
     assert log.holds(7)
     assert not log.holds(3)
     assert [e.seq for e in await collect(log, after=7)] == [8]
+
+
+async def test_the_only_reader_releases_what_it_took_and_still_gets_everything() -> None:
+    log = RunLog("run_1")
+    held: list[int] = []
+    seen: list[int] = []
+
+    async def read() -> None:
+        async for batch in log.follow(0, release=True):
+            seen.extend(e.seq for e in batch)
+            held.append(len(log.events))
+
+    reader = asyncio.create_task(read())
+    for i in range(200):
+        log.append(delta(str(i)))
+        await asyncio.sleep(0)  # the reader takes each event as it comes
+    log.close()
+    await reader
+
+    assert seen == list(range(1, 201))
+    assert max(held) <= 2  # never more than the batch in hand (and one just appended)
+    assert log.events == [] and log.last_seq == 200
+    assert not log.holds(0)  # released events cannot be read again from memory
+
+
+async def test_a_reader_ahead_of_the_released_part_is_unaffected() -> None:
+    log = RunLog("run_1")
+    for i in range(10):
+        log.append(delta(str(i)))
+    taker = log.follow(0, release=True)
+    assert [e.seq for e in await anext(taker)] == list(range(1, 11))
+    for i in range(10, 15):
+        log.append(delta(str(i)))
+    assert [e.seq for e in await anext(taker)] == [11, 12, 13, 14, 15]  # releases 1..10
+    log.close()
+
+    assert [e.seq for e in await collect(log, after=12)] == [13, 14, 15]

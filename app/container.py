@@ -146,6 +146,15 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
     return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_lease_seconds)
 
 
+def build_bus(settings: Settings) -> Bus:
+    """Redis pub/sub between instances when `REDIS_URL` is set, else this process alone."""
+    if settings.redis_url:
+        from app.runs.redis_bus import RedisBus
+
+        return RedisBus.from_url(settings.redis_url, timeout=settings.redis_timeout_seconds)
+    return LocalBus()
+
+
 def tool_modules(settings: Settings) -> list[str]:
     """The tool modules this deployment loads, in order: the example graph first where it
     is on (`EXAMPLE_TOOLS_ENABLED`, by default in development only), then `TOOL_MODULES`."""
@@ -259,6 +268,7 @@ async def build_services(
     limits = build_limiter(settings, metrics)
     files = build_files(settings, db)
     attachments = Attachments(files)
+    bus = build_bus(settings)
     manager = RunManager(
         journal=RunJournal(db, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
@@ -268,6 +278,7 @@ async def build_services(
         hooks=AllHooks([ObservabilityHooks(metrics), LimitHooks(limits)]),
         lease_seconds=settings.run_lease_seconds,
         attachments=attachments,
+        bus=bus,
     )
     approvals = ApprovalService(tool_runtime)
     runs = Runs(
@@ -294,6 +305,6 @@ async def build_services(
         authenticator=build_authenticator(settings, db),
         limits=limits,
         metrics=metrics,
-        bus=LocalBus(),
+        bus=bus,
         files=files,
     )

@@ -41,15 +41,21 @@ BUFFERED = 256
 
 class Subscription:
     def __init__(self, buffered: int = BUFFERED) -> None:
-        self._queue: deque[bytes] = deque(maxlen=buffered)
+        self._queue: deque[Message] = deque(maxlen=buffered)
         self._gap = False
         self._ready = asyncio.Event()
 
-    def put(self, message: bytes) -> None:
+    def put(self, message: Message) -> None:
         if len(self._queue) == self._queue.maxlen:
             self._gap = True
         self._queue.append(message)
         self._ready.set()
+
+    def interrupt(self) -> None:
+        """Messages may have been lost here (the connection carrying them broke): the
+        reader hears `GAP` at this point, after what came before and before what follows."""
+        if not self._queue or self._queue[-1] is not GAP:
+            self.put(GAP)
 
     async def get(self) -> Message:
         while True:
@@ -71,6 +77,10 @@ class Subscription:
 
 
 class Bus(Protocol):
+    # Whether other processes hear what is published here (a reader of another
+    # instance's run can follow it through the bus instead of polling the database).
+    shared: bool
+
     async def publish(self, topic: str, message: bytes) -> None:
         """Tell the topic's current subscribers (on every instance)."""
         ...
@@ -84,6 +94,8 @@ class Bus(Protocol):
 
 class LocalBus:
     """The bus of one process."""
+
+    shared = False
 
     def __init__(self) -> None:
         self._topics: dict[str, set[Subscription]] = {}

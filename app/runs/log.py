@@ -47,6 +47,10 @@ class RunLog:
         """Whether this log can serve a reader that has seen up to `after`."""
         return after >= self._base
 
+    def since(self, after: int) -> list[SequencedEvent]:
+        """The events held here with seq > after."""
+        return self.events[max(after - self._base, 0) :]
+
     async def follow(
         self, after: int = 0, *, release: bool = False
     ) -> AsyncIterator[list[SequencedEvent]]:

@@ -26,12 +26,15 @@ from app.domain.events import MessageEnd, RunEnd, RunStatus, SequencedEvent, Usa
 from app.domain.messages import Message, new_message_id
 from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest, new_run_id
+from app.runs.bus import Bus
 from app.runs.driver import Ending, RunLimits, play
 from app.runs.hooks import NoHooks, RunHooks
 from app.runs.journal import Prepare, RunJournal
 from app.runs.leases import LeaseKeeper
 from app.runs.log import RunLog
 from app.runs.reader import RunReader
+from app.runs.relay import Relay
+from app.runs.remote import RemoteFollower
 from app.runs.writer import EventWriter
 
 log = logging.getLogger("chat_bff.runs")
@@ -63,6 +66,7 @@ class RunManager:
         hooks: RunHooks | None = None,
         lease_seconds: float = 15.0,
         attachments: Attachments | None = None,
+        bus: Bus | None = None,
     ) -> None:
         self._attachments = attachments
         self._journal = journal
@@ -73,7 +77,16 @@ class RunManager:
         self._finished: OrderedDict[str, ActiveRun] = OrderedDict()
         self._unsettled: dict[str, Unsettled] = {}
         self._stopping = False
-        self._reader = RunReader(journal, self.local, lambda: self._stopping)
+        # With a shared bus (Redis), runs are published and followed across instances and
+        # control requests (cancel, catch-up, forget) reach the instance concerned.
+        self._relay: Relay | None = None
+        self._remote: RemoteFollower | None = None
+        if bus is not None and bus.shared:
+            self._relay = Relay(bus, local=self.local, stop=_stop, forget=self._forget_local)
+            self._remote = RemoteFollower(
+                journal, bus, self._relay.request, self.local, lambda: self._stopping
+            )
+        self._reader = RunReader(journal, self.local, lambda: self._stopping, self._remote)
         self._leases = LeaseKeeper(
             journal, self, lease_seconds=lease_seconds, on_recovered=self._hooks.recovered
         )
@@ -144,6 +157,8 @@ class RunManager:
     def _launch(self, run: ActiveRun, request: RunRequest, history: list[Message]) -> None:
         self._active[run.run_id] = run
         self._hooks.started(run.run_id)
+        if self._relay is not None and run.conversation_id is not None:
+            self._relay.carry(run)
         # The task copies the current context, so its log lines carry the run id.
         with self._hooks.bind(run.run_id):
             run.task = asyncio.get_running_loop().create_task(
@@ -268,8 +283,17 @@ class RunManager:
         running = [r.run_id for r in self._active.values() if r.conversation_id]
         return [*running, *self._unsettled]
 
-    def forget(self, conversation_id: str) -> None:
-        """Drop the finished logs of a purged conversation: nothing of it may be served."""
+    async def forget(self, conversation_id: str) -> None:
+        """Drop the finished logs of a purged conversation: nothing of it may be served,
+        from this instance's memory or any other's."""
+        self._forget_local(conversation_id)
+        if self._relay is not None:
+            try:
+                await self._relay.request("forget", conversation_id=conversation_id)
+            except Exception:
+                log.warning("could not tell other instances of a purge", exc_info=True)
+
+    def _forget_local(self, conversation_id: str) -> None:
         for run_id, run in list(self._finished.items()):
             if run.conversation_id == conversation_id:
                 del self._finished[run_id]
@@ -303,6 +327,9 @@ class RunManager:
             record = await self._journal.get_run(owner_id, run_id, conversation_id)
             if record is None:
                 raise NotFound("Run not found.")
+            if record.status == "running" and self._remote is not None:
+                # Another instance runs it: the request reaches it through the bus.
+                return await self._remote.cancel(owner_id, run_id, conversation_id, record)
             return record.status  # type: ignore[return-value]
         if run.task is not None and not run.task.done():
             _stop(run)
@@ -312,6 +339,8 @@ class RunManager:
 
     async def start(self) -> int:
         """Close what dead processes left running and keep this instance's leases."""
+        if self._relay is not None:
+            await self._relay.start()
         return await self._leases.start()
 
     async def recover(self) -> int:
@@ -330,6 +359,8 @@ class RunManager:
         tasks = [r.task for r in runs if r.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=grace_seconds)
+        if self._relay is not None:
+            await self._relay.stop(grace_seconds)
 
 
 def _stop(run: ActiveRun) -> None:

@@ -1,5 +1,6 @@
 """Reading a run's events: from memory when this process runs (or just ran) it, from the
-database when another instance does or a restart came in between.
+database when another instance does or a restart came in between (live through a shared
+bus when there is one, `app.runs.remote`; polling the database when there is none).
 
 First read and resume are one code path: `follow(after=N)` gives exactly the events with
 a sequence number above N, replayed and then live, until the run's `run_end`.
@@ -14,6 +15,7 @@ from app.domain.errors import NotFound
 from app.domain.events import SequencedEvent
 from app.runs.active import ActiveRun
 from app.runs.journal import RunJournal
+from app.runs.remote import RemoteFollower, ended_tail
 
 # How often a reader of a run on another instance looks for newly stored events.
 POLL_SECONDS = 0.25
@@ -25,10 +27,12 @@ class RunReader:
         journal: RunJournal,
         local: Callable[[str], ActiveRun | None],
         stopping: Callable[[], bool],
+        remote: RemoteFollower | None = None,
     ) -> None:
         self._journal = journal
         self._local = local
         self._stopping = stopping
+        self._remote = remote
 
     def _mine(self, owner_id: str, run_id: str, conversation_id: str | None) -> ActiveRun | None:
         run = self._local(run_id)
@@ -63,7 +67,11 @@ class RunReader:
             return
         if await self._journal.get_run(owner_id, run_id, conversation_id) is None:
             raise NotFound("Run not found.")
-        async for batch in self._stored(owner_id, run_id, conversation_id, after):
+        if self._remote is not None:
+            followed = self._remote.follow(owner_id, run_id, conversation_id, after)
+        else:
+            followed = self._stored(owner_id, run_id, conversation_id, after)
+        async for batch in followed:
             yield batch
 
     async def _stored(
@@ -81,15 +89,9 @@ class RunReader:
                 continue
             state = await self._journal.get_run(owner_id, run_id, conversation_id)
             if state is None or state.status != "running":
-                last = await self._journal.events_after(run_id, position)
-                if last:
-                    yield last
-                elif state is not None and position > state.last_seq:
-                    # The reader saw events a crash never persisted: give it the end. (A
-                    # reader at last_seq has seen run_end already: nothing is left.)
-                    tail = await self._journal.events_after(run_id, max(state.last_seq - 1, 0))
-                    if tail and tail[-1].event.type == "run_end" and tail[-1].seq > 0:
-                        yield tail[-1:]
+                tail = await ended_tail(self._journal, state, run_id, position)
+                if tail:
+                    yield tail
                 return
             live = self._local(run_id)
             if live is not None:

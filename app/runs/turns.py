@@ -97,9 +97,9 @@ class Runs:
         if conversation.active_run_id is not None:
             await self.cancel(caller.user_id, conversation.active_run_id, conversation_id)
 
-    def forget(self, conversation_id: str) -> None:
+    async def forget(self, conversation_id: str) -> None:
         """After a purge: nothing of the conversation's runs is served from memory."""
-        self.manager.forget(conversation_id)
+        await self.manager.forget(conversation_id)
 
     async def _close_waiting(self, owner_id: str, conversation_id: str, run_id: str) -> None:
         async with self._db.write() as tx:

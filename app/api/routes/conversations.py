@@ -165,6 +165,6 @@ async def delete_conversation(
             target_id=conversation_id,
         )
     if purge:
-        runs.forget(conversation_id)
+        await runs.forget(conversation_id)
         await files.drop_blobs(blobs)  # after the commit: a rollback keeps them
     return Response(status_code=status.HTTP_204_NO_CONTENT)

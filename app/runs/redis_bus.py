@@ -1,0 +1,206 @@
+"""The live bus between instances (`REDIS_URL`): Redis pub/sub behind the `Bus` protocol.
+
+One pub/sub connection per process carries every topic this process listens to; local
+subscribers of a topic share one Redis subscription (SUBSCRIBE on the first, UNSUBSCRIBE
+after the last), and a listener task hands each message to them through the same bounded
+buffers as the in-process bus. `subscribe` returns once Redis confirmed the subscription,
+so a reader that subscribes and then reads the durable log misses nothing in between.
+
+Pub/sub is at most once: a message published while the connection is down, or dropped
+because a subscriber's Redis output buffer overflowed (Redis then closes the connection),
+is gone. The listener sees the broken connection, tells every local subscriber `GAP` (so
+each reads what it missed from the database, as after any gap) and reconnects with backoff,
+subscribing again to every topic still held. Publishing never blocks a run for long: one
+try with the socket timeout, errors to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from app.runs.bus import Subscription
+
+log = logging.getLogger("chat_bff.runs")
+
+# The channel every process holds, so the pub/sub connection always exists to listen on.
+_KEEPALIVE = "~"
+# Pauses between attempts to reconnect a broken pub/sub connection.
+RECONNECT_DELAYS = (0.05, 0.2, 0.5, 1.0, 2.0)
+
+
+class RedisBus:
+    """Topics become channels `<prefix><topic>` on one Redis; see the module docstring."""
+
+    shared = True
+
+    def __init__(self, client: Redis, *, prefix: str = "chatbff:bus:0:") -> None:
+        self._client = client
+        self._prefix = prefix
+        self._topics: dict[str, set[Subscription]] = {}
+        self._confirming: dict[str, list[asyncio.Future[None]]] = {}
+        self._pubsub: PubSub | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._timeout = 5.0
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str, *, timeout: float, prefix: str | None = None) -> RedisBus:
+        """A bus on `url`. Pub/sub channels ignore Redis's database numbers, so the
+        default prefix carries the URL's: deployments kept apart by database number stay
+        apart on the bus too."""
+        client = Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),  # a broken connection is ours to notice (GAP)
+        )
+        db = client.connection_pool.connection_kwargs.get("db", 0)
+        bus = cls(client, prefix=prefix or f"chatbff:bus:{db}:")
+        bus._timeout = timeout
+        return bus
+
+    # -- the Bus protocol -------------------------------------------------------------
+
+    async def publish(self, topic: str, message: bytes) -> None:
+        await self._client.publish(self._prefix + topic, message)
+
+    @asynccontextmanager
+    async def subscribe(self, topic: str) -> AsyncIterator[Subscription]:
+        subscription = Subscription()
+        listeners = self._topics.setdefault(topic, set())
+        listeners.add(subscription)
+        try:
+            if len(listeners) == 1:
+                await self._subscribe(topic)
+            yield subscription
+        finally:
+            listeners = self._topics.get(topic, set())
+            listeners.discard(subscription)
+            if not listeners:
+                self._topics.pop(topic, None)
+                await self._unsubscribe(topic)
+
+    def listening(self, topic: str) -> int:
+        return len(self._topics.get(topic, ()))
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+        self._tell_gap()
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+        await self._client.aclose()
+
+    # -- the pub/sub connection -------------------------------------------------------
+
+    async def _subscribe(self, topic: str) -> None:
+        """SUBSCRIBE and wait for Redis to confirm it (a bounded wait: a reader that goes
+        on unconfirmed may miss messages, which it then finds as a gap)."""
+        channel = self._prefix + topic
+        confirmed = asyncio.get_running_loop().create_future()
+        self._confirming.setdefault(channel, []).append(confirmed)
+        try:
+            pubsub = await self._connected()
+            await pubsub.subscribe(channel)
+            async with asyncio.timeout(self._timeout):
+                await confirmed
+        except Exception:
+            log.warning("bus: could not subscribe", extra={"topic": topic}, exc_info=True)
+        finally:
+            waiting = self._confirming.get(channel, [])
+            if confirmed in waiting:
+                waiting.remove(confirmed)
+            if not waiting:
+                self._confirming.pop(channel, None)
+
+    async def _unsubscribe(self, topic: str) -> None:
+        if self._pubsub is None or self._closed:
+            return
+        try:
+            await self._pubsub.unsubscribe(self._prefix + topic)
+        except Exception:
+            log.warning("bus: could not unsubscribe", extra={"topic": topic}, exc_info=True)
+
+    async def _connected(self) -> PubSub:
+        async with self._lock:
+            if self._pubsub is None:
+                pubsub = self._client.pubsub()
+                await pubsub.subscribe(self._prefix + _KEEPALIVE)
+                self._pubsub = pubsub
+                self._listener = asyncio.get_running_loop().create_task(
+                    self._listen(), name="redis bus"
+                )
+            return self._pubsub
+
+    async def _listen(self) -> None:
+        failures = 0
+        while not self._closed:
+            pubsub = self._pubsub
+            assert pubsub is not None
+            try:
+                message = await pubsub.get_message(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("bus: the Redis connection broke; reconnecting", exc_info=True)
+                self._tell_gap()
+                await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
+                failures += 1
+                await self._reconnect()
+                continue
+            failures = 0
+            if message is not None:
+                self._dispatch(message)
+
+    async def _reconnect(self) -> None:
+        old, self._pubsub = self._pubsub, self._client.pubsub()
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.aclose()  # type: ignore[no-untyped-call]
+        channels = [self._prefix + _KEEPALIVE, *(self._prefix + t for t in self._topics)]
+        try:
+            await self._pubsub.subscribe(*channels)
+        except Exception:
+            log.warning("bus: Redis is still unreachable", exc_info=True)
+            return
+        # Messages published before the new subscriptions took effect are lost: the
+        # subscribers read them from the log.
+        self._tell_gap()
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        channel = _text(message["channel"])
+        kind = message["type"]
+        if kind == "subscribe":
+            for waiting in self._confirming.pop(channel, []):
+                if not waiting.done():
+                    waiting.set_result(None)
+            return
+        if kind != "message" or not channel.startswith(self._prefix):
+            return
+        data = message["data"]
+        for subscription in self._topics.get(channel[len(self._prefix) :], ()):
+            subscription.put(data if isinstance(data, bytes) else str(data).encode())
+
+    def _tell_gap(self) -> None:
+        for listeners in self._topics.values():
+            for subscription in listeners:
+                subscription.interrupt()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -12,6 +12,7 @@ repository on PYTHONPATH, and inherits no provider key from the developer's envi
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import socket
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import httpx
 import pytest
@@ -32,6 +34,8 @@ from tests.fakes.openai_upstream import FakeOpenAIUpstream
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0  # importing the vendor SDKs takes seconds on a busy machine
 STOP_TIMEOUT = 15.0
+PACKAGE = "chat_bff_sdk"  # the Python client generated from openapi/openapi.json (`sdk`)
+GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 
 _INHERITED_PREFIXES = ("OPENAI_", "ANTHROPIC_", "JWT_", "STREAM_TOKEN_", "MODELS_", "REDIS_")
 _INHERITED_NAMES = {"DATABASE_URL", "DEFAULT_MODEL", "ENVIRONMENT", "LOG_LEVEL"}
@@ -203,3 +207,46 @@ def openai_backed(upstream_base_url: str, **extra: str) -> dict[str, str]:
         "PROVIDER_MAX_RETRIES": "0",
         **extra,
     }
+
+
+@pytest.fixture(scope="session")
+def sdk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """The package openapi-python-client generates from the committed document, imported
+    (generated with `--fail-on-warning`: a model it cannot express fails the test)."""
+    pytest.importorskip(
+        "openapi_python_client", reason="openapi-python-client is not installed (dev extra)"
+    )
+    root = tmp_path_factory.mktemp("sdk")
+    config = root / "config.yaml"
+    # No post hooks: they shell out to ruff, which need not be on PATH.
+    config.write_text(f"post_hooks: []\npackage_name_override: {PACKAGE}\n")
+    out = root / PACKAGE
+    result = subprocess.run(
+        [
+            str(GENERATOR),
+            "generate",
+            "--path",
+            str(REPO / "openapi" / "openapi.json"),
+            "--output-path",
+            str(out),
+            "--meta",
+            "none",
+            "--config",
+            str(config),
+            "--fail-on-warning",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report
+    assert "Warning" not in report, report
+    sys.path.insert(0, str(root))
+    try:
+        yield importlib.import_module(PACKAGE)
+    finally:
+        sys.path.remove(str(root))
+        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
+            del sys.modules[name]

@@ -10,65 +10,18 @@ typed parts.
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import jwt
 import pytest
 
-from tests.e2e.conftest import REPO, Launch, Service
+from tests.e2e.conftest import PACKAGE, Launch, Service
 
 pytestmark = pytest.mark.e2e
 
 SECRET = "generated-sdk-secret-0123456789-abcdefghij"
-PACKAGE = "chat_bff_sdk"
-GENERATOR = Path(sys.executable).with_name("openapi-python-client")
-
-
-@pytest.fixture(scope="module")
-def sdk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    pytest.importorskip(
-        "openapi_python_client", reason="openapi-python-client is not installed (dev extra)"
-    )
-    root = tmp_path_factory.mktemp("sdk")
-    config = root / "config.yaml"
-    # No post hooks: they shell out to ruff, which need not be on PATH.
-    config.write_text(f"post_hooks: []\npackage_name_override: {PACKAGE}\n")
-    out = root / PACKAGE
-    result = subprocess.run(
-        [
-            str(GENERATOR),
-            "generate",
-            "--path",
-            str(REPO / "openapi" / "openapi.json"),
-            "--output-path",
-            str(out),
-            "--meta",
-            "none",
-            "--config",
-            str(config),
-            "--fail-on-warning",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    report = result.stdout + result.stderr
-    assert result.returncode == 0, report
-    assert "Warning" not in report, report
-    sys.path.insert(0, str(root))
-    try:
-        yield importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(root))
-        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
-            del sys.modules[name]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from app.api.openapi import install_openapi
 from app.api.operation_ids import operation_id
 from app.api.routes import (
     admin,
+    agui,
     approvals,
     chat,
     conversations,
@@ -124,6 +125,7 @@ def create_app(
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
     app.include_router(ui_chat.router)
+    app.include_router(agui.router)
     install_openapi(app)
     return app
 

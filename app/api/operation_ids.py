@@ -62,6 +62,9 @@ OPERATION_IDS: dict[str, str] = {
     "ui_chat": "sendUiChatMessage",
     "resume_ui_chat": "resumeUiChatStream",
     "stop_ui_chat": "stopUiChat",
+    # AG-UI
+    "run_agui": "runAguiAgent",
+    "stop_agui": "stopAguiRun",
 }
 
 

@@ -19,14 +19,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 
-from fastapi import Response
+from fastapi import Response, status
 
 from app.api.encoders.vercel import HEADERS, Decided, VercelEncoder, farewell_frames
+from app.api.schemas.runs import RunState
 from app.api.schemas.ui_chat import ApprovalAnswer
 from app.api.streaming import StreamConfig, sse_response
 from app.domain.errors import Conflict, NotFound
 from app.domain.events import SequencedEvent
 from app.domain.identity import Caller
+from app.runs.turns import Runs
 from app.store.database import Database
 from app.store.records import ConversationRecord
 from app.store.repos.approvals import approval_not_found
@@ -71,7 +73,8 @@ async def decide_answers(
     """Check every claim first (so a bad one decides nothing), then decide each once."""
     for answer in answers:
         record = await approvals.get(caller, answer.approval_id)
-        if record.conversation_id != conversation_id or record.tool_call_id != answer.tool_call_id:
+        other_call = answer.tool_call_id not in (None, record.tool_call_id)
+        if record.conversation_id != conversation_id or other_call:
             raise approval_not_found()
         if record.status != "pending":
             raise Conflict(
@@ -90,6 +93,19 @@ async def decide_answers(
         if result.part is not None:
             decided.append(Decided(result.part, answer.approved))
     return decided
+
+
+async def stop_chat(runs: Runs, db: Database, caller: Caller, chat_id: str) -> RunState | Response:
+    """Cancel the chat's (or thread's) active run: 204 when none is active, 404 when the
+    chat does not exist (a stop never creates one)."""
+    conversation = await existing_conversation(db, caller, chat_id)
+    if conversation is None:
+        raise NotFound("Chat not found.")
+    if conversation.active_run_id is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    run_id = conversation.active_run_id
+    final = await runs.cancel(caller.user_id, run_id, conversation.id)
+    return RunState(run_id=run_id, status=final)
 
 
 def ui_stream(

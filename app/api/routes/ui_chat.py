@@ -33,9 +33,10 @@ from app.api.ui_chat import (
     chat_conversation,
     decide_answers,
     existing_conversation,
+    stop_chat,
     ui_stream,
 )
-from app.domain.errors import Conflict, InvalidRequest, NotFound
+from app.domain.errors import Conflict, InvalidRequest
 from app.runs.requests import TurnInput
 
 router = api_router(prefix="/api/ui/chat", tags=["vercel-ai-sdk"])
@@ -133,11 +134,4 @@ async def resume_ui_chat(
 async def stop_ui_chat(
     chat_id: ChatId, runs: RunsDep, db: DbDep, caller: CallerDep
 ) -> RunState | Response:
-    conversation = await existing_conversation(db, caller, chat_id)
-    if conversation is None:
-        raise NotFound("Chat not found.")
-    if conversation.active_run_id is None:
-        return Response(status_code=status.HTTP_204_NO_CONTENT)
-    run_id = conversation.active_run_id
-    final = await runs.cancel(caller.user_id, run_id, conversation.id)
-    return RunState(run_id=run_id, status=final)
+    return await stop_chat(runs, db, caller, chat_id)

@@ -106,7 +106,7 @@ class ApprovalAnswer:
     """The client's claim that a human decided an approval; checked like any decision."""
 
     approval_id: str
-    tool_call_id: str
+    tool_call_id: str | None  # when set, the approval must be this call's
     approved: bool
     reason: str | None
 

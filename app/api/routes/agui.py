@@ -1,0 +1,123 @@
+"""`/api/agui`: AG-UI 1.0 over durable conversation runs.
+
+Point an AG-UI client (`new HttpAgent({url: "/api/agui"})` of `@ag-ui/client`, or
+CopilotKit's runtime) at `POST /api/agui`. The `threadId` is the durable conversation
+(see `app.api.agui` for what a `RunAgentInput` becomes and what is trusted); the answer
+is AG-UI events as SSE (see `app.api.encoders.agui`).
+
+- A server tool that needs a human ends the run with `RUN_FINISHED` outcome `interrupt`;
+  the next input's `resume` entries decide the approvals and the run continues.
+- Client tools (the input's `tools`) end the run with `pendingToolCallIds`; the next
+  input's tool messages carry their results and the run continues.
+- `POST /api/agui/{threadId}/stop` cancels the thread's active run: its stream ends with
+  `RUN_FINISHED` outcome `cancelled`. A client hanging up (`abortRun`) does not stop the
+  run; it goes on and is stored.
+
+Refusals before the run starts are HTTP errors in the native shape (`HttpAgent` throws
+them as `HTTP <status>: <body>`): 400 nothing to run, 404 a `conv_` thread or an interrupt
+that is not the caller's, 409 a run already active or an interrupt already decided.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from ag_ui.core import RunAgentInput
+from fastapi import Path, Response
+
+from app.api.agui import read_input, waiting_results
+from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
+from app.api.encoders.agui import AguiEncoder, farewell_frames
+from app.api.routing import api_router
+from app.api.schemas.runs import RunState
+from app.api.streaming import sse_response
+from app.api.ui_chat import chat_conversation, decide_answers, stop_chat
+from app.domain.errors import Conflict, NotFound
+from app.runs.handle import RunHandle
+from app.runs.requests import TurnInput
+
+router = api_router(prefix="/api/agui", tags=["ag-ui"])
+
+RESTARTING = "This instance is restarting; the run goes on and is stored in the thread."
+ThreadId = Annotated[str, Path(max_length=256, description="The AG-UI threadId.")]
+_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "AG-UI events as SSE (`data: {event}`), `RUN_STARTED` first and "
+        "`RUN_FINISHED` or `RUN_ERROR` last.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+}
+
+
+@router.post(
+    "",
+    response_class=Response,
+    responses={
+        **_STREAM,
+        400: {"description": "Nothing to run, or a malformed resume entry."},
+        404: {"description": "A `conv_` thread or an interrupt that is not yours."},
+        409: {"description": "A run is active, or the interrupt was already decided."},
+    },
+    summary="Run the agent on an AG-UI thread (a RunAgentInput), streaming AG-UI events.",
+)
+async def run_agui(
+    body: RunAgentInput,
+    runs: RunsDep,
+    db: DbDep,
+    approvals: ApprovalsDep,
+    config: StreamDep,
+    caller: CallerDep,
+) -> Response:
+    turn = read_input(body)
+    conversation = await chat_conversation(db, caller, body.thread_id)
+    cid = conversation.id
+    decided = await decide_answers(approvals, caller, cid, turn.answers) if turn.answers else []
+    if turn.content:
+        inputs = TurnInput(client_tools=turn.tools, model_id=turn.model)
+        run = await runs.send(caller, cid, turn.content, inputs)
+    elif turn.results:
+        results = await waiting_results(db, caller.user_id, cid, turn.results)
+        if not results and not decided:
+            raise NotFound("No client tool call is waiting.", code="tool_call_not_found")
+        resumed = (
+            await runs.submit_tool_results(caller, cid, results)
+            if results
+            else await runs.resume(caller, cid)
+        )
+        run = _continuing(resumed)
+    else:
+        run = _continuing(await runs.resume(caller, cid))
+    encoder = AguiEncoder(
+        thread_id=body.thread_id,
+        run_id=body.run_id,
+        continues=not turn.content,
+        settled=tuple(d.part for d in decided),
+    )
+    return sse_response(
+        run.events(0), encoder.encode, config, farewell=lambda: farewell_frames(RESTARTING)
+    )
+
+
+def _continuing(run: RunHandle | None) -> RunHandle:
+    if run is None:
+        raise Conflict(
+            "Other calls of this run still wait for an answer (tool results or "
+            "interrupts); send them too.",
+            code="tool_calls_waiting",
+        )
+    return run
+
+
+@router.post(
+    "/{thread_id}/stop",
+    response_model=RunState,
+    responses={
+        204: {"description": "No run of this thread is active."},
+        404: {"description": "No such thread (or not yours)."},
+    },
+    summary="Stop the thread's active run; its stream ends with outcome `cancelled`.",
+)
+async def stop_agui(
+    thread_id: ThreadId, runs: RunsDep, db: DbDep, caller: CallerDep
+) -> RunState | Response:
+    return await stop_chat(runs, db, caller, thread_id)

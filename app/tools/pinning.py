@@ -55,7 +55,8 @@ def _readable(error: ValidationError) -> str:
         if item.get("type") == "extra_forbidden":
             problems.append(f"{loc}: this argument is not declared by the tool")
         else:
-            problems.append(f"{loc}: {item.get('msg', 'invalid')}")
+            message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+            problems.append(message if loc == "arguments" else f"{loc}: {message}")
     return "Invalid arguments: " + "; ".join(problems)
 
 

@@ -30,6 +30,10 @@ class ToolRegistry:
             )
         self._tools[tool.name] = tool
 
+    def unregister(self, name: str) -> None:
+        """Remove a tool (a tool source's server went away or changed its list)."""
+        self._tools.pop(name, None)
+
     def get(self, name: str) -> ServerTool[Any] | None:
         return self._tools.get(name)
 

@@ -1,0 +1,84 @@
+"""A real MCP server for the tests, written with the same SDK: run as a subprocess.
+
+    python -m tests.fakes.mcp_server stdio
+    python -m tests.fakes.mcp_server http PORT
+
+Its tools: `echo`, `add` (structured result), `fail` (a tool error), `slow` (sleeps),
+`note` (declares `workspace_id`, so the service pins it), `env` (reads a variable of
+its environment), `die` (the process exits mid-call), `grow` (adds the tool `extra` and
+announces the change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("fake")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def fail(reason: str = "no such thing") -> str:
+    """Always fails with the reason."""
+    raise ToolError(reason)
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+def note(workspace_id: str, text: str) -> dict[str, str]:
+    """Write a note into a workspace."""
+    return {"workspace_id": workspace_id, "text": text}
+
+
+@server.tool()
+def env(name: str) -> str:
+    """A variable of this process's environment, or `<unset>`."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def die() -> str:
+    """The server process exits without answering."""
+    os._exit(3)
+
+
+def extra() -> str:
+    """A tool that appears later."""
+    return "extra"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `extra` and announce the change."""
+    server.add_tool(extra)
+    await ctx.notify_tools_changed()
+    return "grown"
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

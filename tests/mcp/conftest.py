@@ -1,0 +1,152 @@
+"""Real MCP servers on loopback (the SDK's own, from `tests.fakes.mcp_server`) mounted
+into a tool runtime over a migrated database."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.domain.tooling import ToolOutcome
+from app.mcp.config import McpServerConfig
+from app.mcp.sources import McpSources
+from app.store.database import Database
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.access import ToolAccess
+from app.tools.catalog import ToolCatalog
+from app.tools.registry import ToolRegistry
+from tests.tools.conftest import ALICE, call, run_ctx
+
+SERVER = [sys.executable, "-m", "tests.fakes.mcp_server"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the MCP test server exited at start")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError("the MCP test server did not listen in time")
+
+
+class HttpServer:
+    """The fake server as a subprocess on 127.0.0.1; `stop` kills it, `start` brings it back."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> None:
+        self.stop()
+        self.proc = subprocess.Popen(
+            [*SERVER, "http", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_listening(self.port, self.proc)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    server = HttpServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def http_config(server: HttpServer, **extra: Any) -> McpServerConfig:
+    return McpServerConfig.model_validate(
+        {"name": "web", "transport": "streamable-http", "url": server.url, **extra}
+    )
+
+
+def stdio_config(**extra: Any) -> McpServerConfig:
+    return McpServerConfig.model_validate(
+        {
+            "name": "local",
+            "transport": "stdio",
+            "command": SERVER[0],
+            "args": [*SERVER[1:], "stdio"],
+        }
+        | extra
+    )
+
+
+class Mounted:
+    """Servers mounted into a registry, and the runtime that calls them."""
+
+    def __init__(self, sources: McpSources, registry: ToolRegistry, runtime: ServerToolRuntime):
+        self.sources = sources
+        self.registry = registry
+        self.runtime = runtime
+
+    def names(self) -> set[str]:
+        return {t.name for t in self.registry.all()}
+
+    async def invoke(self, name: str, args: Any, **ctx: Any) -> Any:
+        return await self.runtime.invoke(
+            call(name, args, ctx.pop("call_id", "call_1")),
+            run_ctx(ctx.pop("caller", ALICE), ctx.pop("cid", None), **ctx),
+        )
+
+    async def outcome(self, name: str, args: Any, **ctx: Any) -> ToolOutcome:
+        result = await self.invoke(name, args, **ctx)
+        assert isinstance(result, ToolOutcome)
+        return result
+
+
+Mount = Callable[..., Any]
+
+
+@pytest.fixture
+def db(db_engine: AsyncEngine) -> Database:
+    return Database(db_engine)
+
+
+@pytest.fixture
+async def mount(db: Database) -> AsyncIterator[Mount]:
+    started: list[McpSources] = []
+
+    async def make(
+        *configs: McpServerConfig, envs: dict[str, dict[str, str]] | None = None, **access: Any
+    ) -> Mounted:
+        registry = ToolRegistry()
+        sources = McpSources(configs, registry, envs=envs, first_backoff=0.1)
+        started.append(sources)
+        await sources.start()
+        runtime = ServerToolRuntime(
+            ToolCatalog(registry, ToolAccess(**access)), db, default_timeout=10.0
+        )
+        return Mounted(sources, registry, runtime)
+
+    yield make
+    for sources in started:
+        await sources.aclose()

@@ -1,0 +1,83 @@
+"""A server that is not there, or goes away, costs its own tools only."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tests.mcp.conftest import HttpServer, Mount, free_port, http_config, stdio_config
+
+
+async def _until(check: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(check) and check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+async def test_an_unreachable_server_is_left_out_and_the_others_work(
+    mount: Mount, http_server: HttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    dead = http_config(http_server, name="dead", connect_timeout=2)
+    dead = dead.model_copy(update={"url": f"http://127.0.0.1:{free_port()}/mcp"})
+
+    mounted = await mount(dead, http_config(http_server))
+
+    assert not any(n.startswith("dead__") for n in mounted.names())
+    status = {s["name"]: s for s in mounted.sources.status()}
+    assert status["dead"]["state"] == "unavailable"
+    assert status["dead"]["tools"] == 0
+    assert "ConnectError" in status["dead"]["error"]
+    assert status["web"]["state"] == "connected"
+    assert "MCP server unavailable" in caplog.text
+    outcome = await mounted.outcome("dead__echo", {"text": "x"})
+    assert outcome.result["error"] == "The tool `dead__echo` is not available."
+    assert (await mounted.outcome("web__add", {"a": 1, "b": 2})).result == {"result": 3}
+
+
+async def test_an_http_server_that_dies_mid_call_is_an_error_result_then_comes_back(
+    mount: Mount, http_server: HttpServer
+) -> None:
+    mounted = await mount(http_config(http_server))
+
+    started = time.monotonic()
+    outcome = await mounted.outcome("web__die", {})
+
+    assert outcome.status == "error"
+    assert "web" in outcome.result["error"]
+    assert time.monotonic() - started < 5
+    await _until(lambda: "web__add" not in mounted.names())
+    assert mounted.sources.status()[0]["state"] == "unavailable"
+    gone = await mounted.outcome("web__add", {"a": 1, "b": 2})
+    assert gone.status == "error"
+
+    http_server.start()  # the same port: the service reconnects by itself
+    await _until(lambda: "web__add" in mounted.names(), timeout=20)
+    assert (await mounted.outcome("web__add", {"a": 1, "b": 2})).result == {"result": 3}
+
+
+async def test_a_stdio_server_that_exits_mid_call_is_an_error_result(mount: Mount) -> None:
+    mounted = await mount(stdio_config())
+
+    outcome = await mounted.outcome("local__die", {})
+
+    assert outcome.status == "error"
+    assert "local" in outcome.result["error"]
+    # The supervisor starts a new process: the tools come back.
+    await _until(lambda: mounted.sources.status()[0]["state"] == "unavailable")
+    await _until(lambda: "local__add" in mounted.names(), timeout=20)
+    assert (await mounted.outcome("local__add", {"a": 2, "b": 2})).result == {"result": 4}
+
+
+async def test_a_changed_tool_list_is_mounted_again(mount: Mount, http_server: HttpServer) -> None:
+    mounted = await mount(http_config(http_server))
+    assert "web__extra" not in mounted.names()
+
+    assert (await mounted.outcome("web__grow", {})).status == "success"
+
+    await _until(lambda: "web__extra" in mounted.names())
+    assert (await mounted.outcome("web__extra", {})).result == {"result": "extra"}

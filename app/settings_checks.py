@@ -51,6 +51,12 @@ def check_catalogue(text: str) -> None:
         if model.id in seen:
             raise ValueError(f"entry {index}, id: repeats the id of an earlier entry")
         seen.add(model.id)
+    for index, model in enumerate(models):
+        for fallback in model.fallbacks:
+            if fallback not in seen or fallback == model.id:
+                raise ValueError(
+                    f"entry {index}, fallbacks: each must be the id of another catalogue entry"
+                )
 
 
 def _entry_problems(exc: ValidationError) -> list[str]:

@@ -99,6 +99,7 @@ class Agent:
     usage: UsageInfo = field(default_factory=UsageInfo)
     _builder: PartsBuilder | None = None
     refused: str | None = None  # the refusal's explanation, when the model declined
+    answered_by: str | None = None  # the fallback's catalogue id, when one answered
 
     # -- the loop -------------------------------------------------------------------
 
@@ -168,6 +169,8 @@ class Agent:
             # The model (or its provider's filter) declined: every wire says so, as
             # OpenAI's `content_filter` finish and `refusal` text, not as a plain stop.
             self.refused = response.finish_detail or "The model declined to answer."
+        if response.model_id is not None:  # a fallback answered (see providers.failover)
+            self.answered_by = response.model_id
         return [_valid_args(part) for part in response.parts]
 
     async def _relay(self, event: ProviderEvent, builder: PartsBuilder) -> None:
@@ -331,7 +334,9 @@ class Agent:
             # A call still streaming never ran, whatever its half-sent arguments parse to.
             partial = self._builder.build().parts
             parts.extend(_close_dangling(p, force=True) for p in partial)
-        metadata: dict[str, object] = {"model": self.model.id}
+        metadata: dict[str, object] = {"model": self.answered_by or self.model.id}
+        if self.answered_by is not None:
+            metadata["fallback_from"] = self.model.id
         if self.refused is not None:
             metadata["finish_reason"] = "content_filter"
             metadata["refusal"] = self.refused

@@ -33,6 +33,11 @@ class ModelInfo(BaseModel):
         default=None, description="Roles allowed to use it; everyone when absent."
     )
     description: str = Field(default="", description="Human-readable description.")
+    fallbacks: list[str] = Field(
+        default_factory=list,
+        description="Catalogue ids tried in order when this model's provider fails before "
+        "its first byte (5xx, 429, timeout, connection failure).",
+    )
 
 
 class Catalog:

@@ -134,6 +134,8 @@ class ResponseMeta:
     type: Literal["response_meta"] = "response_meta"
     response_id: str | None = None
     model: str | None = None
+    # Our catalogue id, set by failover when a fallback (not the asked model) answers.
+    model_id: str | None = None
 
 
 ProviderEvent = TextDelta | ThinkingDelta | ToolCallDelta | Usage | Finish | ResponseMeta

@@ -19,6 +19,7 @@ from app.domain.models import Catalog
 from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
 from app.domain.tooling import ConversationMode
 from app.providers.base import Provider
+from app.providers.failover import CircuitBreaker, FailoverProvider, failover_chain
 from app.runs.active import RunRequest
 
 
@@ -47,11 +48,17 @@ class ConversationSettings:
 
 class RunRequests:
     def __init__(
-        self, catalog: Catalog, providers: dict[str, Provider], tools: ToolRuntime
+        self,
+        catalog: Catalog,
+        providers: dict[str, Provider],
+        tools: ToolRuntime,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self._catalog = catalog
         self._providers = providers
         self._tools = tools
+        self._breaker = breaker or CircuitBreaker()
+        self._models = {m.id: m for m in catalog.all()}
 
     def build(
         self,
@@ -64,6 +71,9 @@ class RunRequests:
         settings = conversation or ConversationSettings(scope={"user_id": caller.user_id})
         model = self._catalog.resolve(turn.model_id or settings.model_id, caller.roles)
         provider = self._providers[model.provider]
+        if model.fallbacks:
+            chain = failover_chain(model, self._models, self._providers)
+            provider = FailoverProvider(chain, self._breaker)
         refused = [name for name in turn.options.named() if name not in provider.supports]
         if refused:
             raise InvalidRequest(

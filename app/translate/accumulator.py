@@ -54,6 +54,7 @@ class ModelResponse:
     output_tokens: int = 0
     response_id: str | None = None
     model: str | None = None
+    model_id: str | None = None  # a fallback's catalogue id, when one answered
 
     def tool_parts(self) -> list[ToolPart]:
         return [p for p in self.parts if isinstance(p, ToolPart)]
@@ -75,6 +76,7 @@ class PartsBuilder:
     output_tokens: int = 0
     response_id: str | None = None
     model: str | None = None
+    model_id: str | None = None
 
     def feed(self, event: ProviderEvent) -> _ToolCall | None:
         """Fold one event. Returns the tool call when this event started a new one."""
@@ -94,6 +96,7 @@ class PartsBuilder:
         elif isinstance(event, ResponseMeta):
             self.response_id = event.response_id or self.response_id
             self.model = event.model or self.model
+            self.model_id = event.model_id or self.model_id
         else:
             assert_never(event)
         return None
@@ -181,4 +184,5 @@ class PartsBuilder:
             output_tokens=self.output_tokens,
             response_id=self.response_id,
             model=self.model,
+            model_id=self.model_id,
         )

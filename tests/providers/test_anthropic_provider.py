@@ -665,21 +665,26 @@ async def test_the_fake_refuses_a_dangling_tool_use_like_the_real_api(
 
 
 async def test_many_concurrent_streams_all_reach_the_upstream_at_once(
-    provider: AnthropicProvider, anthropic_upstream: AnthropicUpstream
+    anthropic_upstream: AnthropicUpstream,
 ) -> None:
     # A plain httpx client pools 100 connections: stream 101 would queue behind the others
     # (and time out on a busy service). The SDK's own client allows 1,000, like OpenAI's.
     streams = 150
     for _ in range(streams):
-        anthropic_upstream.message(MessageSpec(blocks=[Text("ok")]), stall=1.5)
+        anthropic_upstream.message(MessageSpec(blocks=[Text("ok")]), stall=6.0)
+
+    provider = make_provider(anthropic_upstream, timeout=30.0, max_retries=0)
 
     async def one() -> list[ProviderEvent]:
         return [event async for event in provider.stream(request())]
 
     calls = asyncio.gather(*(one() for _ in range(streams)))
-    await asyncio.sleep(1.0)  # every request sent, none answered yet
+    deadline = time.monotonic() + 5.0  # none is answered before the stall ends
+    while len(anthropic_upstream.requests) < streams and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
     in_flight = len(anthropic_upstream.requests)
     answers = await calls
+    await provider.aclose()
 
     assert in_flight == streams
     assert len(answers) == streams

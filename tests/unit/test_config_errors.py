@@ -82,6 +82,14 @@ def test_each_bad_catalogue_entry_is_one_line(problems: Problems) -> None:
         ({"models": []}, "MODELS_JSON: Input should be a valid array (a JSON list of models)"),
         ([], "MODELS_JSON: the catalogue is empty: list at least one model"),
         ([ENTRY, ENTRY], "MODELS_JSON: entry 1, id: repeats the id of an earlier entry"),
+        (
+            [{**ENTRY, "fallbacks": ["nowhere"]}],
+            "MODELS_JSON: entry 0, fallbacks: each must be the id of another catalogue entry",
+        ),
+        (
+            [{**ENTRY, "fallbacks": ["llama"]}],
+            "MODELS_JSON: entry 0, fallbacks: each must be the id of another catalogue entry",
+        ),
     ],
 )
 def test_a_catalogue_must_list_distinct_models(

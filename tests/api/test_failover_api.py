@@ -1,0 +1,98 @@
+"""A model whose provider fails before the first byte is answered by its fallback, through
+the real openai and anthropic SDKs, and the answer says which model gave it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from app.settings import Settings
+from tests.api.sse_frames import parse
+from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
+from tests.fakes.db import ApiClient, MakeApi
+from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream, server_error
+
+CATALOGUE = [
+    {
+        "id": "gpt-main",
+        "provider": "openai",
+        "upstream_model": "gpt-4o-mini",
+        "fallbacks": ["claude-backup"],
+    },
+    {"id": "claude-backup", "provider": "anthropic", "upstream_model": "claude-haiku-4-5"},
+]
+
+
+@pytest.fixture
+async def api(
+    make_api: MakeApi,
+    app_settings: Settings,
+    openai_upstream: FakeOpenAIUpstream,
+    anthropic_upstream: AnthropicUpstream,
+) -> AsyncIterator[ApiClient]:
+    settings = app_settings.model_copy(
+        update={
+            "openai_api_key": SecretStr("sk-test-not-real"),
+            "openai_base_url": openai_upstream.base_url,
+            "anthropic_api_key": SecretStr("sk-ant-test-not-real"),
+            "anthropic_base_url": anthropic_upstream.base_url,
+            "models_json": json.dumps(CATALOGUE),
+            "default_model": "gpt-main",
+            "provider_max_retries": 0,
+        }
+    )
+    async with make_api(settings) as client:
+        yield client
+
+
+async def test_a_failing_primary_is_answered_by_its_fallback_and_the_message_says_so(
+    api: ApiClient, openai_upstream: FakeOpenAIUpstream, anthropic_upstream: AnthropicUpstream
+) -> None:
+    openai_upstream.enqueue(server_error())
+    anthropic_upstream.message(MessageSpec(blocks=[Text("Claude stepped in.")]))
+
+    response = await api.post("/api/chat", json={"messages": [{"role": "user", "content": "Hi"}]})
+
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    assert body["choices"][0]["message"]["content"] == "Claude stepped in."
+    assert body["message"]["metadata"]["model"] == "claude-backup"
+    assert body["message"]["metadata"]["fallback_from"] == "gpt-main"
+    assert len(openai_upstream.request_bodies()) == 1
+    assert anthropic_upstream.requests[0].json["model"] == "claude-haiku-4-5"
+
+
+async def test_a_conversation_stores_which_model_answered(
+    api: ApiClient, openai_upstream: FakeOpenAIUpstream, anthropic_upstream: AnthropicUpstream
+) -> None:
+    openai_upstream.enqueue(server_error())
+    anthropic_upstream.message(MessageSpec(blocks=[Text("From the backup.")]))
+    cid = (await api.post("/api/conversations", json={})).json()["id"]
+
+    started = await api.post(f"/api/conversations/{cid}/messages", json={"content": "Hi"})
+    frames = parse((await api.get(started.json()["events_url"])).text)
+
+    assert frames[-1].data["status"] == "completed"
+    detail = (await api.get(f"/api/conversations/{cid}")).json()
+    answer = detail["messages"][-1]
+    assert answer["metadata"]["model"] == "claude-backup"
+    assert answer["metadata"]["fallback_from"] == "gpt-main"
+
+
+async def test_a_healthy_primary_answers_alone(
+    api: ApiClient, openai_upstream: FakeOpenAIUpstream, anthropic_upstream: AnthropicUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text="GPT here."))
+
+    body = (
+        await api.post("/api/chat", json={"messages": [{"role": "user", "content": "Hi"}]})
+    ).json()
+
+    assert body["choices"][0]["message"]["content"] == "GPT here."
+    assert body["message"]["metadata"]["model"] == "gpt-main"
+    assert "fallback_from" not in body["message"]["metadata"]
+    assert anthropic_upstream.requests == []

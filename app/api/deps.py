@@ -23,6 +23,7 @@ from app.runs.turns import Runs
 from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
 from app.toolruntime.proposals import ProposalService
+from app.toolruntime.undo import BatchUndo
 from app.tools.catalog import ToolCatalog
 
 
@@ -63,6 +64,10 @@ def get_proposals(request: Request) -> ProposalService:
     return get_services(request).proposals
 
 
+def get_undo(request: Request) -> BatchUndo:
+    return BatchUndo(get_services(request).proposals.runtime)
+
+
 def get_tool_catalog(request: Request) -> ToolCatalog:
     return get_services(request).tool_catalog
 
@@ -78,6 +83,7 @@ CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
 ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
+UndoDep = Annotated[BatchUndo, Depends(get_undo)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 FilesDep = Annotated[Files, Depends(get_files)]
 

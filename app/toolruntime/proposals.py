@@ -9,6 +9,7 @@ Approving applies the queue (or the chosen ids) in call order inside ONE transac
         a failure -> roll everything back, keep the queue, answer 409 with the proposal
                      and the reason (a stale proposal fails here, e.g. its node was deleted)
     one audit record: who proposed (conversation, runs, models), who approved, what changed
+    the batch row keeps, per change, how to undo it (`app.toolruntime.undoable`)
 
 Handlers run in the batch's own unit of work, so a later proposal sees what earlier ones
 wrote (a `connect` finds the node an `add_node` of the same batch created).
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from app.store.database import Tx
 from app.store.repos.proposals import ProposalRecord, new_batch_id
 from app.toolruntime.outcomes import jsonable, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
+from app.toolruntime.undoable import PendingUndo, capture_after, capture_before, seal
 from app.tools.base import PROVISIONAL_PREFIX, ToolContext, ToolFailure, visible_args
 from app.tools.pinning import InvalidArguments, pin_and_validate
 
@@ -47,6 +49,7 @@ class AppliedChange:
     result: Any
     provisional_id: str | None
     real_id: str | None
+    undo: PendingUndo | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,7 @@ class ProposalService:
                 }
                 for c in applied
             ]
+            sealed = await seal([c.undo for c in applied])
             audit_id = await tx.audit(
                 actor_id=owner,
                 action="proposals.apply",
@@ -166,7 +170,7 @@ class ProposalService:
                 conversation_id=conversation_id,
                 approved_by=owner,
                 audit_id=audit_id,
-                changes=changes,
+                changes=[{**c, "undo": u} for c, u in zip(changes, sealed, strict=True)],
                 proposal_ids=[p.id for p in queue],
             )
         return BatchResult(batch_id=batch_id, audit_id=audit_id, applied=applied)
@@ -203,7 +207,9 @@ class ProposalService:
         timeout = self.runtime.timeout_for(tool)
         try:
             async with asyncio.timeout(timeout):
+                before = await capture_before(tool, model, ctx)
                 result = jsonable(await tool.handler(model, ctx))
+                undo = await capture_after(tool, model, result, before, ctx)
         except ToolFailure as exc:
             raise fail(str(exc)) from None
         except TimeoutError:
@@ -224,4 +230,5 @@ class ProposalService:
             result=result,
             provisional_id=proposal.provisional_id,
             real_id=real_id,
+            undo=undo,
         )

@@ -12,7 +12,7 @@ pydantic, never settings, the database or the runtime that persists approvals.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -91,12 +91,47 @@ Summarizer = Callable[[ArgsT], str]
 
 
 @dataclass(frozen=True)
+class Undoable:
+    """What an applied call left behind, kept with its batch so the batch can be undone.
+
+    `touched`: the entities the call wrote (names the tool chooses, e.g. `node node_1`);
+    at undo time their state must still be what the batch left. `data`: JSON that
+    `revert` needs (ids created, a snapshot of what a delete removed, an old value).
+    """
+
+    touched: tuple[str, ...]
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Inverse(Generic[ArgsT]):
+    """How a tool takes back one applied call (undo of a proposal batch).
+
+    Every hook runs in the batch's unit of work (`ToolContext.tx`), with the call's
+    validated, pinned arguments:
+
+    - `before(args, ctx)` (optional): JSON captured just before the handler runs, for
+      what the call destroys (a deleted row and its edges).
+    - `after(args, result, before, ctx) -> Undoable`: right after the handler.
+    - `state(args, entities, ctx) -> {entity: digest or None}`: the entities' current
+      state (None: gone). The runtime records it when the batch is applied and compares
+      it when the batch is undone; any difference is a 409 naming the entity.
+    - `revert(args, data, ctx)`: put things back; raise `ToolFailure` when it cannot.
+    """
+
+    after: Callable[[ArgsT, Any, Any, ToolContext], Awaitable[Undoable]]
+    state: Callable[[ArgsT, Sequence[str], ToolContext], Awaitable[Mapping[str, str | None]]]
+    revert: Callable[[ArgsT, Mapping[str, Any], ToolContext], Awaitable[None]]
+    before: Callable[[ArgsT, ToolContext], Awaitable[Any]] | None = None
+
+
+@dataclass(frozen=True)
 class ServerTool(Generic[ArgsT]):
     """A tool the server runs itself.
 
     `creates`: when the call is proposed rather than run, the receipt carries a provisional
     id (`prov_...`) that later proposals may reference; on approval the handler's result
-    `id` becomes the real id it stands for.
+    `id` becomes the real id it stands for. `inverse`: how an applied proposal is undone.
     """
 
     name: str
@@ -110,6 +145,8 @@ class ServerTool(Generic[ArgsT]):
     scope_args: tuple[str, ...] = DEFAULT_SCOPE_ARGS
     creates: bool = False
     summarize: Summarizer[ArgsT] | None = None
+    # How an applied proposal of this tool is undone; None: a batch holding it cannot be.
+    inverse: Inverse[ArgsT] | None = None
 
     def declared_scope_args(self) -> tuple[str, ...]:
         """The scope arguments this tool's arguments model actually declares."""

@@ -1,8 +1,11 @@
-"""A conversation's proposal queue: list it, approve it (atomically), reject some or all.
+"""A conversation's proposal queue: list it, approve it (atomically), reject some or all,
+undo the last applied batch.
 
 `POST .../proposals/approve` applies the queue in call order in ONE transaction; a failing
 proposal rolls every change back, keeps the queue and answers 409 `proposal_failed` with
-`proposal_id` and `reason`.
+`proposal_id` and `reason`. `POST .../proposals/undo` takes the last applied batch back
+in ONE transaction if nothing it touched changed since (else 409 `undo_conflict` naming
+the `entity` and the `proposal_id`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Annotated
 
 from fastapi import Body
 
-from app.api.deps import CallerDep, ProposalsDep, ToolCatalogDep
+from app.api.deps import CallerDep, ProposalsDep, ToolCatalogDep, UndoDep
 from app.api.routing import api_router
 from app.api.schemas.proposals import (
     AppliedOut,
@@ -20,6 +23,9 @@ from app.api.schemas.proposals import (
     ProposalList,
     ProposalOut,
     RejectedOut,
+    UndoIn,
+    UndoneOut,
+    UndoOut,
 )
 from app.store.repos.proposals import ProposalRecord
 from app.tools.catalog import ToolCatalog
@@ -94,3 +100,36 @@ async def reject_proposals(
 ) -> RejectedOut:
     ids = body.ids if body is not None else None
     return RejectedOut(rejected=await proposals.reject(caller, conversation_id, ids))
+
+
+@router.post(
+    "/{conversation_id}/proposals/undo",
+    response_model=UndoOut,
+    summary="Undo the last applied batch in one transaction, if nothing it touched changed.",
+    responses={
+        403: {"description": "not_approver: only the approver or an admin may undo."},
+        404: {"description": "batch_not_found: no applied batch (or not this one)."},
+        409: {
+            "description": (
+                "undo_conflict (an `entity` changed since, with the `proposal_id`), "
+                "not_undoable, batch_already_undone or not_last_batch: nothing undone."
+            )
+        },
+    },
+)
+async def undo_proposal_batch(
+    conversation_id: str,
+    undo: UndoDep,
+    caller: CallerDep,
+    body: Annotated[UndoIn | None, Body(description="Which batch; the last when absent.")] = None,
+) -> UndoOut:
+    batch_id = body.batch_id if body is not None else None
+    result = await undo.undo(caller, conversation_id, batch_id)
+    return UndoOut(
+        batch_id=result.batch_id,
+        audit_id=result.audit_id,
+        undone=[
+            UndoneOut(proposal_id=c.proposal_id, tool_name=c.tool_name, entities=c.entities)
+            for c in result.undone
+        ],
+    )

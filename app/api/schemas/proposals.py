@@ -1,4 +1,4 @@
-"""Bodies of a conversation's proposal queue: list, approve (atomically), reject."""
+"""Bodies of a conversation's proposal queue: list, approve (atomically), reject, undo."""
 
 from __future__ import annotations
 
@@ -63,3 +63,30 @@ class RejectedOut(BaseModel):
     """Which proposals were dropped from the queue."""
 
     rejected: list[str] = Field(description="Ids of the proposals dropped.")
+
+
+class UndoIn(BaseModel):
+    """Which batch to undo: the conversation's last applied one; naming it guards
+    against undoing a batch someone else applied meanwhile."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch_id: str | None = Field(
+        default=None, max_length=64, description="Must be the last applied batch; any when absent."
+    )
+
+
+class UndoneOut(BaseModel):
+    """One proposal taken back."""
+
+    proposal_id: str = Field(description="The proposal undone (its status is now `undone`).")
+    tool_name: str = Field(description="Tool whose effect was reverted.")
+    entities: list[str] = Field(description="What it had touched, e.g. `node node_1`.")
+
+
+class UndoOut(BaseModel):
+    """A batch undone as one transaction, with its audit record."""
+
+    batch_id: str = Field(description="The batch undone.")
+    audit_id: str = Field(description="The audit record written for the undo.")
+    undone: list[UndoneOut] = Field(description="What was taken back, in apply order.")

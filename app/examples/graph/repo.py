@@ -7,7 +7,11 @@ to the handler as `ToolContext.tx`; `for_call` takes the session from there.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select
@@ -164,3 +168,127 @@ class GraphRepo:
             )
         )
         return rowcount(edges)
+
+    # -- undo: state digests, snapshots, reverts -------------------------------------------
+
+    async def _incident(self, node_id: str) -> list[GraphEdgeRow]:
+        rows = await self._session.scalars(
+            select(GraphEdgeRow)
+            .where(
+                GraphEdgeRow.scope_key == self._scope,
+                or_(GraphEdgeRow.source_id == node_id, GraphEdgeRow.target_id == node_id),
+            )
+            .order_by(GraphEdgeRow.id)
+            .with_for_update()
+        )
+        return list(rows)
+
+    async def digests(self, entities: Sequence[str]) -> dict[str, str | None]:
+        """`node <id>` / `edge <id>` -> a digest of its state (None: gone). A node's state
+        includes its edges, so an edge someone added to it since counts as a change.
+        Rows are locked (Postgres) so nothing changes them before the undo commits."""
+        out: dict[str, str | None] = {}
+        for entity in entities:
+            kind, _, entity_id = entity.partition(" ")
+            state: Any = None
+            if kind == "node":
+                node = await self._session.scalar(
+                    select(GraphNodeRow)
+                    .where(GraphNodeRow.id == entity_id, GraphNodeRow.scope_key == self._scope)
+                    .with_for_update()
+                )
+                if node is not None:
+                    edges = [_edge_state(e) for e in await self._incident(entity_id)]
+                    state = [node.label, node.name, node.properties, edges]
+            elif kind == "edge":
+                edge = await self._session.scalar(
+                    select(GraphEdgeRow)
+                    .where(GraphEdgeRow.id == entity_id, GraphEdgeRow.scope_key == self._scope)
+                    .with_for_update()
+                )
+                state = _edge_state(edge) if edge is not None else None
+            out[entity] = None if state is None else _digest(state)
+        return out
+
+    async def snapshot(self, node_id: str) -> dict[str, Any] | None:
+        """A node and its edges as rows, to restore what a delete removes."""
+        node = await self._session.scalar(
+            select(GraphNodeRow).where(
+                GraphNodeRow.id == node_id, GraphNodeRow.scope_key == self._scope
+            )
+        )
+        if node is None:
+            return None
+        return {
+            "node": {
+                "id": node.id,
+                "label": node.label,
+                "name": node.name,
+                "properties": node.properties,
+                "created_at": node.created_at.isoformat(),
+            },
+            "edges": [
+                {**_edge_state(e), "created_at": e.created_at.isoformat()}
+                for e in await self._incident(node_id)
+            ],
+        }
+
+    async def restore(self, snapshot: dict[str, Any]) -> None:
+        """Put back a node and its edges exactly as `snapshot` saw them (same ids)."""
+        node = snapshot["node"]
+        self._session.add(
+            GraphNodeRow(
+                id=node["id"],
+                scope_key=self._scope,
+                label=node["label"],
+                name=node["name"],
+                properties=node["properties"],
+                created_at=datetime.fromisoformat(node["created_at"]),
+            )
+        )
+        await self._session.flush()
+        for edge in snapshot["edges"]:
+            self._session.add(
+                GraphEdgeRow(
+                    id=edge["id"],
+                    scope_key=self._scope,
+                    source_id=edge["source_id"],
+                    target_id=edge["target_id"],
+                    relation=edge["relation"],
+                    created_at=datetime.fromisoformat(edge["created_at"]),
+                )
+            )
+        await self._session.flush()
+
+    async def delete_edge(self, edge_id: str) -> bool:
+        result = await self._session.execute(
+            delete(GraphEdgeRow).where(
+                GraphEdgeRow.id == edge_id, GraphEdgeRow.scope_key == self._scope
+            )
+        )
+        return rowcount(result) == 1
+
+    async def replace_properties(self, node_id: str, properties: dict[str, Any]) -> bool:
+        row = await self._session.scalar(
+            select(GraphNodeRow).where(
+                GraphNodeRow.id == node_id, GraphNodeRow.scope_key == self._scope
+            )
+        )
+        if row is None:
+            return False
+        row.properties = properties
+        await self._session.flush()
+        return True
+
+
+def _edge_state(edge: GraphEdgeRow) -> dict[str, Any]:
+    return {
+        "id": edge.id,
+        "source_id": edge.source_id,
+        "target_id": edge.target_id,
+        "relation": edge.relation,
+    }
+
+
+def _digest(state: Any) -> str:
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()

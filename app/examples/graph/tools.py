@@ -13,50 +13,25 @@ hands out a provisional id that `connect` accepts). `set_property` always propos
 
 from __future__ import annotations
 
-import hashlib
-import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
 
 from app.examples.graph.repo import EdgeRecord, GraphRepo, NodeRecord
-from app.tools.base import PROVISIONAL_PREFIX, ServerTool, ToolArgs, ToolContext, ToolFailure
+from app.examples.graph.scope import GraphScope, repo_for
+from app.examples.graph.scope import scope_key as scope_key
+from app.tools.base import (
+    PROVISIONAL_PREFIX,
+    Inverse,
+    ServerTool,
+    ToolContext,
+    ToolFailure,
+    Undoable,
+)
 from app.tools.registry import ToolRegistry
 
 MAX_ROWS = 200
-
-
-class GraphScope(ToolArgs):
-    """Scope arguments: pinned by the runtime, hidden from the model."""
-
-    user_id: str | None = Field(default=None, description="Pinned: the caller.")
-    workspace_id: str | None = Field(default=None, description="Pinned: the bound workspace.")
-    conversation_id: str | None = Field(default=None, description="Pinned: the conversation.")
-    session_id: str | None = Field(default=None, description="Pinned: the bound session.")
-
-
-def scope_key(
-    user_id: str | None,
-    workspace_id: str | None = None,
-    conversation_id: str | None = None,
-    session_id: str | None = None,
-) -> str:
-    """The graph a scope owns: the user plus its workspace, else conversation, else session."""
-    if not user_id:
-        raise ToolFailure("This tool needs a signed-in user.")
-    key: dict[str, str] = {"user": user_id}
-    if workspace_id:
-        key["workspace"] = workspace_id
-    elif conversation_id:
-        key["conversation"] = conversation_id
-    elif session_id:
-        key["session"] = session_id
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
-
-
-def _repo(args: GraphScope, ctx: ToolContext) -> GraphRepo:
-    key = scope_key(args.user_id, args.workspace_id, args.conversation_id, args.session_id)
-    return GraphRepo.for_call(ctx.tx, key)
 
 
 def _node_out(node: NodeRecord) -> dict[str, Any]:
@@ -105,7 +80,7 @@ class FindNodesArgs(GraphScope):
 
 
 async def find_nodes(args: FindNodesArgs, ctx: ToolContext) -> dict[str, Any]:
-    nodes = await _repo(args, ctx).find(query=args.query, label=args.label, limit=args.limit)
+    nodes = await repo_for(args, ctx).find(query=args.query, label=args.label, limit=args.limit)
     return {"nodes": [_node_out(n) for n in nodes], "count": len(nodes)}
 
 
@@ -114,7 +89,7 @@ class GetGraphArgs(GraphScope):
 
 
 async def get_graph(args: GetGraphArgs, ctx: ToolContext) -> dict[str, Any]:
-    repo = _repo(args, ctx)
+    repo = repo_for(args, ctx)
     nodes = await repo.all_nodes(MAX_ROWS)
     edges = await repo.edges(MAX_ROWS)
     return {"nodes": [_node_out(n) for n in nodes], "edges": [_edge_out(e) for e in edges]}
@@ -132,7 +107,7 @@ class AddNodeArgs(GraphScope):
 
 
 async def add_node(args: AddNodeArgs, ctx: ToolContext) -> dict[str, Any]:
-    node = await _repo(args, ctx).add_node(args.label, args.name, args.properties)
+    node = await repo_for(args, ctx).add_node(args.label, args.name, args.properties)
     return _node_out(node)
 
 
@@ -143,7 +118,7 @@ class ConnectArgs(GraphScope):
 
 
 async def connect(args: ConnectArgs, ctx: ToolContext) -> dict[str, Any]:
-    repo = _repo(args, ctx)
+    repo = repo_for(args, ctx)
     source = await _resolve(repo, args.source, ctx)
     target = await _resolve(repo, args.target, ctx)
     edge = await repo.connect(source.id, target.id, args.relation)
@@ -161,7 +136,7 @@ class SetPropertyArgs(GraphScope):
 
 
 async def set_property(args: SetPropertyArgs, ctx: ToolContext) -> dict[str, Any]:
-    repo = _repo(args, ctx)
+    repo = repo_for(args, ctx)
     node = await _resolve(repo, args.node, ctx)
     updated = await repo.set_property(node.id, args.key, args.value)
     if updated is None:  # deleted between resolve and update
@@ -174,10 +149,72 @@ class DeleteNodeArgs(GraphScope):
 
 
 async def delete_node(args: DeleteNodeArgs, ctx: ToolContext) -> dict[str, Any]:
-    repo = _repo(args, ctx)
+    repo = repo_for(args, ctx)
     node = await _resolve(repo, args.id, ctx)
     removed = await repo.delete_node(node.id)
     return {"deleted": node.id, "name": node.name, "edges_removed": removed}
+
+
+# -- undo: how an applied proposal is taken back (see `app.tools.base.Inverse`) -----------
+# Entities are `node <id>` and `edge <id>`; a node's state includes its edges.
+
+
+async def _state(
+    args: GraphScope, entities: Sequence[str], ctx: ToolContext
+) -> Mapping[str, str | None]:
+    return await repo_for(args, ctx).digests(entities)
+
+
+async def _added_node(args: AddNodeArgs, result: Any, before: Any, ctx: ToolContext) -> Undoable:
+    return Undoable(touched=(f"node {result['id']}",), data={"node_id": result["id"]})
+
+
+async def _remove_node(args: GraphScope, data: Mapping[str, Any], ctx: ToolContext) -> None:
+    await repo_for(args, ctx).delete_node(data["node_id"])
+
+
+async def _connected(args: ConnectArgs, result: Any, before: Any, ctx: ToolContext) -> Undoable:
+    ends = (f"node {result['source_id']}", f"node {result['target_id']}")
+    return Undoable(touched=(f"edge {result['id']}", *ends), data={"edge_id": result["id"]})
+
+
+async def _disconnect(args: GraphScope, data: Mapping[str, Any], ctx: ToolContext) -> None:
+    if not await repo_for(args, ctx).delete_edge(data["edge_id"]):
+        raise ToolFailure(f"The edge {data['edge_id']} no longer exists.")
+
+
+async def _properties_before(args: SetPropertyArgs, ctx: ToolContext) -> dict[str, Any]:
+    node = await _resolve(repo_for(args, ctx), args.node, ctx)
+    return {"node_id": node.id, "properties": node.properties}
+
+
+async def _property_set(
+    args: SetPropertyArgs, result: Any, before: Any, ctx: ToolContext
+) -> Undoable:
+    return Undoable(touched=(f"node {before['node_id']}",), data=before)
+
+
+async def _restore_properties(args: GraphScope, data: Mapping[str, Any], ctx: ToolContext) -> None:
+    if not await repo_for(args, ctx).replace_properties(data["node_id"], data["properties"]):
+        raise ToolFailure(f"The node {data['node_id']} no longer exists.")
+
+
+async def _snapshot_before(args: DeleteNodeArgs, ctx: ToolContext) -> dict[str, Any] | None:
+    repo = repo_for(args, ctx)
+    return await repo.snapshot((await _resolve(repo, args.id, ctx)).id)
+
+
+async def _node_deleted(
+    args: DeleteNodeArgs, result: Any, before: Any, ctx: ToolContext
+) -> Undoable:
+    touched = {f"node {before['node']['id']}"}
+    for edge in before["edges"]:
+        touched |= {f"edge {edge['id']}", f"node {edge['source_id']}", f"node {edge['target_id']}"}
+    return Undoable(touched=tuple(sorted(touched)), data={"snapshot": before})
+
+
+async def _restore_node(args: GraphScope, data: Mapping[str, Any], ctx: ToolContext) -> None:
+    await repo_for(args, ctx).restore(data["snapshot"])
 
 
 def tools() -> list[ServerTool[Any]]:
@@ -205,6 +242,7 @@ def tools() -> list[ServerTool[Any]]:
             mutates=True,
             creates=True,
             summarize=lambda a: f"Add {a.label} node {a.name!r}",
+            inverse=Inverse(after=_added_node, state=_state, revert=_remove_node),
         ),
         ServerTool(
             name="connect",
@@ -216,6 +254,7 @@ def tools() -> list[ServerTool[Any]]:
             handler=connect,
             mutates=True,
             summarize=lambda a: f"Connect {a.source!r} -[{a.relation}]-> {a.target!r}",
+            inverse=Inverse(after=_connected, state=_state, revert=_disconnect),
         ),
         ServerTool(
             name="set_property",
@@ -228,6 +267,12 @@ def tools() -> list[ServerTool[Any]]:
             policy="propose",
             mutates=True,
             summarize=lambda a: f"Set {a.key}={a.value!r} on {a.node!r}",
+            inverse=Inverse(
+                after=_property_set,
+                state=_state,
+                revert=_restore_properties,
+                before=_properties_before,
+            ),
         ),
         ServerTool(
             name="delete_node",
@@ -237,6 +282,12 @@ def tools() -> list[ServerTool[Any]]:
             policy="confirm",
             mutates=True,
             summarize=lambda a: f"Delete the node {a.id!r} and all its edges",
+            inverse=Inverse(
+                after=_node_deleted,
+                state=_state,
+                revert=_restore_node,
+                before=_snapshot_before,
+            ),
         ),
     ]
 

@@ -65,6 +65,29 @@ def _record(row: ProposalRow) -> ProposalRecord:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    id: str
+    owner_id: str
+    conversation_id: str
+    approved_by: str
+    audit_id: str
+    changes: list[Any]
+    created_at: datetime
+
+
+def _batch(row: ProposalBatchRow) -> BatchRecord:
+    return BatchRecord(
+        id=row.id,
+        owner_id=row.owner_id,
+        conversation_id=row.conversation_id,
+        approved_by=row.approved_by,
+        audit_id=row.audit_id,
+        changes=row.changes,
+        created_at=row.created_at,
+    )
+
+
 def new_batch_id() -> str:
     """The id of a batch about to be applied: its audit record names it before the batch
     row exists (that row names the audit record)."""
@@ -212,3 +235,50 @@ class ProposalRepo:
             .values(batch_id=batch_id)
             .execution_options(synchronize_session=False)
         )
+
+    async def last_applied_batch(
+        self, conversation_id: str, owner_id: str | None
+    ) -> BatchRecord | None:
+        """The conversation's newest batch whose proposals are still applied (not undone).
+        `owner_id` None: any owner's (an admin's look-up)."""
+        still_applied = (
+            select(ProposalRow.id)
+            .where(ProposalRow.batch_id == ProposalBatchRow.id, ProposalRow.status == "applied")
+            .exists()
+        )
+        query = select(ProposalBatchRow).where(
+            ProposalBatchRow.conversation_id == conversation_id, still_applied
+        )
+        if owner_id is not None:
+            query = query.where(ProposalBatchRow.owner_id == owner_id)
+        row = await self._session.scalar(
+            query.order_by(ProposalBatchRow.created_at.desc(), ProposalBatchRow.id.desc()).limit(1)
+        )
+        return _batch(row) if row is not None else None
+
+    async def batch(self, batch_id: str, owner_id: str | None) -> BatchRecord | None:
+        query = select(ProposalBatchRow).where(ProposalBatchRow.id == batch_id)
+        if owner_id is not None:
+            query = query.where(ProposalBatchRow.owner_id == owner_id)
+        row = await self._session.scalar(query)
+        return _batch(row) if row is not None else None
+
+    async def of_batch(self, batch_id: str) -> list[ProposalRecord]:
+        """The proposals a batch applied, in the order it applied them."""
+        rows = await self._session.scalars(
+            select(ProposalRow)
+            .where(ProposalRow.batch_id == batch_id)
+            .order_by(ProposalRow.position, ProposalRow.created_at, ProposalRow.id)
+        )
+        return [_record(r) for r in rows]
+
+    async def mark_batch(self, batch_id: str, *, status: str, now: datetime) -> int:
+        """Move a batch's applied proposals to `status` (`undone`); returns how many moved,
+        so of two concurrent undos only one finds anything to move."""
+        result = await self._session.execute(
+            update(ProposalRow)
+            .where(ProposalRow.batch_id == batch_id, ProposalRow.status == "applied")
+            .values(status=status, decided_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return rowcount(result)

@@ -75,7 +75,7 @@ class ProposalRow(Base):
     provisional_id: Mapped[str | None] = mapped_column(String(64))
     # Call order (nanoseconds at the call's start): the order the batch is applied in.
     position: Mapped[int] = mapped_column(BigInteger)
-    # pending -> applied | rejected
+    # pending -> applied | rejected; applied -> undone (its batch was undone)
     status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

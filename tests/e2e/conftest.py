@@ -57,6 +57,9 @@ class Service:
     env: dict[str, str]
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    # More uvicorn options (`--workers 2`): the process then leads a group of its own, so
+    # kill -9 takes its workers with it.
+    args: tuple[str, ...] = ()
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,8 +84,10 @@ class Service:
                     str(self.port),
                     "--timeout-graceful-shutdown",
                     "5",
+                    *self.args,
                 ],
                 cwd=self.workdir,
+                start_new_session=bool(self.args),
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -118,7 +123,10 @@ class Service:
     def kill(self) -> None:
         """kill -9: no shutdown code runs."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+            if self.args:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()
             self.proc.wait(5)
 
     def logs(self) -> str:
@@ -151,7 +159,7 @@ def _base_env() -> dict[str, str]:
 def _launcher(workdir: Path) -> Iterator[Launch]:
     started: list[Service] = []
 
-    def start(db: Path | None = None, **settings: str) -> Service:
+    def start(db: Path | None = None, *, args: tuple[str, ...] = (), **settings: str) -> Service:
         path = db or workdir / "e2e.db"
         env = _base_env()
         env.update(
@@ -161,7 +169,7 @@ def _launcher(workdir: Path) -> Iterator[Launch]:
             SHUTDOWN_TIMEOUT_SECONDS="5",
         )
         env.update({k.upper(): v for k, v in settings.items()})
-        service = Service(workdir=workdir, db=path, env=env)
+        service = Service(workdir=workdir, db=path, env=env, args=args)
         started.append(service)
         service.start()
         return service
@@ -175,7 +183,8 @@ def _launcher(workdir: Path) -> Iterator[Launch]:
 
 @pytest.fixture
 def launch(tmp_path: Path) -> Iterator[Launch]:
-    """`launch(db=None, **settings)`: start a chat-bff process (settings as env names)."""
+    """`launch(db=None, *, args=(), **settings)`: start a chat-bff process (settings as env
+    names, `args` more uvicorn options)."""
     with _launcher(tmp_path) as start:
         yield start
 

@@ -1,0 +1,85 @@
+"""`uvicorn --workers 2` on Postgres and Redis: each request lands on either worker (a new
+connection each time), and runs, readers, resumes and cancels behave as on one process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg  # type: ignore[import-untyped]
+import httpx
+import pytest
+
+from tests.e2e.conftest import Launch, openai_backed
+from tests.e2e.test_resume_e2e import LONG, assert_gap_free, read_events, start_run, text_of
+from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
+from tests.limits.conftest import reachable_redis_url
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+
+RUNS = 6
+
+
+@pytest.fixture
+async def workers(
+    launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    service = launch(
+        args=("--workers", "2"),
+        **openai_backed(
+            openai_upstream.base_url,
+            DATABASE_URL=postgres_url,
+            REDIS_URL=reachable_redis_url(),
+            RATE_LIMIT_REQUESTS_PER_MINUTE="0",
+            RATE_LIMIT_CONCURRENT_RUNS="0",
+        ),
+    )
+    # No connection is reused: the kernel hands each one to whichever worker accepts it.
+    fresh = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(base_url=service.base_url, timeout=15, limits=fresh) as http:
+        yield http
+    assert service.stop() == 0
+
+
+async def test_runs_readers_and_resumes_are_whole_whichever_worker_serves_them(
+    workers: httpx.AsyncClient, openai_upstream: FakeOpenAIUpstream, postgres_url: str
+) -> None:
+    for _ in range(RUNS):
+        openai_upstream.enqueue(Completion(text=LONG, delay=0.005))
+    started = await asyncio.gather(*(start_run(workers) for _ in range(RUNS)))
+
+    for _, _, url in started:
+        one, two, first_ten = await asyncio.gather(
+            read_events(workers, url),
+            read_events(workers, url),
+            read_events(workers, url, limit=10),
+        )
+        rest = await read_events(workers, url, after=10)
+        assert_gap_free(one)
+        assert one == two == first_ten + rest
+        assert one[-1].event == "run_end" and text_of(one) == LONG
+
+    # Both workers ran some of the runs (so readers crossed between them).
+    connection = await asyncpg.connect(postgres_url.replace("+asyncpg", ""))
+    try:
+        owners = await connection.fetch("SELECT DISTINCT instance_id FROM runs")
+    finally:
+        await connection.close()
+    assert len(owners) == 2
+
+
+async def test_a_cancel_reaches_the_worker_running_the_run(
+    workers: httpx.AsyncClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text=LONG, delay=0.05))
+    cid, run_id, url = await start_run(workers)
+    await read_events(workers, url, limit=3)
+
+    statuses = [
+        (await workers.post(f"/api/conversations/{cid}/runs/{run_id}/cancel")).json()["status"]
+        for _ in range(3)  # whichever worker each lands on
+    ]
+
+    assert statuses == ["cancelled"] * 3
+    frames = await read_events(workers, url)
+    assert frames[-1].data["status"] == "cancelled"

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from app.api.schemas.openai_chunks import CHUNK_EVENTS_ADAPTER
+from app.api.schemas.responses_events import RESPONSE_EVENTS_ADAPTER
 from app.domain.events import RUN_EVENT_ADAPTER
 
 
@@ -51,6 +52,12 @@ EVENT_STREAMS: dict[str, EventUnion] = {
         "`chat.completion.chunk`, or an `error` when the run fails. The stream ends with "
         "the literal `data: [DONE]`.",
         end_marker="[DONE]",
+    ),
+    "ResponseStreamEvent": EventUnion(
+        RESPONSE_EVENTS_ADAPTER,
+        "One event of an OpenAI Responses stream: `event:` is its `type`, `data:` this "
+        "object as JSON, `sequence_number` its place in the stream from 0. Discriminated "
+        "on `type`.",
     ),
 }
 

@@ -189,6 +189,41 @@ async def test_streamed_chat_completion_chunks_match_the_documented_schema(
     assert any("usage" in f for f in frames) and any("error" in f for f in frames)
 
 
+async def test_responses_stream_events_match_the_documented_schema(client: ApiClient) -> None:
+    validator = _validator(_documented("/v1/responses", "post"))
+    mapping = SPEC["components"]["schemas"]["ResponseStreamEvent"]["discriminator"]["mapping"]
+    play(
+        client,
+        ScriptedTurn(
+            thinking="Hmm.",
+            text="Adding.",
+            tool_calls=[
+                ScriptedToolCall(name="add_node", args={"label": "P", "name": "Ada"}),
+                ScriptedToolCall(name="add_node", args='{"label": '),
+                ScriptedToolCall(name="delete_node", args={"id": "Ada"}),
+            ],
+        ),
+        ScriptedTurn(text="Weather next.", tool_calls=[ScriptedToolCall(name="get_weather")]),
+        ScriptedTurn(error=ScriptedError(status=503, message="upstream down")),
+    )
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    base = {"model": "scripted", "stream": True}
+    bodies = [
+        await client.post("/v1/responses", json={**base, "input": "Add Ada, delete her"}),
+        await client.post("/v1/responses", json={**base, "input": "Weather", "tools": [tool]}),
+        await client.post("/v1/responses", json={**base, "input": "x"}),
+    ]
+
+    frames = [f for body in bodies for f in parse(body.text)]
+    for frame in frames:
+        errors = [e.message for e in validator.iter_errors(frame.data)]
+        assert not errors, (frame.event, frame.data, errors)
+        assert frame.event == frame.data["type"] and frame.event in mapping, frame
+    items = {f.data["item"]["type"] for f in frames if f.event == "response.output_item.done"}
+    assert items == {"message", "reasoning", "mcp_call", "function_call", "mcp_approval_request"}
+    assert {"error", "response.failed", "response.mcp_call.failed"} <= {f.event for f in frames}
+
+
 def test_the_union_has_one_schema_per_event_discriminated_on_type() -> None:
     union = SPEC["components"]["schemas"]["RunEvent"]
     assert union["discriminator"]["propertyName"] == "type"

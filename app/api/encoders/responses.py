@@ -40,7 +40,9 @@ answer is this encoder's final response for the same events, identical by constr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
+
+from pydantic import BaseModel
 
 from app.api.encoders.responses_objects import (
     ItemKind,
@@ -51,6 +53,36 @@ from app.api.encoders.responses_objects import (
     run_error_object,
     stream_error_object,
     usage_object,
+)
+from app.api.schemas.responses_events import (
+    ContentPartAdded,
+    ContentPartDone,
+    FunctionCallArgumentsDelta,
+    FunctionCallArgumentsDone,
+    McpCallArgumentsDelta,
+    McpCallArgumentsDone,
+    McpCallCompleted,
+    McpCallFailed,
+    McpCallInProgress,
+    OutputItemAdded,
+    OutputItemDone,
+    OutputTextDelta,
+    OutputTextDone,
+    ReasoningTextDelta,
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseErrorEvent,
+    ResponseFailed,
+    ResponseIncomplete,
+    ResponseInProgress,
+)
+from app.api.schemas.responses_items import (
+    IncompleteDetails,
+    OutputText,
+    ReasoningText,
+    ResponseError,
+    ResponseObject,
+    ResponseStatus,
 )
 from app.domain.events import (
     ConfirmRequired,
@@ -83,23 +115,29 @@ class ResponsesEncoder:
     created_at: int
     client_tools: frozenset[str]
     request: dict[str, Any] = field(default_factory=dict)
-    final: dict[str, Any] | None = None
+    final: ResponseObject | None = None
     _seq: int = 0
     _items: list[OutputItem] = field(default_factory=list)
     _text: OutputItem | None = None
     _reasoning: OutputItem | None = None
     _tools: dict[str, OutputItem] = field(default_factory=dict)
-    _error: dict[str, Any] | None = None
+    _error: ResponseError | None = None
     _refused: bool = False  # the model declined (content_filter)
 
     # -- framing ---------------------------------------------------------------------
 
-    def _emit(self, kind: str, **fields: Any) -> bytes:
-        body = {"type": kind, **fields, "sequence_number": self._seq}
+    def _next(self) -> int:
+        """The next event's `sequence_number`."""
         self._seq += 1
-        return b"event: %s\ndata: %s\n\n" % (kind.encode(), dumps(body).encode())
+        return self._seq - 1
 
-    def _response(self, status: str, **extra: Any) -> dict[str, Any]:
+    @staticmethod
+    def _emit(event: BaseModel) -> bytes:
+        kind: str = getattr(event, "type")  # noqa: B009 - every event model has one
+        data = event.__pydantic_serializer__.to_json(event)
+        return b"event: %s\ndata: %s\n\n" % (kind.encode(), data)
+
+    def _response(self, status: ResponseStatus, **extra: Any) -> ResponseObject:
         """The Response object as it stands (only finished items are in `output`)."""
         return response_object(
             response_id=self.response_id,
@@ -119,9 +157,9 @@ class ResponsesEncoder:
         event = item.event
         if isinstance(event, RunStart):
             created = self._response("in_progress")
-            return self._emit("response.created", response=created) + self._emit(
-                "response.in_progress", response=created
-            )
+            return self._emit(
+                ResponseCreated(response=created, sequence_number=self._next())
+            ) + self._emit(ResponseInProgress(response=created, sequence_number=self._next()))
         if isinstance(event, TextDeltaEvent):
             return self._text_delta(event.delta)
         if isinstance(event, ThinkingDeltaEvent):
@@ -143,7 +181,10 @@ class ResponsesEncoder:
             return self._close_all("incomplete" if cut else "completed")
         if isinstance(event, ErrorEvent):
             self._error = stream_error_object(event.code, event.message)
-            return self._emit("error", code=event.code, message=event.message, param=None)
+            error = ResponseErrorEvent(
+                code=event.code, message=event.message, sequence_number=self._next()
+            )
+            return self._emit(error)
         if isinstance(event, RunEnd):
             return self._end(event)
         assert_never(event)
@@ -152,11 +193,15 @@ class ResponsesEncoder:
         item = OutputItem(index=len(self._items), kind=kind, id=item_id, **fields)
         self._items.append(item)
         return item, self._emit(
-            "response.output_item.added", output_index=item.index, item=item.wire(added=True)
+            OutputItemAdded(
+                output_index=item.index, item=item.wire(added=True), sequence_number=self._next()
+            )
         )
 
     def _done(self, item: OutputItem) -> bytes:
-        return self._emit("response.output_item.done", output_index=item.index, item=item.wire())
+        return self._emit(
+            OutputItemDone(output_index=item.index, item=item.wire(), sequence_number=self._next())
+        )
 
     def _text_delta(self, delta: str) -> bytes:
         out = self._close_reasoning("completed")
@@ -164,20 +209,23 @@ class ResponsesEncoder:
             base = self.response_id.removeprefix("resp_")
             self._text, added = self._open("message", f"msg_{base}_{len(self._items)}")
             out += added + self._emit(
-                "response.content_part.added",
-                item_id=self._text.id,
-                output_index=self._text.index,
-                content_index=0,
-                part={"type": "output_text", "text": "", "annotations": []},
+                ContentPartAdded(
+                    item_id=self._text.id,
+                    output_index=self._text.index,
+                    content_index=0,
+                    part=OutputText(text=""),
+                    sequence_number=self._next(),
+                )
             )
         self._text.text += delta
         return out + self._emit(
-            "response.output_text.delta",
-            item_id=self._text.id,
-            output_index=self._text.index,
-            content_index=0,
-            delta=delta,
-            logprobs=[],
+            OutputTextDelta(
+                item_id=self._text.id,
+                output_index=self._text.index,
+                content_index=0,
+                delta=delta,
+                sequence_number=self._next(),
+            )
         )
 
     def _thinking_delta(self, delta: str) -> bytes:
@@ -186,48 +234,52 @@ class ResponsesEncoder:
             base = self.response_id.removeprefix("resp_")
             self._reasoning, added = self._open("reasoning", f"rs_{base}_{len(self._items)}")
             out += added + self._emit(
-                "response.content_part.added",
-                item_id=self._reasoning.id,
-                output_index=self._reasoning.index,
-                content_index=0,
-                part={"type": "reasoning_text", "text": ""},
+                ContentPartAdded(
+                    item_id=self._reasoning.id,
+                    output_index=self._reasoning.index,
+                    content_index=0,
+                    part=ReasoningText(text=""),
+                    sequence_number=self._next(),
+                )
             )
         self._reasoning.text += delta
         return out + self._emit(
-            "response.reasoning_text.delta",
-            item_id=self._reasoning.id,
-            output_index=self._reasoning.index,
-            content_index=0,
-            delta=delta,
+            ReasoningTextDelta(
+                item_id=self._reasoning.id,
+                output_index=self._reasoning.index,
+                content_index=0,
+                delta=delta,
+                sequence_number=self._next(),
+            )
         )
 
-    def _close_text(self, status: str) -> bytes:
+    def _close_text(self, status: Literal["completed", "incomplete"]) -> bytes:
         item, self._text = self._text, None
         if item is None:
             return b""
         item.status = status
-        where = {"item_id": item.id, "output_index": item.index, "content_index": 0}
+        where: dict[str, Any] = {"item_id": item.id, "output_index": item.index, "content_index": 0}
+        done = self._emit(OutputTextDone(**where, text=item.text, sequence_number=self._next()))
+        part = OutputText(text=item.text)
         return (
-            self._emit("response.output_text.done", **where, text=item.text, logprobs=[])
-            + self._emit(
-                "response.content_part.done",
-                **where,
-                part={"type": "output_text", "text": item.text, "annotations": []},
-            )
+            done
+            + self._emit(ContentPartDone(**where, part=part, sequence_number=self._next()))
             + self._done(item)
         )
 
-    def _close_reasoning(self, status: str) -> bytes:
+    def _close_reasoning(self, status: Literal["completed", "incomplete"]) -> bytes:
         item, self._reasoning = self._reasoning, None
         if item is None:
             return b""
         item.status = status
         return self._emit(
-            "response.content_part.done",
-            item_id=item.id,
-            output_index=item.index,
-            content_index=0,
-            part={"type": "reasoning_text", "text": item.text},
+            ContentPartDone(
+                item_id=item.id,
+                output_index=item.index,
+                content_index=0,
+                part=ReasoningText(text=item.text),
+                sequence_number=self._next(),
+            )
         ) + self._done(item)
 
     def _tool_start(self, part: ToolPart) -> bytes:
@@ -239,42 +291,44 @@ class ResponsesEncoder:
             return out + added
         item, added = self._open("mcp_call", part.id, name=name)
         self._tools[part.id] = item
-        return (
-            out
-            + added
-            + self._emit("response.mcp_call.in_progress", item_id=item.id, output_index=item.index)
+        started = McpCallInProgress(
+            item_id=item.id, output_index=item.index, sequence_number=self._next()
         )
+        return out + added + self._emit(started)
 
     def _args_delta(self, call_id: str, delta: str) -> bytes:
         item = self._tools.get(call_id)
         if item is None:
             return b""
         item.text += delta
-        kind = (
-            "response.function_call_arguments.delta"
-            if item.kind == "function_call"
-            else "response.mcp_call_arguments.delta"
+        kind = FunctionCallArgumentsDelta if item.kind == "function_call" else McpCallArgumentsDelta
+        return self._emit(
+            kind(
+                item_id=item.id, output_index=item.index, delta=delta, sequence_number=self._next()
+            )
         )
-        return self._emit(kind, item_id=item.id, output_index=item.index, delta=delta)
 
     def _finish_args(self, item: OutputItem, part: ToolPart | None) -> bytes:
         """Settle the final arguments text (a server tool's may be pinned or edited)."""
         args = part.data.args if part is not None else None
         if args is not None and (item.kind == "mcp_call" or not item.text.strip()):
             item.text = dumps(args)
-        kind = (
-            "response.function_call_arguments.done"
-            if item.kind == "function_call"
-            else "response.mcp_call_arguments.done"
+        kind = FunctionCallArgumentsDone if item.kind == "function_call" else McpCallArgumentsDone
+        return self._emit(
+            kind(
+                item_id=item.id,
+                output_index=item.index,
+                arguments=item.text,
+                sequence_number=self._next(),
+            )
         )
-        return self._emit(kind, item_id=item.id, output_index=item.index, arguments=item.text)
 
     def _tool_done(self, part: ToolPart, *, error: str | None) -> bytes:
         item = self._tools.pop(part.id, None)
         if item is None:  # a call that was never announced (defensive: nothing to close)
             return b""
         out = self._finish_args(item, part)
-        where = {"item_id": item.id, "output_index": item.index}
+        where: dict[str, Any] = {"item_id": item.id, "output_index": item.index}
         if item.kind == "function_call":
             # Only a refused call ends here (a client tool never runs on the server).
             item.status = "completed" if error is None else "incomplete"
@@ -282,10 +336,12 @@ class ResponsesEncoder:
             return out + self._done(item)
         if error is None:
             item.status, item.output = "completed", result_text(part.data.result)
-            return out + self._emit("response.mcp_call.completed", **where) + self._done(item)
+            completed = McpCallCompleted(**where, sequence_number=self._next())
+            return out + self._emit(completed) + self._done(item)
         item.status, item.output = "failed", error
         item.error = {"type": "mcp_tool_execution_error", "content": error}
-        return out + self._emit("response.mcp_call.failed", **where) + self._done(item)
+        failed = McpCallFailed(**where, sequence_number=self._next())
+        return out + self._emit(failed) + self._done(item)
 
     def _confirm(self, event: ConfirmRequired) -> bytes:
         item = self._tools.pop(event.part.id, None)
@@ -304,7 +360,7 @@ class ResponsesEncoder:
         )
         return out + added + self._done(request)
 
-    def _close_all(self, status: str) -> bytes:
+    def _close_all(self, status: Literal["completed", "incomplete"]) -> bytes:
         out = self._close_text(status) + self._close_reasoning(status)
         for call_id in list(self._tools):
             item = self._tools.pop(call_id)
@@ -318,22 +374,26 @@ class ResponsesEncoder:
         out = self._close_all("completed" if settled else "incomplete")
         input_tokens, output_tokens = event.usage.input_tokens, event.usage.output_tokens
         output = [i.wire() for i in self._items if not i.dropped]
-        final = self._response(
-            "completed", output=output, usage=usage_object(input_tokens, output_tokens)
-        )
-        kind = "response.completed"
+        status: ResponseStatus = "completed"
+        kind: type[ResponseCompleted | ResponseIncomplete | ResponseFailed] = ResponseCompleted
+        incomplete: IncompleteDetails | None = None
+        error: ResponseError | None = None
         if event.status == "max_iterations":
-            kind = "response.incomplete"
-            final.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+            kind, status = ResponseIncomplete, "incomplete"
+            incomplete = IncompleteDetails(reason="max_output_tokens")
         elif self._refused and event.status == "completed":
-            kind = "response.incomplete"
-            final.update(status="incomplete", incomplete_details={"reason": "content_filter"})
+            kind, status = ResponseIncomplete, "incomplete"
+            incomplete = IncompleteDetails(reason="content_filter")
         elif event.status in ("cancelled", "interrupted"):
-            kind = "response.incomplete"
-            final["status"] = "cancelled"
+            kind, status = ResponseIncomplete, "cancelled"
         elif event.status == "failed":
-            kind = "response.failed"
+            kind, status = ResponseFailed, "failed"
             error = self._error or run_error_object(event.error)
-            final.update(status="failed", error=error)
-        self.final = final
-        return out + self._emit(kind, response=final)
+        self.final = self._response(
+            status,
+            output=output,
+            usage=usage_object(input_tokens, output_tokens),
+            error=error,
+            incomplete=incomplete,
+        )
+        return out + self._emit(kind(response=self.final, sequence_number=self._next()))

@@ -28,13 +28,30 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
+from app.api.schemas.responses_items import (
+    FunctionCallItem,
+    IncompleteDetails,
+    ItemStatus,
+    McpApprovalRequestItem,
+    McpCallItem,
+    MessageItem,
+    OutputText,
+    ReasoningItem,
+    ReasoningText,
+    ResponseError,
+    ResponseObject,
+    ResponseStatus,
+    ResponseUsage,
+)
+from app.api.schemas.responses_items import OutputItem as WireItem
+
 SERVER_LABEL = "chat-bff"
 ItemKind = Literal["message", "reasoning", "function_call", "mcp_call", "mcp_approval_request"]
 _RATE_LIMIT_CODES = frozenset({"rate_limited", "rate_limit_exceeded"})
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON, the spelling of every frame and of arguments we settle."""
+    """Compact JSON, the spelling of every argument text we settle."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -47,7 +64,7 @@ def result_text(value: Any) -> str:
 
 @dataclass
 class OutputItem:
-    """One output item as the encoder builds it up; `wire` is its JSON at this moment."""
+    """One output item as the encoder builds it up; `wire` is the item at this moment."""
 
     index: int
     kind: ItemKind
@@ -55,67 +72,45 @@ class OutputItem:
     name: str = ""
     call_id: str = ""
     text: str = ""  # message text, reasoning text, or arguments
-    status: str = "in_progress"
+    status: ItemStatus = "in_progress"
     output: str | None = None
     error: dict[str, Any] | None = None
     approval_request_id: str | None = None
     dropped: bool = False
 
-    def wire(self, *, added: bool = False) -> dict[str, Any]:
+    def wire(self, *, added: bool = False) -> WireItem:
         text = "" if added else self.text
         if self.kind == "message":
             content = [] if added else [output_text(text)]
-            return {
-                "id": self.id,
-                "type": "message",
-                "role": "assistant",
-                "status": self.status,
-                "content": content,
-            }
+            return MessageItem(id=self.id, status=self.status, content=content)
         if self.kind == "reasoning":
-            reasoning = [] if added else [{"type": "reasoning_text", "text": text}]
-            return {
-                "id": self.id,
-                "type": "reasoning",
-                "summary": [],
-                "content": reasoning,
-                "status": self.status,
-            }
+            reasoning = [] if added else [ReasoningText(text=text)]
+            return ReasoningItem(id=self.id, content=reasoning, status=self.status)
         if self.kind == "function_call":
-            return {
-                "id": self.id,
-                "type": "function_call",
-                "call_id": self.call_id,
-                "name": self.name,
-                "arguments": text,
-                "status": self.status,
-            }
+            return FunctionCallItem(
+                id=self.id, call_id=self.call_id, name=self.name, arguments=text, status=self.status
+            )
         if self.kind == "mcp_call":
-            return {
-                "id": self.id,
-                "type": "mcp_call",
-                "name": self.name,
-                "server_label": SERVER_LABEL,
-                "arguments": text,
-                "status": self.status,
-                "output": None if added else self.output,
-                "error": None if added else self.error,
-                "approval_request_id": None if added else self.approval_request_id,
-            }
+            return McpCallItem(
+                id=self.id,
+                name=self.name,
+                server_label=SERVER_LABEL,
+                arguments=text,
+                status=self.status,
+                output=None if added else self.output,
+                error=None if added else self.error,
+                approval_request_id=None if added else self.approval_request_id,
+            )
         if self.kind == "mcp_approval_request":
-            return {
-                "id": self.id,
-                "type": "mcp_approval_request",
-                "name": self.name,
-                "server_label": SERVER_LABEL,
-                "arguments": self.text,
-            }
+            return McpApprovalRequestItem(
+                id=self.id, name=self.name, server_label=SERVER_LABEL, arguments=self.text
+            )
         assert_never(self.kind)
 
 
-def output_text(text: str) -> dict[str, Any]:
+def output_text(text: str) -> OutputText:
     """The `output_text` content part of a finished message item."""
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return OutputText(text=text, logprobs=[])
 
 
 def response_object(
@@ -124,64 +119,58 @@ def response_object(
     model: str,
     created_at: int,
     request: dict[str, Any],
-    status: str,
-    **extra: Any,
-) -> dict[str, Any]:
-    """The Response object; `request` holds what it echoes back, `extra` overrides fields.
+    status: ResponseStatus,
+    output: list[WireItem] | None = None,
+    usage: ResponseUsage | None = None,
+    error: ResponseError | None = None,
+    incomplete: IncompleteDetails | None = None,
+) -> ResponseObject:
+    """The Response object; `request` holds what it echoes back.
 
     Echoed: instructions, tools in Responses shape, tool_choice, temperature,
     max_output_tokens, metadata, parallel_tool_calls.
     """
-    body: dict[str, Any] = {
-        "id": response_id,
-        "object": "response",
-        "created_at": created_at,
-        "status": status,
-        "error": None,
-        "incomplete_details": None,
-        "instructions": request.get("instructions"),
-        "max_output_tokens": request.get("max_output_tokens"),
-        "metadata": request.get("metadata") or {},
-        "model": model,
-        "output": [],
-        "parallel_tool_calls": request.get("parallel_tool_calls", True),
-        "previous_response_id": None,
-        "temperature": request.get("temperature"),
-        "text": {"format": {"type": "text"}},
-        "tool_choice": request.get("tool_choice") or "auto",
-        "tools": request.get("tools") or [],
-        "top_p": None,
-        "truncation": "disabled",
-        "usage": None,
-    }
-    body.update(extra)
-    return body
+    return ResponseObject(
+        id=response_id,
+        created_at=created_at,
+        status=status,
+        error=error,
+        incomplete_details=incomplete,
+        instructions=request.get("instructions"),
+        max_output_tokens=request.get("max_output_tokens"),
+        metadata=request.get("metadata") or {},
+        model=model,
+        output=output or [],
+        parallel_tool_calls=request.get("parallel_tool_calls", True),
+        temperature=request.get("temperature"),
+        tool_choice=request.get("tool_choice") or "auto",
+        tools=request.get("tools") or [],
+        usage=usage,
+    )
 
 
-def usage_object(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def usage_object(input_tokens: int, output_tokens: int) -> ResponseUsage:
     """A terminal Response's `usage` (we count no cached or reasoning tokens apart)."""
-    return {
-        "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": input_tokens + output_tokens,
-    }
+    return ResponseUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+    )
 
 
-def stream_error_object(code: str, message: str) -> dict[str, Any]:
+def stream_error_object(code: str, message: str) -> ResponseError:
     """A failed Response's `error` for an error the run streamed (its code kept as `type`).
 
     OpenAI names only two error codes a client can act on here: a rate limit, and the rest.
     """
     kind = "rate_limit_exceeded" if code in _RATE_LIMIT_CODES else "server_error"
-    return {"code": kind, "message": message, "type": code}
+    return ResponseError(code=kind, message=message, type=code)
 
 
-def run_error_object(error: dict[str, Any] | None) -> dict[str, Any]:
+def run_error_object(error: dict[str, Any] | None) -> ResponseError:
     """A failed Response's `error` when the run ended failed without streaming an error."""
-    return {
-        "code": "server_error",
-        "message": str((error or {}).get("message") or "The run failed."),
-        "type": str((error or {}).get("code") or "internal_error"),
-    }
+    return ResponseError(
+        code="server_error",
+        message=str((error or {}).get("message") or "The run failed."),
+        type=str((error or {}).get("code") or "internal_error"),
+    )

@@ -20,9 +20,11 @@ from fastapi.responses import Response
 
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
+from app.api.event_streams import event_stream
 from app.api.openai_params import responses_options
 from app.api.routing import api_router
-from app.api.schemas.openai_responses import ResponseObject, ResponsesRequest
+from app.api.schemas.openai_responses import ResponsesRequest
+from app.api.schemas.responses_items import ResponseObject
 from app.api.turn import StatelessTurn, interrupted_events, run_turn
 from app.domain.errors import ChatBffError, InvalidRequest
 from app.domain.events import SequencedEvent
@@ -104,7 +106,7 @@ class ResponsesWire:
             self._encoder.encode(batch)
         if self._encoder.final is None:  # pragma: no cover - an ended run ends its log
             raise ChatBffError("The run ended without a response.")
-        return self._encoder.final
+        return self._encoder.final.model_dump(mode="json")
 
 
 @router.post(
@@ -114,7 +116,7 @@ class ResponsesWire:
         200: {
             "model": ResponseObject,
             "description": "A Response object, or Responses streaming events as SSE.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": event_stream("ResponseStreamEvent"),
         }
     },
 )

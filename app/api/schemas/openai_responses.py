@@ -78,19 +78,3 @@ class ResponsesRequest(BaseModel):
     include: list[str] | None = Field(
         default=None, description="Only empty: no extra output data is produced."
     )
-
-
-class ResponseObject(BaseModel):
-    """The Response object (documented subset; the full shape is OpenAI's)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    id: str = Field(description="`resp_` + the run id's hex.")
-    object: str = Field(default="response", description="Always `response`.")
-    status: str = Field(description="completed, incomplete, cancelled or failed.")
-    model: str = Field(description="Catalogue id of the model that answered.")
-    output: list[dict[str, Any]] = Field(
-        description="Output items: message, reasoning, function_call (client tools to run), "
-        "mcp_call (server tools that already ran), mcp_approval_request."
-    )
-    usage: dict[str, Any] | None = Field(default=None, description="Token usage of the run.")

@@ -99,7 +99,7 @@ def test_the_non_streaming_response_is_the_streams_terminal_response(scenario: s
     last = written.rstrip(b"\n").rsplit(b"\n\n", 1)[-1]
     terminal = json.loads(last.split(b"\n", 1)[1].removeprefix(b"data: "))
     assert encoder.final is not None
-    assert encoder.final == terminal["response"]
+    assert encoder.final.model_dump(mode="json") == terminal["response"]
 
 
 RESPONSE_EVENTS: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)

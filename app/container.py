@@ -7,6 +7,7 @@ their own with injected providers.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import uuid
 from collections.abc import Mapping
@@ -24,6 +25,8 @@ from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
 from app.limits.run_hooks import LimitHooks
+from app.mcp.config import parse_servers
+from app.mcp.sources import McpSources
 from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
 from app.observability.run_hooks import ObservabilityHooks
@@ -72,6 +75,7 @@ class Services:
     metrics: Metrics
     bus: Bus
     files: Files
+    mcp: McpSources | None = None
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
@@ -81,6 +85,8 @@ class Services:
         for provider in self.providers.values():
             await provider.aclose()
         await self.limits.aclose()
+        if self.mcp is not None:
+            await self.mcp.aclose()
         await self.bus.aclose()
         await self.db.dispose()
 
@@ -183,6 +189,16 @@ def build_tool_catalog(settings: Settings) -> ToolCatalog:
     return ToolCatalog(registry, access)
 
 
+def build_mcp_sources(settings: Settings, registry: ToolRegistry) -> McpSources | None:
+    """`MCP_SERVERS` as tool sources over `registry`; a stdio server's allow-listed
+    variables are read from this process's environment here, and nowhere else."""
+    if settings.mcp_servers is None:
+        return None
+    configs = parse_servers(settings.mcp_servers.get_secret_value())
+    envs = {c.name: {k: os.environ[k] for k in c.env if k in os.environ} for c in configs}
+    return McpSources(configs, registry, envs=envs) if configs else None
+
+
 def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
     """The providers the catalogue needs; provider keys are read here and nowhere else."""
     needed = {m.provider for m in catalog.all()}
@@ -258,6 +274,9 @@ async def build_services(
         await upgrade_database(engine, database_migrations(settings))
     db = Database(engine)
     tool_catalog = build_tool_catalog(settings)
+    mcp = build_mcp_sources(settings, tool_catalog.registry)
+    if mcp is not None:
+        await mcp.start()  # each server's first attempt; an unreachable one is left out
     tool_runtime = ServerToolRuntime(
         tool_catalog,
         db,
@@ -307,4 +326,5 @@ async def build_services(
         metrics=metrics,
         bus=bus,
         files=files,
+        mcp=mcp,
     )

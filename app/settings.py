@@ -41,6 +41,7 @@ from app.settings_checks import (
     check_importable,
     check_jwks,
     check_log_level,
+    check_mcp_servers,
     check_public_key,
     check_redis_url,
     production_problems,
@@ -71,8 +72,9 @@ _TEXT_CHECKS: dict[str, Callable[[str], None]] = {
     "redis_url": check_redis_url,
     "models_json": check_catalogue,
     "jwt_public_key": check_public_key,
+    "mcp_servers": check_mcp_servers,
 }
-_EMPTY_MEANS_UNSET = frozenset({"redis_url", "models_json", "jwt_public_key"})
+_EMPTY_MEANS_UNSET = frozenset({"redis_url", "models_json", "jwt_public_key", "mcp_servers"})
 _FILE_CHECKS: dict[str, Callable[[str], None]] = {
     "models_file": check_catalogue,
     "scripted_script": lambda text: None,
@@ -239,6 +241,7 @@ class Settings(BaseSettings):
     approval_ttl_seconds: float = Field(
         default=3600.0, gt=0, description="How long a pending tool approval stays decidable."
     )
+    mcp_servers: SecretStr | None = Field(default=None, description="MCP servers (JSON, README).")
     example_tools_enabled: bool | None = Field(
         default=None, description="The example knowledge-graph tools; on in development."
     )
@@ -262,12 +265,9 @@ class Settings(BaseSettings):
     jwt_roles_claim: str = Field(
         default="roles", description="Claim holding the roles; dotted path for nested claims."
     )
-    jwt_leeway_seconds: float = Field(
-        default=30.0, ge=0, description="Clock skew allowed on `exp`."
-    )
+    jwt_leeway_seconds: float = Field(30.0, ge=0, description="Clock skew allowed on `exp`.")
     stream_token_secret: SecretStr | None = Field(
-        default=None,
-        description="Signs EventSource stream tokens; derived from JWT_SECRET when unset.",
+        None, description="Signs EventSource stream tokens; derived from JWT_SECRET when unset."
     )
     stream_token_ttl_seconds: int = Field(
         default=300,
@@ -330,10 +330,10 @@ class Settings(BaseSettings):
 
     @field_validator(*_TEXT_CHECKS)
     @classmethod
-    def _text(cls, value: str | None, info: ValidationInfo) -> str | None:
-        name = info.field_name or ""
-        if value is not None and (value or name not in _EMPTY_MEANS_UNSET):
-            _TEXT_CHECKS[name](value)
+    def _text(cls, value: Any, info: ValidationInfo) -> Any:
+        name, text = info.field_name or "", getattr(value, "get_secret_value", lambda: value)()
+        if text is not None and (text or name not in _EMPTY_MEANS_UNSET):
+            _TEXT_CHECKS[name](text)
         return value
 
     @field_validator(*_FILE_CHECKS)

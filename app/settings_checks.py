@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from app.config_errors import json_setting
+from app.mcp.config import parse_servers
 from app.providers.catalog import parse_models
 
 
@@ -70,6 +71,16 @@ def _entry_problems(exc: ValidationError) -> list[str]:
         fields = "".join(f", {part}" for part in rest)
         lines.append(f"entry {index}{fields}: {error['msg']}")
     return lines
+
+
+def check_mcp_servers(text: str) -> None:
+    """MCP_SERVERS, checked server by server (`entry 0, url: ...`); no value is quoted."""
+    json_setting(text)
+    try:
+        parse_servers(text)
+    except ValidationError as exc:
+        lines = (line.replace("Value error, ", "") for line in _entry_problems(exc))
+        raise ValueError("\n".join(lines)) from None
 
 
 def check_public_key(pem: str) -> None:

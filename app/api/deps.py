@@ -8,7 +8,7 @@ composition root (`app.container`) and hung on `app.state` by `create_app`.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -76,6 +76,12 @@ def get_files(request: Request) -> Files:
     return get_services(request).files
 
 
+def get_tool_sources(request: Request) -> list[dict[str, Any]]:
+    """Each MCP server's state (`connected`, `unavailable`, ...), for `/readyz`."""
+    mcp = get_services(request).mcp
+    return mcp.status() if mcp is not None else []
+
+
 DbDep = Annotated[Database, Depends(get_db)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RunsDep = Annotated[Runs, Depends(get_runs)]
@@ -86,6 +92,7 @@ ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
 UndoDep = Annotated[BatchUndo, Depends(get_undo)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 FilesDep = Annotated[Files, Depends(get_files)]
+ToolSourcesDep = Annotated[list[dict[str, Any]], Depends(get_tool_sources)]
 
 
 async def get_caller(request: Request, services: Svc) -> Caller:

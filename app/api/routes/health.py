@@ -7,9 +7,9 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
-from app.api.deps import DbDep
+from app.api.deps import DbDep, ToolSourcesDep
 from app.api.routing import api_router
-from app.api.schemas.catalog import Health
+from app.api.schemas.catalog import Health, ToolSourceStatus
 
 router = api_router(tags=["operations"])
 
@@ -21,7 +21,12 @@ _NOT_READY: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/healthz", response_model=Health, summary="Liveness: the process answers.")
+@router.get(
+    "/healthz",
+    response_model=Health,
+    response_model_exclude_none=True,
+    summary="Liveness: the process answers.",
+)
 async def healthz() -> Health:
     return Health(status="ok")
 
@@ -30,9 +35,10 @@ async def healthz() -> Health:
     "/readyz",
     response_model=Health,
     responses=_NOT_READY,
-    summary="Readiness: the database answers.",
+    summary="Readiness: the database answers (and how each MCP server is doing).",
+    response_model_exclude_none=True,
 )
-async def readyz(db: DbDep) -> Response:
+async def readyz(db: DbDep, sources: ToolSourcesDep) -> Response:
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
             ready = await db.answers()
@@ -41,4 +47,5 @@ async def readyz(db: DbDep) -> Response:
     if not ready:
         body = {"error": {"code": "not_ready", "message": "The database does not answer."}}
         return JSONResponse(body, status_code=503)
-    return JSONResponse(Health(status="ok").model_dump())
+    shown = [ToolSourceStatus.model_validate(s) for s in sources] or None
+    return JSONResponse(Health(status="ok", toolSources=shown).model_dump(exclude_none=True))

@@ -25,7 +25,21 @@ class ModelList(BaseModel):
     offline: bool = Field(description="True when only the offline scripted model is served.")
 
 
+class ToolSourceStatus(BaseModel):
+    """One MCP server the deployment takes tools from, as this instance sees it."""
+
+    name: str = Field(description="The server's name (its tools are `<name>__<tool>`).")
+    state: str = Field(description="`connected`, `connecting`, `unavailable` or `stopped`.")
+    tools: int = Field(description="How many of its tools are in the catalogue now.")
+    error: str | None = Field(default=None, description="Why it is unavailable.")
+
+
 class Health(BaseModel):
     """A probe's answer, for load balancers and orchestrators."""
 
     status: str = Field(description="`ok` when the check passed.")
+    toolSources: list[ToolSourceStatus] | None = Field(
+        default=None,
+        description="`/readyz` only, when MCP servers are configured: each one's state. An "
+        "unavailable server does not make the instance unready; its tools are left out.",
+    )

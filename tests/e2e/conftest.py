@@ -159,7 +159,13 @@ def _base_env() -> dict[str, str]:
 def _launcher(workdir: Path) -> Iterator[Launch]:
     started: list[Service] = []
 
-    def start(db: Path | None = None, *, args: tuple[str, ...] = (), **settings: str) -> Service:
+    def start(
+        db: Path | None = None,
+        *,
+        args: tuple[str, ...] = (),
+        port: int | None = None,
+        **settings: str,
+    ) -> Service:
         path = db or workdir / "e2e.db"
         env = _base_env()
         env.update(
@@ -169,7 +175,7 @@ def _launcher(workdir: Path) -> Iterator[Launch]:
             SHUTDOWN_TIMEOUT_SECONDS="5",
         )
         env.update({k.upper(): v for k, v in settings.items()})
-        service = Service(workdir=workdir, db=path, env=env, args=args)
+        service = Service(workdir=workdir, db=path, env=env, args=args, port=port or free_port())
         started.append(service)
         service.start()
         return service
@@ -183,8 +189,8 @@ def _launcher(workdir: Path) -> Iterator[Launch]:
 
 @pytest.fixture
 def launch(tmp_path: Path) -> Iterator[Launch]:
-    """`launch(db=None, *, args=(), **settings)`: start a chat-bff process (settings as env
-    names, `args` more uvicorn options)."""
+    """`launch(db=None, *, args=(), port=None, **settings)`: start a chat-bff process
+    (settings as env names, `args` more uvicorn options, `port` a fixed one)."""
     with _launcher(tmp_path) as start:
         yield start
 

@@ -20,17 +20,24 @@ pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 Pair = tuple[httpx.AsyncClient, httpx.AsyncClient]
 
 
+def shared(
+    upstream: FakeOpenAIUpstream, postgres_url: str, runs_at_once: int = 0
+) -> dict[str, str]:
+    """Settings of instances sharing one Postgres database and one Redis."""
+    return openai_backed(
+        upstream.base_url,
+        DATABASE_URL=postgres_url,
+        REDIS_URL=reachable_redis_url(),
+        RATE_LIMIT_REQUESTS_PER_MINUTE="0",
+        RATE_LIMIT_CONCURRENT_RUNS=str(runs_at_once),
+    )
+
+
 @pytest.fixture
 async def pair(
     launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str
 ) -> AsyncIterator[Pair]:
-    settings = openai_backed(
-        openai_upstream.base_url,
-        DATABASE_URL=postgres_url,
-        REDIS_URL=reachable_redis_url(),
-        RATE_LIMIT_REQUESTS_PER_MINUTE="0",
-        RATE_LIMIT_CONCURRENT_RUNS="0",
-    )
+    settings = shared(openai_upstream, postgres_url)
     a, b = launch(**settings), launch(**settings)
     async with (
         httpx.AsyncClient(base_url=a.base_url, timeout=15) as on_a,

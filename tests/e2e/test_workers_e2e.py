@@ -10,10 +10,10 @@ import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
 
-from tests.e2e.conftest import Launch, openai_backed
+from tests.e2e.conftest import Launch
+from tests.e2e.test_instances_e2e import shared
 from tests.e2e.test_resume_e2e import LONG, assert_gap_free, read_events, start_run, text_of
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
-from tests.limits.conftest import reachable_redis_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
@@ -26,13 +26,7 @@ async def workers(
 ) -> AsyncIterator[httpx.AsyncClient]:
     service = launch(
         args=("--workers", "2"),
-        **openai_backed(
-            openai_upstream.base_url,
-            DATABASE_URL=postgres_url,
-            REDIS_URL=reachable_redis_url(),
-            RATE_LIMIT_REQUESTS_PER_MINUTE="0",
-            RATE_LIMIT_CONCURRENT_RUNS="0",
-        ),
+        **shared(openai_upstream, postgres_url),
     )
     # No connection is reused: the kernel hands each one to whichever worker accepts it.
     fresh = httpx.Limits(max_keepalive_connections=0)

@@ -6,7 +6,7 @@
 Its tools: `echo`, `add` (structured result), `fail` (a tool error), `slow` (sleeps),
 `note` (declares `workspace_id`, so the service pins it), `env` (reads a variable of
 its environment), `die` (the process exits mid-call), `grow` (adds the tool `extra` and
-announces the change).
+announces the change), `ask` (asks the user mid-call: elicitation).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 server = MCPServer("fake")
 
@@ -75,6 +76,17 @@ async def grow(ctx: Context) -> str:
     server.add_tool(extra)
     await ctx.notify_tools_changed()
     return "grown"
+
+
+class Confirmation(BaseModel):
+    sure: bool
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Asks the user a question mid-call (elicitation)."""
+    answer = await ctx.elicit("Are you sure?", Confirmation)
+    return f"answered {answer.action}"
 
 
 if __name__ == "__main__":

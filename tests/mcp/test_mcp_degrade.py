@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.mcp.conftest import HttpServer, Mount, free_port, http_config, stdio_config
+
+
+def _children() -> set[int]:
+    """Live child processes of this test process running the fake server."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"mcp_server" in cmdline:
+            found.add(int(entry.name))
+    return found
 
 
 async def _until(check: object, timeout: float = 10.0) -> None:
@@ -81,3 +99,31 @@ async def test_a_changed_tool_list_is_mounted_again(mount: Mount, http_server: H
 
     await _until(lambda: "web__extra" in mounted.names())
     assert (await mounted.outcome("web__extra", {})).result == {"result": "extra"}
+
+
+async def test_a_server_asking_the_user_mid_call_is_declined_and_the_call_ends(
+    mount: Mount, http_server: HttpServer
+) -> None:
+    # Elicitation is not offered to the user yet: the call ends as an error the model
+    # reads, never left hanging until its timeout.
+    mounted = await mount(http_config(http_server, tools={"ask": {"timeout": 5}}))
+
+    started = time.monotonic()
+    outcome = await mounted.outcome("web__ask", {})
+
+    assert outcome.status == "error"
+    assert outcome.result["error"].startswith("The MCP server `web` refused the call")
+    assert time.monotonic() - started < 4
+
+
+async def test_closing_stops_a_stdio_servers_process(mount: Mount) -> None:
+    before = _children()
+    mounted = await mount(stdio_config())
+    started = _children() - before
+    assert len(started) == 1
+
+    await mounted.sources.aclose()
+
+    await _until(lambda: not (_children() & started))
+    assert mounted.sources.status()[0]["state"] == "stopped"
+    assert "local__add" not in mounted.names()

@@ -122,7 +122,7 @@ async def test_a_confirm_policy_asks_for_an_approval_and_does_not_call(
 async def test_allow_and_deny_decide_which_tools_are_mounted(
     mount: Mount, http_server: HttpServer
 ) -> None:
-    mounted = await mount(http_config(http_server, allow=["a*", "e*", "n*"], deny=["env"]))
+    mounted = await mount(http_config(http_server, allow=["a*", "e*", "n*"], deny=["env", "ask"]))
 
     assert mounted.names() == {"web__add", "web__echo", "web__note"}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from app.agent.ports import ToolRuntime
 from app.auth.authenticator import AuthConfig, Authenticator
+from app.auth.forwarding import Forwarder
 from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
 from app.domain.models import Catalog, ModelInfo
@@ -282,6 +283,12 @@ async def build_services(
         db,
         default_timeout=settings.tool_timeout_seconds,
         approval_ttl_seconds=settings.approval_ttl_seconds,
+        forwarder=Forwarder(
+            secret=settings.forward_token_secret,
+            issuer=settings.forward_token_issuer,
+            ttl_seconds=settings.forward_token_ttl_seconds,
+            allow_bearer=settings.forward_bearer_tokens,
+        ),
     )
     tools: ToolRuntime = tool_runtime
     limits = build_limiter(settings, metrics)

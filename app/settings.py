@@ -29,7 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+from pydantic_settings import NoDecode, SettingsConfigDict, SettingsError
 
 from app.config_errors import EX_CONFIG, ConfigurationError, configuration_error, json_setting
 from app.domain.models import ModelInfo
@@ -47,6 +47,7 @@ from app.settings_checks import (
     production_problems,
     read_text,
 )
+from app.settings_identity import IdentitySettings
 
 Environment = Literal["development", "test", "production"]
 
@@ -85,7 +86,7 @@ _URL_USERINFO = re.compile(r"://[^/@\s]*@")
 _URL_SETTINGS = frozenset({"database_url", "redis_url", "openai_base_url", "anthropic_base_url"})
 
 
-class Settings(BaseSettings):
+class Settings(IdentitySettings):
     model_config = SettingsConfigDict(
         env_file=".env",
         env_file_encoding="utf-8",
@@ -246,36 +247,6 @@ class Settings(BaseSettings):
         default=None, description="The example knowledge-graph tools; on in development."
     )
 
-    # --- identity --------------------------------------------------------------------
-    local_user_id: str = Field(
-        default="local", description="The caller in development mode (no auth configured)."
-    )
-    jwt_secret: SecretStr | None = Field(default=None, description="HS256 shared secret.")
-    jwt_public_key: str | None = Field(
-        default=None, description="PEM public key (RSA or EC) for RS256 / ES256 tokens."
-    )
-    jwt_public_key_file: Path | None = Field(
-        default=None, description="File holding the PEM public key (instead of JWT_PUBLIC_KEY)."
-    )
-    jwt_jwks_file: Path | None = Field(
-        default=None, description='JWKS file (`{"keys": [...]}`); keys chosen by `kid`.'
-    )
-    jwt_issuer: str | None = Field(default=None, description="Required `iss`, when set.")
-    jwt_audience: str | None = Field(default=None, description="Required `aud`, when set.")
-    jwt_roles_claim: str = Field(
-        default="roles", description="Claim holding the roles; dotted path for nested claims."
-    )
-    jwt_leeway_seconds: float = Field(30.0, ge=0, description="Clock skew allowed on `exp`.")
-    stream_token_secret: SecretStr | None = Field(
-        None, description="Signs EventSource stream tokens; derived from JWT_SECRET when unset."
-    )
-    stream_token_ttl_seconds: int = Field(
-        default=300,
-        ge=1,
-        le=86_400,
-        description="Lifetime of a stream token (`?token=` on EventSource URLs).",
-    )
-
     # --- limits ----------------------------------------------------------------------
     rate_limit_requests_per_minute: int = Field(
         default=600, ge=0, description="Requests per caller per minute; 0 disables the limit."
@@ -361,7 +332,11 @@ class Settings(BaseSettings):
         problems = (
             production_problems(
                 self.auth_configured,
-                {"JWT_SECRET": self.jwt_secret, "STREAM_TOKEN_SECRET": self.stream_token_secret},
+                {
+                    "JWT_SECRET": self.jwt_secret,
+                    "STREAM_TOKEN_SECRET": self.stream_token_secret,
+                    "FORWARD_TOKEN_SECRET": self.forward_token_secret,
+                },
             )
             if self.environment == "production"
             else []

@@ -18,6 +18,8 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from pydantic import SecretStr
+
 from app.auth.api_keys import hash_api_key, looks_like_api_key
 from app.auth.errors import Unauthorized
 from app.auth.jwt import JwtVerifier
@@ -94,7 +96,9 @@ class Authenticator:
     def _from_jwt(self, token: str) -> Caller:
         assert self._config.jwt is not None
         claims = self._config.jwt.verify(token)
-        return Caller(user_id=claims.subject, roles=claims.roles, method="jwt")
+        return Caller(
+            user_id=claims.subject, roles=claims.roles, method="jwt", bearer=SecretStr(token)
+        )
 
     async def verify_api_key(self, key: str) -> Caller:
         if not looks_like_api_key(key):

@@ -203,7 +203,11 @@ class ProposalService:
             model, pinned = pin_and_validate(tool, args, site.scope)
         except InvalidArguments as exc:
             raise fail(str(exc)) from None
-        ctx = ToolContext(site=site, tx=tx, provisional=provisional)
+        try:  # the approver's identity: the person applying the batch
+            identity = self.runtime.identity_for(tool, caller)
+        except ToolFailure as exc:
+            raise fail(str(exc)) from None
+        ctx = ToolContext(site=site, tx=tx, provisional=provisional, identity=identity)
         timeout = self.runtime.timeout_for(tool)
         try:
             async with asyncio.timeout(timeout):

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from app.domain.identity import Caller, ForwardedIdentity, IdentityForwarder
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
 from app.domain.tooling import ApprovalNeeded, CallSite, RunContext, ToolOutcome
@@ -48,7 +49,9 @@ class ServerToolRuntime:
         *,
         default_timeout: float = 30.0,
         approval_ttl_seconds: float = 3600.0,
+        forwarder: IdentityForwarder | None = None,
     ) -> None:
+        self.forwarder = forwarder
         self.catalog = catalog
         self.db = db
         self.default_timeout = default_timeout
@@ -104,6 +107,23 @@ class ServerToolRuntime:
             return await propose(self.db, site, tool, args, position=position)
         return await self.execute(tool, args, site)
 
+    def identity_for(self, tool: ServerTool[Any], caller: Caller) -> ForwardedIdentity | None:
+        """The identity the tool asked to forward; a ToolFailure (the call fails, the
+        handler never runs) when this caller's cannot be forwarded."""
+        if tool.forward_identity == "off":
+            return None
+        identity = (
+            self.forwarder.forward(caller, tool.forward_identity, tool.audience)
+            if self.forwarder is not None
+            else None
+        )
+        if identity is None:
+            raise ToolFailure(
+                f"The tool `{tool.name}` acts as the user and this deployment cannot forward "
+                "the user's identity for this request."
+            )
+        return identity
+
     async def execute(self, tool: ServerTool[Any], args: BaseModel, site: CallSite) -> ToolOutcome:
         """Run the handler in one transaction with the tool's timeout; never raises for
         the tool's own failure (that is an error outcome the model may recover from).
@@ -119,8 +139,10 @@ class ServerToolRuntime:
     ) -> ToolOutcome:
         timeout = self.timeout_for(tool)
         try:
+            identity = self.identity_for(tool, site.caller)
             async with asyncio.timeout(timeout), self.db.write() as tx:
-                result = jsonable(await tool.handler(args, ToolContext(site=site, tx=tx)))
+                ctx = ToolContext(site=site, tx=tx, identity=identity)
+                result = jsonable(await tool.handler(args, ctx))
         except ToolFailure as exc:
             return error_outcome(str(exc), args=shown)
         except TimeoutError:

@@ -18,7 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from app.domain.identity import Caller
+from app.domain.identity import Caller, ForwardedIdentity, ForwardMode
 from app.domain.tooling import CallSite
 
 Policy = Literal["auto", "confirm", "propose"]
@@ -59,6 +59,8 @@ class ToolContext:
     tx: object
     # Provisional id -> real id, filled while a proposal batch is applied in order.
     provisional: Mapping[str, str] = field(default_factory=dict)
+    # The identity to call a downstream API with, for tools that ask for it.
+    identity: ForwardedIdentity | None = None
 
     @property
     def caller(self) -> Caller:
@@ -145,6 +147,11 @@ class ServerTool(Generic[ArgsT]):
     scope_args: tuple[str, ...] = DEFAULT_SCOPE_ARGS
     creates: bool = False
     summarize: Summarizer[ArgsT] | None = None
+    # Whose identity the handler gets in `ctx.identity` to call a downstream API with:
+    # `off` (default), `bearer` (the caller's own token, when the deployment allows it),
+    # `minted` (a short-lived token for `audience`, signed by the service).
+    forward_identity: ForwardMode = "off"
+    audience: str | None = None
     # How an applied proposal of this tool is undone; None: a batch holding it cannot be.
     inverse: Inverse[ArgsT] | None = None
 

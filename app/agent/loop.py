@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.agent.context import fit_history
-from app.agent.ports import EventSink, ToolRuntime
+from app.agent.ports import EventSink, ToolRuntime, ToolSelector
 from app.agent.valid_stream import valid_events
 from app.domain.events import (
     ConfirmRequired,
@@ -100,12 +100,15 @@ class Agent:
     _builder: PartsBuilder | None = None
     refused: str | None = None  # the refusal's explanation, when the model declined
     answered_by: str | None = None  # the fallback's catalogue id, when one answered
+    router: ToolSelector | None = None  # offers only the server tools a request needs
 
     # -- the loop -------------------------------------------------------------------
 
     async def run(self, history: list[Message]) -> TurnResult:
         context: ContextInfo | None = None
         server_specs = self.tools.specs(self.ctx) if self.model.supports_tools else []
+        if self.router is not None and server_specs:
+            server_specs = await self.router.select(_request(history), server_specs, self.model)
         client_specs = list(self.options.client_tools) if self.model.supports_tools else []
         client_names = {spec.name for spec in client_specs}
         malformed = 0
@@ -370,3 +373,11 @@ def _close_dangling(part: Part, *, force: bool = False) -> Part:
     return cancel_unfinished(
         part, "cancelled before it finished", body_content="Cancelled.", force=force
     )
+
+
+def _request(history: list[Message]) -> str:
+    """The text of the latest user message: what the tool router routes."""
+    for message in reversed(history):
+        if message.role == "user":
+            return message.text()
+    return ""

@@ -7,9 +7,11 @@ the loop free of databases and HTTP.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from app.domain.events import RunEvent
+from app.domain.models import ModelInfo
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
 from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
@@ -38,3 +40,12 @@ class ToolRuntime(Protocol):
 
 class EventSink(Protocol):
     async def emit(self, event: RunEvent) -> None: ...
+
+
+class ToolSelector(Protocol):
+    async def select(
+        self, text: str, specs: Sequence[ToolSpec], model: ModelInfo
+    ) -> list[ToolSpec]:
+        """The server tools this request needs, out of `specs` (implemented by the tool
+        router, `app.routing`)."""
+        ...

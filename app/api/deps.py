@@ -19,6 +19,7 @@ from app.domain.identity import Caller
 from app.domain.models import Catalog
 from app.files.service import Files
 from app.observability.logging import user_id_var
+from app.routing.router import ToolRouter
 from app.runs.turns import Runs
 from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
@@ -82,6 +83,10 @@ def get_tool_sources(request: Request) -> list[dict[str, Any]]:
     return mcp.status() if mcp is not None else []
 
 
+def get_router(request: Request) -> ToolRouter:
+    return get_services(request).router
+
+
 DbDep = Annotated[Database, Depends(get_db)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RunsDep = Annotated[Runs, Depends(get_runs)]
@@ -93,6 +98,7 @@ UndoDep = Annotated[BatchUndo, Depends(get_undo)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 FilesDep = Annotated[Files, Depends(get_files)]
 ToolSourcesDep = Annotated[list[dict[str, Any]], Depends(get_tool_sources)]
+RouterDep = Annotated[ToolRouter, Depends(get_router)]
 
 
 async def get_caller(request: Request, services: Svc) -> Caller:

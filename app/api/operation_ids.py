@@ -28,6 +28,7 @@ OPERATION_IDS: dict[str, str] = {
     # catalogue
     "list_models": "listModels",
     "list_tools": "listTools",
+    "route_tools": "checkToolRoute",
     # stateless turns
     "chat": "runChatTurn",
     "chat_completions": "createChatCompletion",

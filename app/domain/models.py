@@ -38,6 +38,14 @@ class ModelInfo(BaseModel):
         description="Catalogue ids tried in order when this model's provider fails before "
         "its first byte (5xx, 429, timeout, connection failure).",
     )
+    tool_router: Literal["on", "off", "auto"] | None = Field(
+        default=None,
+        description="Offer this model only the tools its request needs: on, off, or auto "
+        "(only above tool_router_min_tools tools); the deployment's TOOL_ROUTER when absent.",
+    )
+    tool_router_min_tools: int | None = Field(
+        default=None, ge=0, description="For `auto`: route only above this many tools."
+    )
 
 
 class Catalog:

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.agent.context import fit_history
 from app.agent.loop import Agent, TurnOptions
-from app.agent.ports import ToolRuntime
+from app.agent.ports import ToolRuntime, ToolSelector
 from app.domain.errors import ChatBffError
 from app.domain.events import ErrorEvent, RunStart, RunStatus, UsageInfo
 from app.domain.messages import Message
@@ -44,7 +44,13 @@ class Ending:
     error: dict[str, Any] | None = None
 
 
-def _agent(run: ActiveRun, request: RunRequest, tools: ToolRuntime, limits: RunLimits) -> Agent:
+def _agent(
+    run: ActiveRun,
+    request: RunRequest,
+    tools: ToolRuntime,
+    limits: RunLimits,
+    router: ToolSelector | None = None,
+) -> Agent:
     ctx = RunContext(
         caller=request.caller,
         run_id=run.run_id,
@@ -60,6 +66,7 @@ def _agent(run: ActiveRun, request: RunRequest, tools: ToolRuntime, limits: RunL
         sink=run,
         ctx=ctx,
         message_id=run.message_id,
+        router=router,
         options=TurnOptions(
             max_iterations=limits.max_iterations,
             client_tools=request.client_tools,
@@ -105,13 +112,14 @@ async def play(
     tools: ToolRuntime,
     limits: RunLimits,
     attachments: Attachments | None = None,
+    router: ToolSelector | None = None,
 ) -> Ending:
     """Run the turn; never raises for anything the turn itself did.
 
     Attached files are expanded for the model here (documents become their text, cut to
     the context budget; images their bytes), so the stored history keeps references only.
     """
-    agent = _agent(run, request, tools, limits)
+    agent = _agent(run, request, tools, limits, router)
     status: RunStatus = "failed"
     error: dict[str, Any] | None = None
     message: Message

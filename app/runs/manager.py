@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from app.agent.ports import ToolRuntime
+from app.agent.ports import ToolRuntime, ToolSelector
 from app.domain.errors import NotFound
 from app.domain.events import MessageEnd, RunEnd, RunStatus, SequencedEvent, UsageInfo
 from app.domain.messages import Message, new_message_id
@@ -67,8 +67,10 @@ class RunManager:
         lease_seconds: float = 15.0,
         attachments: Attachments | None = None,
         bus: Bus | None = None,
+        router: ToolSelector | None = None,
     ) -> None:
         self._attachments = attachments
+        self._router = router
         self._journal = journal
         self._tools = tools
         self._limits = limits
@@ -171,7 +173,15 @@ class RunManager:
         run.started = True
         ending: Ending | None = None
         try:
-            ending = await play(run, request, history, self._tools, self._limits, self._attachments)
+            ending = await play(
+                run,
+                request,
+                history,
+                self._tools,
+                self._limits,
+                self._attachments,
+                router=self._router,
+            )
             run.final_message = ending.message
             await run.emit(MessageEnd(run_id=run.run_id, message=ending.message))
             await self._finish(run, ending)

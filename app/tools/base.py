@@ -154,6 +154,11 @@ class ServerTool(Generic[ArgsT]):
     audience: str | None = None
     # How an applied proposal of this tool is undone; None: a batch holding it cannot be.
     inverse: Inverse[ArgsT] | None = None
+    # For the tool router: word forms the tool answers to (any language; English forms
+    # exactly as written, Russian ones by stem), and more text describing it (other
+    # languages, sample requests) for the embedding fallback. The model never sees them.
+    keywords: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
 
     def declared_scope_args(self) -> tuple[str, ...]:
         """The scope arguments this tool's arguments model actually declares."""

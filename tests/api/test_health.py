@@ -18,7 +18,8 @@ async def test_readyz_is_ok_while_the_database_answers(api: ApiClient) -> None:
     response = await api.get("/readyz")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json()["status"] == "ok"
+    assert set(response.json()["toolRouter"]) == {"mode", "tools", "embeddings"}
 
 
 async def test_readyz_is_503_when_the_database_does_not_answer(api: ApiClient) -> None:

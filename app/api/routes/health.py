@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
-from app.api.deps import DbDep, ToolSourcesDep
+from app.api.deps import DbDep, RouterDep, ToolSourcesDep
 from app.api.routing import api_router
 from app.api.schemas.catalog import Health, ToolSourceStatus
 
@@ -38,7 +38,7 @@ async def healthz() -> Health:
     summary="Readiness: the database answers (and how each MCP server is doing).",
     response_model_exclude_none=True,
 )
-async def readyz(db: DbDep, sources: ToolSourcesDep) -> Response:
+async def readyz(db: DbDep, sources: ToolSourcesDep, tool_router: RouterDep) -> Response:
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
             ready = await db.answers()
@@ -48,4 +48,5 @@ async def readyz(db: DbDep, sources: ToolSourcesDep) -> Response:
         body = {"error": {"code": "not_ready", "message": "The database does not answer."}}
         return JSONResponse(body, status_code=503)
     shown = [ToolSourceStatus.model_validate(s) for s in sources] or None
-    return JSONResponse(Health(status="ok", toolSources=shown).model_dump(exclude_none=True))
+    health = Health(status="ok", toolSources=shown, toolRouter=tool_router.status())
+    return JSONResponse(health.model_dump(exclude_none=True))

@@ -43,3 +43,9 @@ class Health(BaseModel):
         description="`/readyz` only, when MCP servers are configured: each one's state. An "
         "unavailable server does not make the instance unready; its tools are left out.",
     )
+    toolRouter: dict[str, str] | None = Field(
+        default=None,
+        description="`/readyz` only: the tool router's mode, tool count and embedding model "
+        "state; a model that could not load is named here (routing falls back to keywords) "
+        "without making the instance unready.",
+    )

@@ -1,0 +1,87 @@
+"""Keyword hits: which tools a request names, by whole words (see `app.routing.words`).
+
+A tool answers to its keyword phrases (every word of a phrase must be in the request, in
+any order) and to its own name (`delete_backup` as written, or as the words `delete
+backup`). A tool that declares no keywords answers to the words of its name, less the
+generic verbs every tool shares.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from app.routing.words import deletions, fuzzy_eligible, key, keys, words
+
+GENERIC = frozenset(
+    {"get", "list", "set", "add", "create", "delete", "remove", "update", "find", "show",
+     "run", "make", "new", "do", "by", "for", "of", "to", "the", "a", "an", "all", "my"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RoutedTool:
+    """What the router knows of a tool: the words it answers to and what it does."""
+
+    name: str
+    description: str
+    keywords: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()  # more text for the embedding corpus (other languages)
+    mutates: bool = False
+
+    def phrases(self) -> list[tuple[str, ...]]:
+        found = [tuple(keys(k)) for k in self.keywords]
+        name_words = words(self.name)
+        found.append(tuple(key(w) for w in name_words))
+        if not self.keywords:
+            found.extend((key(w),) for w in name_words if w not in GENERIC)
+        return [p for p in dict.fromkeys(found) if p]
+
+    def corpus(self) -> list[str]:
+        return [f"{self.name}: {self.description}", *self.examples]
+
+
+class KeywordIndex:
+    def __init__(self, tools: Iterable[RoutedTool]) -> None:
+        self._phrases: dict[str, list[tuple[str, ...]]] = {}
+        self._by_key: dict[str, set[str]] = defaultdict(set)
+        self._near: dict[str, set[str]] = defaultdict(set)  # deletion -> vocabulary keys
+        for tool in tools:
+            phrases = tool.phrases()
+            self._phrases[tool.name] = phrases
+            for phrase in phrases:
+                for k in phrase:
+                    self._by_key[k].add(tool.name)
+        for k in self._by_key:
+            if fuzzy_eligible(k):
+                for d in deletions(k):
+                    self._near[d].add(k)
+
+    def _request_keys(self, text: str) -> set[str]:
+        found: set[str] = set()
+        for k in keys(text):
+            if k in self._by_key:
+                found.add(k)
+            elif fuzzy_eligible(k):
+                for d in deletions(k) | {k}:
+                    found.update(v for v in self._near.get(d, ()) if v[:4] == k[:4])
+        return found
+
+    def hits(self, text: str) -> dict[str, list[str]]:
+        """Tool name -> the phrases of it the request contains (best first)."""
+        present = self._request_keys(text)
+        candidates: set[str] = set()
+        for k in present:
+            candidates |= self._by_key[k]
+        result: dict[str, list[str]] = {}
+        for name in candidates:
+            matched = [" ".join(p) for p in self._phrases[name] if all(k in present for k in p)]
+            if matched:
+                result[name] = sorted(matched, key=lambda p: -len(p.split()))
+        return result
+
+
+def score(matched: Sequence[str]) -> float:
+    """More phrases, and longer ones, make a stronger hit."""
+    return float(sum(len(p.split()) for p in matched))

@@ -334,7 +334,7 @@ async def build_services(
         bus=bus,
         router=router,
     )
-    approvals = ApprovalService(tool_runtime)
+    approvals = ApprovalService(tool_runtime, confirmation_tool=settings.confirmation_tool)
     runs = Runs(
         manager=manager,
         db=db,

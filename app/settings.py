@@ -4,13 +4,9 @@ Nothing here runs at import time: `create_app(settings)` receives an instance, a
 build their own. Provider settings use the names the official SDKs read
 (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
 
-What can be checked without a network is checked here, so a bad setting stops the start
-with a line naming its variable (`app.config_errors`) rather than a traceback from deep
-inside start-up: JSON settings are parsed by us (not by the settings source, which would
-stop at the first and name no position), the model catalogue is read and checked against
-`DEFAULT_MODEL`, files must be readable, numbers must be in range. No error, `repr` or
-`str` shows a secret: keys are `SecretStr`, URL credentials are masked in `repr`, and
-validation errors are built with their input hidden.
+What can be checked offline is checked here: a bad setting stops the start with a line
+naming its variable (`app.config_errors`), JSON settings naming the position. No error,
+`repr` or `str` shows a secret (keys are `SecretStr`, URL credentials masked).
 """
 
 from __future__ import annotations
@@ -243,6 +239,10 @@ class Settings(IdentitySettings):
         default=3600.0, gt=0, description="How long a pending tool approval stays decidable."
     )
     mcp_servers: SecretStr | None = Field(default=None, description="MCP servers (JSON, README).")
+    confirmation_tool: str = Field(
+        default="approval_request",
+        description="The client tool `/api/chat` answers a pending approval as (AIKit GenUI).",
+    )
     example_tools_enabled: bool | None = Field(
         default=None, description="The example knowledge-graph tools; on in development."
     )

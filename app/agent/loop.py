@@ -259,6 +259,7 @@ class Agent:
                     status="waitingConfirmation",
                     args=outcome.args if outcome.args is not None else part.data.args,
                     body_content=outcome.summary,
+                    approval_id=outcome.approval_id,
                 )
                 await self.sink.emit(
                     ConfirmRequired(
@@ -343,6 +344,12 @@ class Agent:
         if self.refused is not None:
             metadata["finish_reason"] = "content_filter"
             metadata["refusal"] = self.refused
+        if interrupted is None and any(
+            isinstance(p, ToolPart) and p.data.approvalId and p.data.status == "waitingConfirmation"
+            for p in parts
+        ):
+            # The turn waits for a human's decision, not for the browser's tool results.
+            metadata["finish_reason"] = "requires_action"
         if interrupted is not None:
             parts = [_close_dangling(p) for p in parts]
             metadata["status"] = "incomplete"
@@ -366,6 +373,7 @@ _DATA_FIELDS = {
     "args": "args",
     "body_content": "bodyContent",
     "mutates": "mutates",
+    "approval_id": "approvalId",
 }
 
 

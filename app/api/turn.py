@@ -30,7 +30,7 @@ from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
-from app.runs.turns import Runs
+from app.runs.turns import PrepareHistory, Runs
 
 
 class Wire(Protocol):
@@ -59,6 +59,8 @@ class StatelessTurn:
     stream: bool
     # `on_disconnect=continue` (/api/chat) lets the run finish after a hang-up.
     cancel_on_hangup: bool = True
+    # Acts on the history before the run starts (/api/chat: decide the approvals it answers).
+    prepare: PrepareHistory | None = None
 
 
 def wants_stream(request: Request, flag: bool) -> bool:
@@ -73,7 +75,7 @@ async def run_turn(
     turn: StatelessTurn,
     wire_for: Callable[[RunHandle], Wire],
 ) -> Response:
-    handle = await runs.start_stateless(caller, turn.history, turn.input)
+    handle = await runs.start_stateless(caller, turn.history, turn.input, prepare=turn.prepare)
     wire = wire_for(handle)
     if turn.stream:
         return sse_response(

@@ -140,6 +140,31 @@ class ToolError(_Event):
     error: str = Field(description="What went wrong, safe to show.")
 
 
+PartUpdateCause = Literal[
+    "approval_approved", "approval_rejected", "proposal_applied", "proposal_rejected"
+]
+
+
+class PartUpdate(_Event):
+    """A tool part of an earlier message changed after its run paused or ended: a human
+    decided its approval, or its proposal batch was applied or rejected. Upsert it by
+    `part.id` in the message `message_id`; the stored message already says the same."""
+
+    type: Literal["part_update"] = Field(default="part_update", description="The event name.")
+    message_id: str = Field(description="The message holding the part (not this run's own).")
+    part: ToolPart = Field(description="The tool part as it stands now.")
+    cause: PartUpdateCause = Field(description="What changed it.")
+
+
+@dataclass(frozen=True)
+class PartChange:
+    """A part an earlier message's decision changed, for a run to announce (`PartUpdate`)."""
+
+    message_id: str
+    part: ToolPart
+    cause: PartUpdateCause
+
+
 class MessageEnd(_Event):
     """The whole assistant message as stored, typed parts and all."""
 
@@ -190,6 +215,7 @@ RunEvent = Annotated[
     | ConfirmRequired
     | ToolEnd
     | ToolError
+    | PartUpdate
     | MessageEnd
     | RunEnd
     | ErrorEvent,

@@ -77,6 +77,12 @@ class ToolData(_PartModel):
     mutates: bool | None = Field(
         default=None, description="True when the tool changed data a UI may be showing."
     )
+    approvalId: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The approval a human decides for this call (sent only when set): "
+        "`POST /api/approvals/{approvalId}`, or the decision in the next `/api/chat` turn.",
+    )
 
 
 class ToolPart(_PartModel):
@@ -148,6 +154,7 @@ def tool_part(
     args: dict[str, Any] | None = None,
     result: Any | None = None,
     body_content: str | None = None,
+    approval_id: str | None = None,
 ) -> ToolPart:
     return ToolPart(
         id=tool_call_id,
@@ -158,6 +165,7 @@ def tool_part(
             status=status,
             result=result,
             bodyContent=body_content,
+            approvalId=approval_id,
         ),
     )
 

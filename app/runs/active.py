@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.domain.errors import ChatBffError
-from app.domain.events import ContextInfo, RunEvent, RunStatus
+from app.domain.events import ContextInfo, PartChange, RunEvent, RunStatus
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
@@ -51,6 +51,7 @@ class RunRequest:
     scope: dict[str, str] = field(default_factory=dict)
     context: ContextInfo | None = None
     system_prompt: str | None = None
+    decided: Sequence[PartChange] = ()  # announced after `run_start` (`PartUpdate`)
 
 
 @dataclass

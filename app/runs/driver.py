@@ -17,7 +17,7 @@ from app.agent.context import fit_history
 from app.agent.loop import Agent, TurnOptions
 from app.agent.ports import ToolRuntime, ToolSelector
 from app.domain.errors import ChatBffError
-from app.domain.events import ErrorEvent, RunStart, RunStatus, UsageInfo
+from app.domain.events import ErrorEvent, PartUpdate, RunStart, RunStatus, UsageInfo
 from app.domain.messages import Message
 from app.domain.tooling import RunContext
 from app.files.attachments import Attachments
@@ -99,6 +99,15 @@ async def _announce(
             context=context,
         )
     )
+    for change in request.decided:
+        await run.emit(
+            PartUpdate(
+                run_id=run.run_id,
+                message_id=change.message_id,
+                part=change.part,
+                cause=change.cause,
+            )
+        )
 
 
 def _reserve(request: RunRequest) -> int:

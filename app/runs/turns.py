@@ -8,14 +8,14 @@ continuation after a human decided an approval. It knows no HTTP.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from app.agent.context import truncate_user_text
 from app.agent.ports import ToolRuntime
 from app.domain.errors import Conflict, InvalidRequest, NotFound
-from app.domain.events import RunStatus, SequencedEvent
+from app.domain.events import PartChange, RunStatus, SequencedEvent
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import (
@@ -38,6 +38,7 @@ from app.store.records import ConversationRecord
 from app.translate.openai_chat.read import tool_choice_from_openai
 
 ResultStatus = Literal["success", "error", "cancelled"]
+PrepareHistory = Callable[[list[Message]], Awaitable[tuple[list[Message], list[PartChange]]]]
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,24 @@ class Runs:
     # -- delegations used by the stateless surfaces ----------------------------------
 
     async def start_stateless(
-        self, caller: Caller, history: list[Message], turn: TurnInput
+        self,
+        caller: Caller,
+        history: list[Message],
+        turn: TurnInput,
+        *,
+        prepare: PrepareHistory | None = None,
     ) -> RunHandle:
-        """A turn that stores nothing: the client sends the whole history each time."""
+        """A turn that stores nothing: the client sends the whole history each time.
+
+        `prepare` runs once the request is known to be valid, before the run starts: it may
+        act on the history (decide the approvals it answers) and returns the history the
+        run continues from, with the parts it changed (announced as `part_update`)."""
         request = self._requests.build(caller, turn)
         if self._attachments is not None:
             history, _ = await self._attachments.admit(caller.user_id, history, request.model)
+        if prepare is not None:
+            history, changes = await prepare(history)
+            request = replace(request, decided=tuple(changes))
         return self._handle(await self.manager.start_stateless(request, history), request)
 
     async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:

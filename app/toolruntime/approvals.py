@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from app.domain.errors import ChatBffError, Conflict
+from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
 from app.domain.tooling import ToolOutcome
-from app.store.repos.approvals import ApprovalRecord
+from app.store.repos.approvals import ApprovalRecord, approval_not_found
 from app.store.repos.messages import MessageRepo
+from app.toolruntime.asking import approval_answer
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.tools.base import visible_args
@@ -59,9 +60,13 @@ def _now() -> datetime:
 class ApprovalService:
     """Built once per service over the tool runtime (which runs an approved call)."""
 
-    def __init__(self, runtime: ServerToolRuntime) -> None:
+    def __init__(
+        self, runtime: ServerToolRuntime, *, confirmation_tool: str = "approval_request"
+    ) -> None:
         self.runtime = runtime
         self.db = runtime.db
+        # The client tool a stateless chat answers a pending approval as (AIKit GenUI).
+        self.confirmation_tool = confirmation_tool
 
     async def inbox(self, caller: Caller) -> list[ApprovalRecord]:
         async with self.db.read() as tx:
@@ -121,6 +126,72 @@ class ApprovalService:
         part, ready = await self._finish(caller, record, decision, outcome, final_args, via)
         return DecisionResult(await self.get(caller, approval_id), part, ready)
 
+    async def check_claim(
+        self,
+        caller: Caller,
+        approval_id: str,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        args: dict[str, Any] | None,
+    ) -> ApprovalRecord:
+        """A stateless turn's claim that a human decided this approval, checked before
+        anything is decided: this caller's (else 404), asked in a stateless turn for this
+        very call (else 404: it is not that call's approval), still pending and unexpired
+        (409), and the call (name, and arguments with the scope re-pinned) in the client's
+        history hashes to the digest the approval was asked with (409
+        `approval_args_mismatch`)."""
+        record = await self.get(caller, approval_id)
+        if record.conversation_id is not None or record.tool_call_id != tool_call_id:
+            raise approval_not_found()
+        self._refuse_if_closed(record)
+        if not self._same_call(record, tool_name, args):
+            raise Conflict(
+                "The tool call's arguments changed since approval was asked.",
+                code="approval_args_mismatch",
+            )
+        return record
+
+    async def decided_part(
+        self, caller: Caller, approval_id: str, tool_call_id: str
+    ) -> ToolPart | None:
+        """The call's part as its stateless approval's decision left it; None when the
+        approval is unknown, another caller's, another call's or still pending."""
+        try:
+            record = await self.get(caller, approval_id)
+        except NotFound:
+            return None
+        tool = self.runtime.catalog.registry.get(record.tool_name)
+        if (
+            tool is None
+            or record.conversation_id is not None
+            or record.tool_call_id != tool_call_id
+            or record.status == "pending"
+        ):
+            return None
+        outcome = approval_answer(tool, record)
+        assert isinstance(outcome, ToolOutcome)  # decided: never asks again
+        waiting = tool_part(
+            tool_call_id=tool_call_id,
+            tool_name=record.tool_name,
+            status="waitingConfirmation",
+            approval_id=record.id,
+        )
+        return _updated_part(waiting, outcome)
+
+    def _same_call(
+        self, record: ApprovalRecord, tool_name: str, args: dict[str, Any] | None
+    ) -> bool:
+        """Whether a call (name and arguments, scope re-pinned) is the one asked about."""
+        tool = self.runtime.catalog.registry.get(record.tool_name)
+        if tool is None or tool_name != record.tool_name:
+            return False
+        try:
+            _, pinned = pin_and_validate(tool, args or {}, record.scope)
+        except InvalidArguments:
+            return False
+        return args_hash(pinned) == record.args_hash
+
     def _refuse_if_closed(self, record: ApprovalRecord, *, now: datetime | None = None) -> None:
         if record.status == "pending" and record.expires_at <= (now or _now()):
             raise Conflict(
@@ -159,17 +230,7 @@ class ApprovalService:
                 code="already_decided",
                 decision="cancelled",
             )
-        tool = self.runtime.catalog.registry.get(record.tool_name)
-        try:
-            assert tool is not None
-            _, stored = pin_and_validate(tool, part.data.args or {}, record.scope)
-        except InvalidArguments:
-            stored = None
-        if (
-            part.data.toolName != record.tool_name
-            or stored is None
-            or (args_hash(stored) != record.args_hash)
-        ):
+        if not self._same_call(record, part.data.toolName, part.data.args):
             raise Conflict(
                 "The tool call's arguments changed since approval was asked.",
                 code="approval_args_mismatch",
@@ -203,9 +264,15 @@ class ApprovalService:
                         part if isinstance(p, ToolPart) and p.id == part.id else p
                         for p in message.parts()
                     ]
-                    updated = message.model_copy(update={"content": content})
+                    ready = not any(
+                        isinstance(p, ToolPart) and p.data.status in WAITING_STATUSES
+                        for p in content
+                    )
+                    metadata = dict(message.metadata or {})
+                    if ready and metadata.get("finish_reason") == "requires_action":
+                        del metadata["finish_reason"]  # nothing waits for a human any more
+                    updated = message.model_copy(update={"content": content, "metadata": metadata})
                     await tx.messages.upsert(owner, record.conversation_id, updated, run_id=run_id)
-                    ready = not any(p.data.status in WAITING_STATUSES for p in updated.tool_parts())
             await tx.audit(
                 actor_id=owner,
                 action=f"approval.{decision}",
@@ -230,6 +297,7 @@ class ApprovalService:
                     tool_call_id=record.tool_call_id,
                     tool_name=record.tool_name,
                     status="waitingConfirmation",
+                    approval_id=record.id,
                 ),
                 outcome,
             )

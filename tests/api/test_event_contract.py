@@ -2,9 +2,10 @@
 
 Runs through the API (scripted model, example graph tools) produce every native event
 kind: thinking and text, server tools that succeed and fail, an approval, a client tool,
-a failed model call; the frame a restarting instance sends last is encoded too. Each
-frame's `data:` must validate against the `text/event-stream` schema the route documents
-in the committed document, and its `event:` must be the `type` the union discriminates on.
+a failed model call, an approval decided in the next stateless turn; the frame a
+restarting instance sends last is encoded too. Each frame's `data:` must validate against
+the `text/event-stream` schema the route documents in the committed document, and its
+`event:` must be the `type` the union discriminates on.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ EVERY_KIND = {
     "tool_end",
     "tool_error",
     "confirm_required",
+    "part_update",
     "message_end",
     "error",
     "run_end",
@@ -97,7 +99,18 @@ async def _run_every_kind(client: ApiClient) -> list[Frame]:
     play(client, ScriptedTurn(error=ScriptedError(status=503, message="upstream down")))
     third = await create(client)
     frames += await finished(client, await send(client, third, "Hello"))
-    return frames
+    return frames + await _decided_in_the_chat(client)
+
+
+async def _decided_in_the_chat(client: ApiClient) -> list[Frame]:
+    """A stateless turn paused on an approval, continued with the decision: `part_update`."""
+    delete = ScriptedToolCall(name="delete_node", id="call_del", args={"id": "Ada"})
+    play(client, ScriptedTurn(tool_calls=[delete]), ScriptedTurn(text="Gone."))
+    ask = [{"role": "user", "content": "Delete Ada"}]
+    paused = (await client.post("/api/chat", json={"messages": ask})).json()["messages"]
+    paused[-1]["content"][-1]["data"].update(status="success", result={"approved": False})
+    answer = await client.post("/api/chat", json={"messages": paused, "stream": True})
+    return parse(answer.text)
 
 
 async def test_every_native_event_of_a_real_run_matches_the_documented_schema(

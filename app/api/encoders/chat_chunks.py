@@ -28,6 +28,7 @@ from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
     MessageEnd,
+    PartUpdate,
     RunEnd,
     RunStart,
     SequencedEvent,
@@ -106,8 +107,10 @@ class ChatChunkEncoder:
             return self._message_end(event.message.metadata or {})
         if isinstance(event, ToolEnd | ToolError):
             return self._tool_done(event.part)
-        if isinstance(event, ConfirmRequired):
-            self._separator_due = True
+        if isinstance(event, ConfirmRequired | PartUpdate):
+            # A card waits (text after it is a new paragraph); an update is of an earlier
+            # message's card, nothing of this answer.
+            self._separator_due = self._separator_due or isinstance(event, ConfirmRequired)
             return b""
         if isinstance(event, ErrorEvent):
             error = ChunkErrorBody(message=event.message, type="server_error", code=event.code)

@@ -88,6 +88,7 @@ from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
     MessageEnd,
+    PartUpdate,
     RunEnd,
     RunStart,
     SequencedEvent,
@@ -168,8 +169,9 @@ class ResponsesEncoder:
             return self._tool_start(event.part)
         if isinstance(event, ToolArgsDelta):
             return self._args_delta(event.tool_call_id, event.delta)
-        if isinstance(event, ConfirmRequired):
-            return self._confirm(event)
+        if isinstance(event, ConfirmRequired | PartUpdate):
+            # An update is of an earlier message's part: no item of this response.
+            return self._confirm(event) if isinstance(event, ConfirmRequired) else b""
         if isinstance(event, ToolEnd):
             return self._tool_done(event.part, error=None)
         if isinstance(event, ToolError):

@@ -43,6 +43,7 @@ from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
     MessageEnd,
+    PartUpdate,
     RunEnd,
     RunStart,
     RunStatus,
@@ -134,8 +135,9 @@ class VercelEncoder:
                 return self._tool_start(part)
             case ToolArgsDelta(tool_call_id=call_id, delta=delta):
                 return self._args_delta(call_id, delta)
-            case ConfirmRequired() as event:
-                return self._confirm(event)
+            case ConfirmRequired() | PartUpdate() as event:
+                # An update is of an earlier message's part: no chunk of this message.
+                return self._confirm(event) if isinstance(event, ConfirmRequired) else b""
             case ToolEnd(part=part):
                 return self._tool_done(part, error=None)
             case ToolError(part=part, error=error):

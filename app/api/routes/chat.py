@@ -6,13 +6,15 @@ clients work) plus the assistant message as typed parts and the whole updated hi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
 
+from app.api.chat_approvals import ChatApprovals
 from app.api.chat_completion import completion_body
-from app.api.deps import CallerDep, RunsDep, StreamDep
+from app.api.deps import ApprovalsDep, CallerDep, RunsDep, StreamDep
 from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
@@ -21,7 +23,6 @@ from app.api.schemas.chat_messages import chat_messages
 from app.api.streaming import Encoded
 from app.api.turn import StatelessTurn, run_turn, wants_stream
 from app.domain.events import ErrorEvent, SequencedEvent
-from app.domain.messages import Message
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.translate.aikit import messages_from_wire
@@ -41,9 +42,9 @@ _SSE_DOC: dict[int | str, dict[str, Any]] = {
 class NativeChatWire:
     """Native SSE frames, or the Chat Completions object with typed parts."""
 
-    def __init__(self, handle: RunHandle, history: list[Message], client_tools: set[str]):
+    def __init__(self, handle: RunHandle, claims: ChatApprovals, client_tools: set[str]):
         self._handle = handle
-        self._history = history
+        self._claims = claims
         self._client_tools = client_tools
 
     def encode(self, batch: list[SequencedEvent]) -> Encoded:
@@ -61,11 +62,19 @@ class NativeChatWire:
 
     async def answer(self, handle: RunHandle) -> dict[str, Any]:
         message = handle.result()
-        body = completion_body(handle, message, self._client_tools)
-        usage = message.metadata.get("usage", {}) if message.metadata else {}
+        # A pending approval shows as a call of the client's confirmation tool, if declared.
+        view = message.model_copy(
+            update={"content": self._claims.confirmation_view(message.parts())}
+        )
+        body = completion_body(handle, view, self._client_tools)
+        metadata = message.metadata or {}
+        if metadata.get("finish_reason") == "requires_action":
+            body["choices"][0]["finish_reason"] = "requires_action"
+        usage = metadata.get("usage", {})
+        history = self._claims.history
         body.update(
             message=message.model_dump(mode="json"),
-            messages=[m.model_dump(mode="json") for m in [*self._history, message]],
+            messages=[m.model_dump(mode="json") for m in [*history, message]],
             run_id=handle.run_id,
             status=handle.status,
             run_usage=usage,
@@ -80,7 +89,12 @@ class NativeChatWire:
     summary="Run one chat turn (server tools run in the loop).",
 )
 async def chat(
-    body: ChatRequest, request: Request, runs: RunsDep, stream: StreamDep, caller: CallerDep
+    body: ChatRequest,
+    request: Request,
+    runs: RunsDep,
+    stream: StreamDep,
+    approvals: ApprovalsDep,
+    caller: CallerDep,
 ) -> Response:
     history = messages_from_wire(chat_messages(body.messages))
     client_tools = tools_from_openai([t.model_dump(exclude_none=True) for t in body.tools or []])
@@ -97,6 +111,9 @@ async def chat(
         cancel_on_hangup=body.on_disconnect == "cancel",
     )
     names = {t.name for t in client_tools}
+    confirm = approvals.confirmation_tool
+    claims = ChatApprovals(approvals, caller, confirm if confirm in names else None, history)
+    turn = replace(turn, prepare=claims.settle)
     return await run_turn(
-        request, caller, runs, stream, turn, lambda h: NativeChatWire(h, history, names)
+        request, caller, runs, stream, turn, lambda h: NativeChatWire(h, claims, names)
     )

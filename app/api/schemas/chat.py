@@ -115,22 +115,39 @@ class ChatChoice(BaseModel):
     )
 
 
-class ChatCompletion(BaseModel):
-    """A Chat Completions object, as `/v1/chat/completions` answers (OpenAI's shape)."""
-
+class _CompletionFields(BaseModel):
     id: str = Field(description="Completion id.")
     object: Literal["chat.completion"] = Field(
         default="chat.completion", description="Always `chat.completion`."
     )
     created: int = Field(description="Unix seconds.")
     model: str = Field(description="Model id that answered.")
-    choices: list[ChatChoice] = Field(description="One choice.")
     usage: ChatUsage = Field(description="Token usage.")
 
 
-class ChatResponse(ChatCompletion):
+class ChatCompletion(_CompletionFields):
+    """A Chat Completions object, as `/v1/chat/completions` answers (OpenAI's shape)."""
+
+    choices: list[ChatChoice] = Field(description="One choice.")
+
+
+class NativeChatChoice(BaseModel):
+    """The choice of an `/api/chat` answer: OpenAI's, plus `requires_action`."""
+
+    index: int = Field(default=0, description="Always 0.")
+    message: ChatCompletionMessage = Field(description="The assistant's message.")
+    finish_reason: Literal["stop", "tool_calls", "length", "content_filter", "requires_action"] = (
+        Field(
+            description="Why the turn ended; `requires_action`: a server tool waits for a "
+            "human's approval (`message` holds its part with `data.approvalId`)."
+        )
+    )
+
+
+class ChatResponse(_CompletionFields):
     """A Chat Completions object (unchanged OpenAI-shaped clients work) plus typed parts."""
 
+    choices: list[NativeChatChoice] = Field(description="One choice.")
     message: Message = Field(description="The assistant turn as an AIKit message.")
     messages: list[Message] = Field(
         description="The full updated history (send it back as-is for the next turn)."

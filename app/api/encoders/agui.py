@@ -71,6 +71,7 @@ from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
     MessageEnd,
+    PartUpdate,
     RunEnd,
     RunStart,
     SequencedEvent,
@@ -150,8 +151,9 @@ class AguiEncoder:
                 return self._tool_start(part)
             case ToolArgsDelta(tool_call_id=call_id, delta=delta):
                 return self._args(call_id, delta)
-            case ConfirmRequired() as event:
-                return self._confirm(event)
+            case ConfirmRequired() | PartUpdate() as event:
+                # An update is of an earlier message's part: no event of this run's message.
+                return self._confirm(event) if isinstance(event, ConfirmRequired) else b""
             case ToolEnd(part=part):
                 return self._result(part, error=None)
             case ToolError(part=part, error=error):

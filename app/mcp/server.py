@@ -256,10 +256,14 @@ class McpServer:
                 )
         self._unmount()
         for tool in built:
-            if tool.name in self.registry:
-                log.warning("MCP tool name taken", extra={"tool": tool.name})
+            try:
+                self.registry.register(tool)  # refuses a taken or malformed name
+            except ValueError as exc:
+                log.warning(
+                    "MCP tool left out",
+                    extra={"mcp_server": self.name, "tool": tool.name, "reason": str(exc)},
+                )
                 continue
-            self.registry.register(tool)
             self.mounted.append(tool.name)
 
     def _unmount(self) -> None:

@@ -78,6 +78,12 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+@server.tool(name="dotted.name")
+def dotted() -> str:
+    """A name our registry refuses (only letters, digits, `_` and `-`)."""
+    return "dotted"
+
+
 class Confirmation(BaseModel):
     sure: bool
 

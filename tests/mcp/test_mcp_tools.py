@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from app.domain.tooling import ApprovalNeeded
 from tests.mcp.conftest import HttpServer, Mount, http_config, stdio_config
 
@@ -125,6 +127,17 @@ async def test_allow_and_deny_decide_which_tools_are_mounted(
     mounted = await mount(http_config(http_server, allow=["a*", "e*", "n*"], deny=["env", "ask"]))
 
     assert mounted.names() == {"web__add", "web__echo", "web__note"}
+
+
+async def test_a_tool_whose_name_we_cannot_mount_is_left_out_and_the_rest_works(
+    mount: Mount, http_server: HttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    mounted = await mount(http_config(http_server))
+
+    assert "web__dotted.name" not in mounted.names()
+    assert "web__add" in mounted.names()
+    assert "MCP tool left out" in caplog.text
+    assert mounted.sources.status()[0]["state"] == "connected"
 
 
 def _ctx() -> object:

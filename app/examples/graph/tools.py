@@ -336,6 +336,7 @@ def tools() -> list[ServerTool[Any]]:
                 "remove node",
                 "delete the node",
                 "удали узел",
+                "узел",
                 "удалить узел",
             ),
             examples=("Удалить узел графа и все его связи (нужно подтверждение).",),

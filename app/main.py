@@ -28,6 +28,7 @@ from app.api.routes import (
     health,
     models,
     openai_chat,
+    openai_conversations,
     openai_responses,
     page,
     proposals,
@@ -124,6 +125,7 @@ def create_app(
     app.include_router(proposals.router)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
+    app.include_router(openai_conversations.router)
     app.include_router(ui_chat.router)
     app.include_router(agui.router)
     install_openapi(app)

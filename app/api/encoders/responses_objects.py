@@ -146,6 +146,7 @@ def response_object(
         tool_choice=request.get("tool_choice") or "auto",
         tools=request.get("tools") or [],
         usage=usage,
+        conversation=request.get("conversation"),
     )
 
 

@@ -1,13 +1,16 @@
-"""`POST /v1/responses`: the OpenAI Responses surface, stateless.
+"""`POST /v1/responses`: the OpenAI Responses surface, stateless unless a conversation.
 
 The official openai SDK (`client.responses.create(...)`, also with `stream=True`) and
 AIKit's `useOpenAIStreamAdapter` work against it unchanged. Each request is one stateless
-run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id`,
-`conversation` and `background` are refused rather than silently ignored; a client keeps
-its history and sends it back as input items (`input += response.output` works, see
-`app.translate.openai_responses`). Fields that could smuggle identity or routing are
-refused; other OpenAI parameters we do not act on are accepted and ignored. Errors answer
-in OpenAI's shape (`app.api.errors`). The wire mapping is in `app.api.encoders.responses`.
+run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id` and
+`background` are refused rather than silently ignored; a client keeps its history and
+sends it back as input items (`input += response.output` works, see
+`app.translate.openai_responses`). With `conversation` (an id from `/v1/conversations`
+or `/api/conversations`) the request is instead a turn of that durable conversation: its
+last input item is the user's message, the stored history is the rest. Fields that
+could smuggle identity or routing are refused; other OpenAI parameters we do not act on
+are accepted and ignored. Errors answer in OpenAI's shape (`app.api.errors`). The wire
+mapping is in `app.api.encoders.responses`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import time
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from app.api.deps import CallerDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
@@ -25,12 +28,15 @@ from app.api.openai_params import responses_options
 from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponsesRequest
 from app.api.schemas.responses_items import ResponseObject
-from app.api.turn import StatelessTurn, interrupted_events, run_turn
+from app.api.streaming import StreamConfig, sse_response
+from app.api.turn import StatelessTurn, interrupted_events, run_turn, wants_stream
 from app.domain.errors import ChatBffError, InvalidRequest
 from app.domain.events import SequencedEvent
+from app.domain.identity import Caller
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
+from app.runs.turns import Runs
 from app.translate.openai_responses.read import (
     messages_from_responses_input,
     tool_choice_from_responses,
@@ -41,15 +47,63 @@ router = api_router(prefix="/v1", tags=["openai-compatible"])
 
 
 def _refuse_stateful(body: ResponsesRequest) -> None:
-    for name in ("previous_response_id", "conversation"):
-        if getattr(body, name) is not None:
-            raise InvalidRequest(
-                f"{name} is not supported: chat-bff does not store responses; "
-                "send the whole history as input items.",
-                param=name,
-            )
+    if body.previous_response_id is not None:
+        raise InvalidRequest(
+            "previous_response_id is not supported: chat-bff does not store responses; "
+            "send the whole history as input items, or continue a `conversation`.",
+            param="previous_response_id",
+        )
     if body.background:
         raise InvalidRequest("background responses are not supported.", param="background")
+
+
+def _turn_input(
+    body: ResponsesRequest, client_tools: list[ToolSpec], choice: ToolChoice | None
+) -> TurnInput:
+    return TurnInput(
+        client_tools=client_tools,
+        tool_choice=choice,
+        model_id=body.model,
+        max_output_tokens=body.max_output_tokens,
+        temperature=body.temperature,
+        parallel_tool_calls=body.parallel_tool_calls,
+        options=responses_options(body),
+    )
+
+
+def _conversation_id(value: Any) -> str:
+    cid = value.get("id") if isinstance(value, dict) else value
+    if not isinstance(cid, str) or not cid:
+        raise InvalidRequest("conversation is an id or {id}.", param="conversation")
+    return cid
+
+
+async def _conversation_turn(
+    body: ResponsesRequest, request: Request, runs: Runs, stream: StreamConfig, caller: Caller
+) -> Response:
+    """A turn of a durable conversation: the input's last item is the user's message; the
+    conversation holds the history (and its own system prompt: `instructions` is refused).
+    The run is durable: a client hanging up does not stop it."""
+    cid = _conversation_id(body.conversation)
+    if body.instructions is not None:
+        raise InvalidRequest(
+            "instructions cannot be combined with conversation; set the conversation's "
+            "system prompt instead.",
+            param="instructions",
+        )
+    sent = messages_from_responses_input(body.input, None)
+    if not sent or sent[-1].role != "user":
+        raise InvalidRequest("The last input item must be a user message.", param="input")
+    client_tools = tools_from_responses(body.tools)
+    choice = tool_choice_from_responses(body.tool_choice)
+    turn = _turn_input(body, client_tools, choice)
+    handle = await runs.send(caller, cid, sent[-1].content, turn)
+    echo = _echo(body, client_tools, choice) | {"conversation": {"id": cid}}
+    wire = ResponsesWire(handle, frozenset(t.name for t in client_tools), echo)
+    if wants_stream(request, body.stream):
+        return sse_response(handle.events(0), wire.encode, stream, farewell=wire.farewell)
+    await handle.wait()
+    return JSONResponse(await wire.answer(handle))
 
 
 def _echo(
@@ -124,6 +178,8 @@ async def create_response(
     body: ResponsesRequest, request: Request, runs: RunsDep, stream: StreamDep, caller: CallerDep
 ) -> Response:
     _refuse_stateful(body)
+    if body.conversation is not None:
+        return await _conversation_turn(body, request, runs, stream, caller)
     history = messages_from_responses_input(body.input, body.instructions)
     if not any(m.role != "system" for m in history):
         raise InvalidRequest("input must not be empty.", param="input")
@@ -131,15 +187,7 @@ async def create_response(
     choice = tool_choice_from_responses(body.tool_choice)
     turn = StatelessTurn(
         history=history,
-        input=TurnInput(
-            client_tools=client_tools,
-            tool_choice=choice,
-            model_id=body.model,
-            max_output_tokens=body.max_output_tokens,
-            temperature=body.temperature,
-            parallel_tool_calls=body.parallel_tool_calls,
-            options=responses_options(body),
-        ),
+        input=_turn_input(body, client_tools, choice),
         stream=body.stream,
     )
     names = frozenset(t.name for t in client_tools)

@@ -58,7 +58,11 @@ class ResponsesRequest(BaseModel):
     previous_response_id: str | None = Field(
         default=None, description="Not supported: responses are not stored; send the history."
     )
-    conversation: Any | None = Field(default=None, description="Not supported (stateless).")
+    conversation: str | dict[str, Any] | None = Field(
+        default=None,
+        description="A durable conversation (id or {id}) this turn continues; the last "
+        "input item is the user's message.",
+    )
     background: bool | None = Field(default=None, description="Not supported (stateless).")
     text: TextOptions | None = Field(default=None, description="Output format, verbosity.")
     reasoning: ReasoningOptions | None = Field(default=None, description="Reasoning effort.")

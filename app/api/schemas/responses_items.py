@@ -161,6 +161,11 @@ class ResponseObject(BaseModel):
     )
     parallel_tool_calls: bool = Field(default=True, description="Echoed.")
     previous_response_id: None = Field(default=None, description="Always null (stateless).")
+    conversation: dict[str, str] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The durable conversation this response is a turn of (only then present).",
+    )
     temperature: int | float | None = Field(default=None, description="Echoed.")
     text: dict[str, Any] = Field(
         default_factory=lambda: {"format": {"type": "text"}}, description="Output format."

@@ -1,0 +1,118 @@
+"""Our stored messages as OpenAI Conversations items (`/v1/conversations/{id}/items`).
+
+Pure: messages in, items out. One stored message may be several items, in its parts'
+order, each with an id that stays the same on every read:
+
+- a user message -> one `message` item (`id` = the message id, `input_text` parts);
+- an assistant message -> its consecutive text parts as one `message` item (`output_text`;
+  the first keeps the message id, later ones `<message id>_<n>`); a server tool's call ->
+  a finished `mcp_call` item (`id` = the call id, `output` or `error`), as AIKit and
+  reloaded histories show server-run tools; a client tool's call -> a `function_call`
+  item, and once the browser answered it a `function_call_output` (`<call id>_output`);
+- system messages and reasoning are not items (they are not what the person saw).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from app.api.encoders.responses_objects import SERVER_LABEL, dumps, output_text, result_text
+from app.domain.messages import Message
+from app.domain.parts import FINAL_TOOL_STATUSES, TextPart, ToolPart
+
+Item = dict[str, Any]
+
+
+def items_of(history: list[Message], is_server_tool: Callable[[str], bool]) -> list[Item]:
+    return [item for message in history for item in _items(message, is_server_tool)]
+
+
+def _items(message: Message, is_server_tool: Callable[[str], bool]) -> Iterator[Item]:
+    if message.role == "user":
+        said = [p.data.text for p in message.parts() if isinstance(p, TextPart)]
+        content = [{"type": "input_text", "text": t} for t in said]
+        yield {
+            "type": "message",
+            "id": message.id,
+            "role": "user",
+            "status": "completed",
+            "content": content,
+        }
+        return
+    if message.role != "assistant":
+        return
+    texts: list[str] = []
+    blocks = 0
+
+    def flush() -> Iterator[Item]:
+        nonlocal blocks
+        if texts:
+            item_id = message.id if blocks == 0 else f"{message.id}_{blocks}"
+            blocks += 1
+            content = [output_text(t).model_dump(mode="json") for t in texts]
+            texts.clear()
+            yield {
+                "type": "message",
+                "id": item_id,
+                "role": "assistant",
+                "status": "completed",
+                "content": content,
+            }
+
+    for part in message.parts():
+        if isinstance(part, TextPart):
+            texts.append(part.data.text)
+        elif isinstance(part, ToolPart):
+            yield from flush()
+            yield from _tool_items(part, is_server_tool(part.data.toolName))
+    yield from flush()
+
+
+def _tool_items(part: ToolPart, server: bool) -> Iterator[Item]:
+    data = part.data
+    arguments = dumps(data.args) if data.args is not None else ""
+    done = data.status in FINAL_TOOL_STATUSES
+    if server:
+        failed = data.status in ("error", "cancelled")
+        yield {
+            "type": "mcp_call",
+            "id": part.id,
+            "name": data.toolName,
+            "server_label": SERVER_LABEL,
+            "arguments": arguments,
+            "status": ("failed" if failed else "completed") if done else "in_progress",
+            "output": result_text(data.result) if done and not failed else None,
+            "error": (data.bodyContent or f"The call ended {data.status}.") if failed else None,
+        }
+        return
+    yield {
+        "type": "function_call",
+        "id": part.id,
+        "call_id": part.id,
+        "name": data.toolName,
+        "arguments": arguments,
+        "status": "completed",
+    }
+    if done:
+        output = result_text(data.result) if data.status == "success" else data.status
+        yield {
+            "type": "function_call_output",
+            "id": f"{part.id}_output",
+            "call_id": part.id,
+            "output": output,
+            "status": "completed",
+        }
+
+
+def page(
+    items: list[Item], *, after: str | None, limit: int, order: str
+) -> tuple[list[Item], bool]:
+    """A page of items after the item `after` in `order` (`asc` oldest first)."""
+    ordered = items if order == "asc" else list(reversed(items))
+    start = 0
+    if after is not None:
+        ids = [i["id"] for i in ordered]
+        start = ids.index(after) + 1 if after in ids else len(ordered)
+    chunk = ordered[start : start + limit]
+    return chunk, start + limit < len(ordered)

@@ -1,0 +1,158 @@
+"""`/v1/conversations`: the OpenAI Conversations surface over our durable conversations.
+
+The official openai SDK's `client.conversations.*` and `client.conversations.items.*`
+work with `base_url` pointed at chat-bff. A conversation here is the caller's own durable
+conversation, with the same id as on `/api/conversations` (owner-scoped: another user's
+id is 404). `client.responses.create(conversation=id, input=...)` runs a turn in it (see
+`app.api.routes.openai_responses`). Items are the stored messages read as OpenAI items
+(`app.api.conversation_items`): server tools are finished `mcp_call` items.
+
+- create: `metadata` and up to 20 starting `items` (messages); retrieve; update replaces
+  `metadata`; delete removes the conversation for good (like `DELETE
+  /api/conversations/{id}?purge=true`).
+- items: list (`after`, `limit` 1-100, `order` asc|desc, with `first_id`, `last_id`,
+  `has_more`), create (messages appended, not answered: no run starts), retrieve.
+  Deleting an item is not offered: stored history is only ever superseded as a whole tail.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Path, Query
+
+from app.api.conversation_items import Item, items_of, page
+from app.api.deps import CallerDep, DbDep, FilesDep, RunsDep, ToolCatalogDep
+from app.api.routes.conversations import delete_conversation
+from app.api.routing import api_router
+from app.api.schemas.openai_conversations import (
+    ConversationCreateV1,
+    ConversationDeletedV1,
+    ConversationUpdateV1,
+    ConversationV1,
+    ItemListV1,
+    ItemsCreateV1,
+)
+from app.domain.errors import Conflict, InvalidRequest, NotFound
+from app.domain.messages import Message
+from app.store.database import Tx
+from app.translate.openai_responses.read import messages_from_responses_input
+
+router = api_router(prefix="/v1/conversations", tags=["openai-compatible"])
+
+ConversationId = Annotated[str, Path(max_length=256, description="Conversation id (`conv_...`).")]
+ItemId = Annotated[str, Path(max_length=512, description="Item id.")]
+
+
+def _messages(raw: list[dict[str, object]]) -> list[Message]:
+    messages = messages_from_responses_input(raw, None)
+    if any(m.role not in ("user", "assistant") for m in messages):
+        raise InvalidRequest("Only user and assistant messages can be added.", param="items")
+    return messages
+
+
+async def _append(tx: Tx, owner_id: str, conversation_id: str, messages: list[Message]) -> None:
+    for message in messages:
+        await tx.messages.append(owner_id, conversation_id, message)
+
+
+@router.post("", response_model=ConversationV1, summary="Create a conversation (OpenAI).")
+async def create_conversation_v1(
+    body: ConversationCreateV1, db: DbDep, caller: CallerDep
+) -> ConversationV1:
+    messages = _messages(list(body.items or []))
+    async with db.write() as tx:
+        record = await tx.conversations.create(caller.user_id, metadata=body.metadata)
+        await _append(tx, caller.user_id, record.id, messages)
+    return ConversationV1.of(record)
+
+
+@router.get("/{conversation_id}", response_model=ConversationV1, summary="Retrieve (OpenAI).")
+async def get_conversation_v1(
+    conversation_id: ConversationId, db: DbDep, caller: CallerDep
+) -> ConversationV1:
+    async with db.read() as tx:
+        return ConversationV1.of(await tx.conversations.get(caller.user_id, conversation_id))
+
+
+@router.post(
+    "/{conversation_id}", response_model=ConversationV1, summary="Update metadata (OpenAI)."
+)
+async def update_conversation_v1(
+    conversation_id: ConversationId, body: ConversationUpdateV1, db: DbDep, caller: CallerDep
+) -> ConversationV1:
+    async with db.write() as tx:
+        record = await tx.conversations.update(
+            caller.user_id, conversation_id, metadata=body.metadata
+        )
+    return ConversationV1.of(record)
+
+
+@router.delete(
+    "/{conversation_id}", response_model=ConversationDeletedV1, summary="Delete (OpenAI)."
+)
+async def delete_conversation_v1(
+    conversation_id: ConversationId, runs: RunsDep, db: DbDep, files: FilesDep, caller: CallerDep
+) -> ConversationDeletedV1:
+    await delete_conversation(conversation_id, runs, db, files, caller, purge=True)
+    return ConversationDeletedV1(id=conversation_id)
+
+
+async def _items(db: DbDep, caller: CallerDep, tools: ToolCatalogDep, cid: str) -> list[Item]:
+    async with db.read() as tx:
+        history = await tx.messages.history(caller.user_id, cid)
+    return items_of(history, tools.knows)
+
+
+@router.get("/{conversation_id}/items", response_model=ItemListV1, summary="List items (OpenAI).")
+async def list_items_v1(
+    conversation_id: ConversationId,
+    db: DbDep,
+    tools: ToolCatalogDep,
+    caller: CallerDep,
+    after: Annotated[str | None, Query(max_length=512, description="An item id.")] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
+    order: Annotated[Literal["asc", "desc"], Query(description="asc: oldest first.")] = "desc",
+) -> ItemListV1:
+    items = await _items(db, caller, tools, conversation_id)
+    chunk, more = page(items, after=after, limit=limit, order=order)
+    return ItemListV1.of(chunk, more)
+
+
+@router.post("/{conversation_id}/items", response_model=ItemListV1, summary="Add items (OpenAI).")
+async def create_items_v1(
+    conversation_id: ConversationId,
+    body: ItemsCreateV1,
+    db: DbDep,
+    tools: ToolCatalogDep,
+    caller: CallerDep,
+) -> ItemListV1:
+    messages = _messages(list(body.items))
+    async with db.write() as tx:
+        record = await tx.conversations.get(caller.user_id, conversation_id)
+        if record.active_run_id is not None:
+            raise Conflict(
+                "A run of this conversation is active; add items when it ends.",
+                code="run_active",
+                run_id=record.active_run_id,
+            )
+        await _append(tx, caller.user_id, conversation_id, messages)
+    return ItemListV1.of(items_of(messages, tools.knows), False)
+
+
+@router.get(
+    "/{conversation_id}/items/{item_id}",
+    response_model=dict[str, object],
+    summary="Retrieve an item (OpenAI).",
+)
+async def get_item_v1(
+    conversation_id: ConversationId,
+    item_id: ItemId,
+    db: DbDep,
+    tools: ToolCatalogDep,
+    caller: CallerDep,
+) -> Item:
+    for item in await _items(db, caller, tools, conversation_id):
+        if item["id"] == item_id:
+            return item
+    raise NotFound("No such item in this conversation.", code="item_not_found")

@@ -1,0 +1,174 @@
+"""`/v1/conversations` through the official openai SDK (`client.conversations.*`), in
+process (httpx2 ASGITransport), on SQLite and Postgres: the conversations are our durable
+ones (same ids, owner-scoped), and `responses.create(conversation=...)` continues one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+from pydantic import SecretStr
+
+from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
+from app.settings import Settings
+from tests.auth.tokens import HS_SECRET, hs_token
+from tests.fakes.db import ApiClient, MakeApi
+
+SCRIPT = Script(
+    mode="rules",
+    turns=[
+        ScriptedTurn(after_tool="add_node", text="Added."),
+        ScriptedTurn(
+            match="^add",
+            tool_calls=[ScriptedToolCall(name="add_node", args={"label": "Person", "name": "Ada"})],
+        ),
+        ScriptedTurn(text="Hello from the script."),
+    ],
+)
+
+
+@pytest.fixture
+async def api(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
+    settings = app_settings.model_copy(
+        update={"default_model": "scripted", "example_tools_enabled": True}
+    )
+    provider = ScriptedProvider(SCRIPT, delay_ms=0)
+    async with make_api(settings, providers={"scripted": provider}) as client:
+        yield client
+
+
+@pytest.fixture
+async def sdk(api: ApiClient) -> AsyncIterator[openai.AsyncOpenAI]:
+    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=api.app), base_url="http://t")
+    client = openai.AsyncOpenAI(
+        api_key="unused", base_url="http://t/v1", http_client=http, max_retries=0
+    )
+    async with client:
+        yield client
+
+
+async def test_a_conversation_is_created_read_updated_and_deleted(
+    sdk: openai.AsyncOpenAI, api: ApiClient
+) -> None:
+    created = await sdk.conversations.create(
+        metadata={"topic": "demo"},
+        items=[{"type": "message", "role": "user", "content": "hello"}],
+    )
+    assert created.id.startswith("conv_") and created.metadata == {"topic": "demo"}
+    native = (await api.get(f"/api/conversations/{created.id}")).json()
+    assert [m["role"] for m in native["messages"]] == ["user"]
+
+    got = await sdk.conversations.retrieve(created.id)
+    assert (got.id, got.created_at) == (created.id, created.created_at)
+    updated = await sdk.conversations.update(created.id, metadata={"topic": "other"})
+    assert updated.metadata == {"topic": "other"}
+
+    deleted = await sdk.conversations.delete(created.id)
+    assert (deleted.id, deleted.deleted) == (created.id, True)
+    with pytest.raises(openai.NotFoundError):
+        await sdk.conversations.retrieve(created.id)
+
+
+async def test_responses_continue_a_conversation_and_items_show_the_turns(
+    sdk: openai.AsyncOpenAI,
+) -> None:
+    conversation = await sdk.conversations.create()
+
+    first = await sdk.responses.create(
+        model="scripted", input="hello", conversation=conversation.id
+    )
+    assert first.output_text == "Hello from the script."
+    streamed: list[str] = []
+    stream = await sdk.responses.create(
+        model="scripted", input="add Ada", conversation={"id": conversation.id}, stream=True
+    )
+    async for event in stream:
+        streamed.append(event.type)
+    assert streamed[-1] == "response.completed"
+
+    items = await sdk.conversations.items.list(conversation.id, order="asc", limit=100)
+    kinds = [(i.type, getattr(i, "role", None)) for i in items.data]
+    assert kinds == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("message", "user"),
+        ("mcp_call", None),
+        ("message", "assistant"),
+    ]
+    call: Any = items.data[3]
+    assert (call.name, call.status, call.server_label) == ("add_node", "completed", "chat-bff")
+    assert '"Ada"' in call.output
+
+    one = await sdk.conversations.items.retrieve(call.id, conversation_id=conversation.id)
+    assert one.id == call.id
+
+
+async def test_items_page_with_after_limit_and_order(sdk: openai.AsyncOpenAI) -> None:
+    conversation = await sdk.conversations.create(
+        items=[{"type": "message", "role": "user", "content": f"m{i}"} for i in range(5)]
+    )
+    added = await sdk.conversations.items.create(
+        conversation.id, items=[{"type": "message", "role": "user", "content": "m5"}]
+    )
+    assert [i.type for i in added.data] == ["message"]
+
+    first = await sdk.conversations.items.list(conversation.id, limit=2)  # newest first
+    assert first.has_more and first.last_id == first.data[-1].id
+    seen = [i.id async for i in sdk.conversations.items.list(conversation.id, limit=2)]
+    assert len(seen) == len(set(seen)) == 6
+    listed: Any = (await sdk.conversations.items.list(conversation.id, order="asc")).data
+    texts = [i.content[0].text for i in listed]
+    assert texts == [f"m{i}" for i in range(6)]
+
+
+async def test_another_users_or_unknown_ids_are_404(sdk: openai.AsyncOpenAI) -> None:
+    with pytest.raises(openai.NotFoundError):
+        await sdk.conversations.retrieve("conv_nope")
+    with pytest.raises(openai.NotFoundError):
+        await sdk.conversations.items.list("conv_nope")
+    with pytest.raises(openai.NotFoundError):
+        await sdk.responses.create(model="scripted", input="hi", conversation="conv_nope")
+    conversation = await sdk.conversations.create()
+    with pytest.raises(openai.NotFoundError):
+        await sdk.conversations.items.retrieve("msg_nope", conversation_id=conversation.id)
+    with pytest.raises(openai.BadRequestError):
+        await sdk.responses.create(
+            model="scripted", input="hi", conversation=conversation.id, instructions="x"
+        )
+
+
+async def test_a_conversation_is_its_owners_only(make_api: MakeApi, app_settings: Settings) -> None:
+    settings = app_settings.model_copy(
+        update={"jwt_secret": SecretStr(HS_SECRET), "default_model": "scripted"}
+    )
+    provider = ScriptedProvider(SCRIPT, delay_ms=0)
+    async with make_api(settings, providers={"scripted": provider}) as api:
+        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=api.app), base_url="http://t")
+        ann, bob = (
+            openai.AsyncOpenAI(
+                api_key=hs_token(sub=user, roles=["user"]),
+                base_url="http://t/v1",
+                http_client=http,
+                max_retries=0,
+            )
+            for user in ("ann", "bob")
+        )
+        mine = await ann.conversations.create(metadata={"owner": "ann"})
+        await ann.responses.create(model="scripted", input="hello", conversation=mine.id)
+
+        with pytest.raises(openai.NotFoundError):
+            await bob.conversations.retrieve(mine.id)
+        with pytest.raises(openai.NotFoundError):
+            await bob.conversations.items.list(mine.id)
+        with pytest.raises(openai.NotFoundError):
+            await bob.conversations.update(mine.id, metadata={"owner": "bob"})
+        with pytest.raises(openai.NotFoundError):
+            await bob.responses.create(model="scripted", input="hi", conversation=mine.id)
+        with pytest.raises(openai.NotFoundError):
+            await bob.conversations.delete(mine.id)
+        assert (await ann.conversations.retrieve(mine.id)).metadata == {"owner": "ann"}
+        assert len((await ann.conversations.items.list(mine.id)).data) == 2
+        await http.aclose()

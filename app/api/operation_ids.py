@@ -63,6 +63,14 @@ OPERATION_IDS: dict[str, str] = {
     "ui_chat": "sendUiChatMessage",
     "resume_ui_chat": "resumeUiChatStream",
     "stop_ui_chat": "stopUiChat",
+    # OpenAI Conversations
+    "create_conversation_v1": "createOpenaiConversation",
+    "get_conversation_v1": "getOpenaiConversation",
+    "update_conversation_v1": "updateOpenaiConversation",
+    "delete_conversation_v1": "deleteOpenaiConversation",
+    "list_items_v1": "listOpenaiConversationItems",
+    "create_items_v1": "createOpenaiConversationItems",
+    "get_item_v1": "getOpenaiConversationItem",
     # AG-UI
     "run_agui": "runAguiAgent",
     "stop_agui": "stopAguiRun",

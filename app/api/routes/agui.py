@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from ag_ui.core import RunAgentInput
 from fastapi import Path, Response
 
 from app.api.agui import read_input, waiting_results
 from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
 from app.api.encoders.agui import AguiEncoder, farewell_frames
 from app.api.routing import api_router
+from app.api.schemas.agui import AguiRunInput
 from app.api.schemas.runs import RunState
 from app.api.streaming import sse_response
 from app.api.ui_chat import chat_conversation, decide_answers, stop_chat
@@ -61,13 +61,14 @@ _STREAM: dict[int | str, dict[str, Any]] = {
     summary="Run the agent on an AG-UI thread (a RunAgentInput), streaming AG-UI events.",
 )
 async def run_agui(
-    body: RunAgentInput,
+    input_body: AguiRunInput,
     runs: RunsDep,
     db: DbDep,
     approvals: ApprovalsDep,
     config: StreamDep,
     caller: CallerDep,
 ) -> Response:
+    body = input_body.to_protocol()
     turn = read_input(body)
     conversation = await chat_conversation(db, caller, body.thread_id)
     cid = conversation.id

@@ -12,6 +12,8 @@ MAX_ITEMS = 20  # OpenAI's own cap on items added in one request
 
 
 class ConversationCreateV1(BaseModel):
+    """`client.conversations.create(...)`'s body."""
+
     model_config = ConfigDict(extra="forbid")
     items: list[dict[str, Any]] | None = Field(
         default=None, max_length=MAX_ITEMS, description="Messages to start the conversation with."
@@ -22,11 +24,15 @@ class ConversationCreateV1(BaseModel):
 
 
 class ConversationUpdateV1(BaseModel):
+    """`client.conversations.update(...)`'s body."""
+
     model_config = ConfigDict(extra="forbid")
     metadata: dict[str, str] = Field(max_length=16, description="Replaces the metadata.")
 
 
 class ItemsCreateV1(BaseModel):
+    """`client.conversations.items.create(...)`'s body."""
+
     model_config = ConfigDict(extra="forbid")
     items: list[dict[str, Any]] = Field(
         min_length=1, max_length=MAX_ITEMS, description="Messages to add, in order."
@@ -37,7 +43,7 @@ class ConversationV1(BaseModel):
     """OpenAI's Conversation object over one of our durable conversations."""
 
     id: str = Field(description="The conversation id (the same as on /api/conversations).")
-    object: Literal["conversation"] = "conversation"
+    object: Literal["conversation"] = Field(default="conversation", description="Always this.")
     created_at: int = Field(description="Unix seconds.")
     metadata: dict[str, Any] = Field(description="The conversation's metadata.")
 
@@ -51,15 +57,19 @@ class ConversationV1(BaseModel):
 
 
 class ConversationDeletedV1(BaseModel):
-    id: str
-    object: Literal["conversation.deleted"] = "conversation.deleted"
-    deleted: bool = True
+    """What a delete answers: the conversation is gone for good."""
+
+    id: str = Field(description="The deleted conversation's id.")
+    object: Literal["conversation.deleted"] = Field(
+        default="conversation.deleted", description="Always this."
+    )
+    deleted: bool = Field(default=True, description="Always true.")
 
 
 class ItemListV1(BaseModel):
     """A page of items, OpenAI's list shape."""
 
-    object: Literal["list"] = "list"
+    object: Literal["list"] = Field(default="list", description="Always `list`.")
     data: list[dict[str, Any]] = Field(description="Items: message, mcp_call, function_call...")
     first_id: str | None = Field(description="Id of the first item of the page.")
     last_id: str | None = Field(description="Id of the last item; pass as `after`.")

@@ -32,6 +32,7 @@ from app.api.routes import (
     openai_responses,
     page,
     proposals,
+    queue,
     runs,
     stream_tokens,
     tools,
@@ -123,6 +124,7 @@ def create_app(
     app.include_router(tools.router)
     app.include_router(approvals.router)
     app.include_router(proposals.router)
+    app.include_router(queue.router)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
     app.include_router(openai_conversations.router)

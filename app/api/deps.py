@@ -24,6 +24,7 @@ from app.runs.turns import Runs
 from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
 from app.toolruntime.proposals import ProposalService
+from app.toolruntime.queue import ReviewQueue
 from app.toolruntime.undo import BatchUndo
 from app.tools.catalog import ToolCatalog
 
@@ -69,6 +70,10 @@ def get_undo(request: Request) -> BatchUndo:
     return BatchUndo(get_services(request).proposals.runtime)
 
 
+def get_review_queue(request: Request) -> ReviewQueue:
+    return ReviewQueue(get_services(request).db)
+
+
 def get_tool_catalog(request: Request) -> ToolCatalog:
     return get_services(request).tool_catalog
 
@@ -94,6 +99,7 @@ CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
 ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
+QueueDep = Annotated[ReviewQueue, Depends(get_review_queue)]
 UndoDep = Annotated[BatchUndo, Depends(get_undo)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 FilesDep = Annotated[Files, Depends(get_files)]

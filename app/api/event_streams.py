@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from app.api.schemas.openai_chunks import CHUNK_EVENTS_ADAPTER
+from app.api.schemas.queue import QUEUE_EVENT_ADAPTER
 from app.api.schemas.responses_events import RESPONSE_EVENTS_ADAPTER
 from app.domain.events import RUN_EVENT_ADAPTER
 
@@ -58,6 +59,11 @@ EVENT_STREAMS: dict[str, EventUnion] = {
         "One event of an OpenAI Responses stream: `event:` is its `type`, `data:` this "
         "object as JSON, `sequence_number` its place in the stream from 0. Discriminated "
         "on `type`.",
+    ),
+    "QueueEvent": EventUnion(
+        QUEUE_EVENT_ADAPTER,
+        "One event of the review queue feed: `id:` (the caller's feed sequence number; "
+        "send it back as Last-Event-ID), `event:` (the `type`), `data:` (this object).",
     ),
 }
 

@@ -59,6 +59,7 @@ OPERATION_IDS: dict[str, str] = {
     "list_proposals": "listProposals",
     "approve_proposals": "approveProposals",
     "reject_proposals": "rejectProposals",
+    "queue_events": "streamQueueEvents",
     # Vercel AI SDK UI message stream
     "ui_chat": "sendUiChatMessage",
     "resume_ui_chat": "resumeUiChatStream",

@@ -33,6 +33,7 @@ from app.store.repos.events import EventRepo
 from app.store.repos.files import FileRepo
 from app.store.repos.messages import MessageRepo
 from app.store.repos.proposals import ProposalRepo
+from app.store.repos.queue import QueueRepo
 from app.store.repos.runs import RunRepo
 
 
@@ -69,6 +70,10 @@ class Tx:
     @cached_property
     def proposals(self) -> ProposalRepo:
         return ProposalRepo(self.session)
+
+    @cached_property
+    def queue(self) -> QueueRepo:
+        return QueueRepo(self.session)
 
     @cached_property
     def files(self) -> FileRepo:

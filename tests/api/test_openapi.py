@@ -95,7 +95,7 @@ def test_operations_with_ids_or_a_model_document_404() -> None:
 VERBS = frozenset(
     {"approve", "cancel", "check", "create", "decide", "delete", "download", "edit", "get"}
     | {"list", "regenerate", "reject", "resume", "retrieve", "revoke", "run", "send", "stop"}
-    | {"stream", "submit", "update", "upload"}
+    | {"stream", "submit", "undo", "update", "upload"}
 )
 
 

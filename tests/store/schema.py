@@ -21,6 +21,8 @@ CORE_TABLES = {
     "tool_proposal_batches",
     "files",
     "api_keys",
+    "queue_heads",
+    "queue_events",
 }
 GRAPH_TABLES = {"graph_nodes", "graph_edges"}
 

@@ -167,9 +167,9 @@ async def test_an_expired_approval_is_refused_and_never_runs(
     db: Database,
     db_sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    runtime = make_runtime(db, ttl=0.05)
+    runtime = make_runtime(db, ttl=0.5)
     _, approval_id = await _pending(runtime, db_sessions)
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.6)
 
     with pytest.raises(Conflict) as caught:
         await ApprovalService(runtime).decide(ALICE, approval_id, "approve")

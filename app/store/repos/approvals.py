@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.tooling import CallSite
+from app.store.repos.queue import QueueRepo, approval_item
 from app.store.repos.rowcount import rowcount
 from app.store.tables.tools import ApprovalRow
 from app.store.tables.types import new_id, utcnow
@@ -124,6 +125,8 @@ class ApprovalRepo:
                 ApprovalRow.tool_call_id == site.tool_call_id,
             )
         )
+        if row is not None and row.id == values["id"]:
+            await QueueRepo(self._session).record(owner_id, "added", [approval_item(row)])
         return _record(row) if row is not None else None
 
     async def get(self, owner_id: str, approval_id: str) -> ApprovalRecord:
@@ -180,7 +183,19 @@ class ApprovalRepo:
             .values(**values)
             .execution_options(synchronize_session=False)
         )
-        return rowcount(result) == 1
+        if rowcount(result) != 1:
+            return False
+        await self._announce_decided(owner_id, [approval_id])
+        return True
+
+    async def _announce_decided(self, owner_id: str, ids: list[str]) -> None:
+        rows = await self._session.scalars(
+            select(ApprovalRow)
+            .where(ApprovalRow.id.in_(ids))
+            .order_by(ApprovalRow.created_at, ApprovalRow.id)
+            .execution_options(populate_existing=True)
+        )
+        await QueueRepo(self._session).record(owner_id, "decided", [approval_item(r) for r in rows])
 
     async def cancel_pending(
         self,
@@ -200,11 +215,13 @@ class ApprovalRepo:
         if run_id is not None:
             query = query.where(ApprovalRow.run_id == run_id)
         result = await self._session.execute(
-            query.values(status="cancelled", decided_at=now).execution_options(
-                synchronize_session=False
-            )
+            query.values(status="cancelled", decided_at=now)
+            .returning(ApprovalRow.id)
+            .execution_options(synchronize_session=False)
         )
-        return rowcount(result)
+        ids = list(result.scalars())
+        await self._announce_decided(owner_id, ids)
+        return len(ids)
 
     async def record_outcome(
         self, owner_id: str, approval_id: str, *, outcome_status: str, result: Any

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.tooling import CallSite
-from app.store.repos.rowcount import rowcount
+from app.store.repos.queue import QueueKind, QueueRepo, proposal_item
 from app.store.tables.tools import ProposalBatchRow, ProposalRow
 from app.store.tables.types import new_id, utcnow
 
@@ -131,6 +131,7 @@ class ProposalRepo:
         )
         self._session.add(row)
         await self._session.flush()
+        await QueueRepo(self._session).record(row.owner_id, "added", [proposal_item(row)])
         return _record(row)
 
     async def by_call(self, owner_id: str, run_id: str, tool_call_id: str) -> ProposalRecord | None:
@@ -193,9 +194,22 @@ class ProposalRepo:
                 ProposalRow.status == "pending",
             )
             .values(status=status, decided_at=now)
+            .returning(ProposalRow.id)
             .execution_options(synchronize_session=False)
         )
-        return rowcount(result)
+        moved = list(result.scalars())
+        await self._announce(owner_id, moved, "applied" if status == "applied" else "decided")
+        return len(moved)
+
+    async def _announce(self, owner_id: str, ids: list[str], kind: QueueKind) -> None:
+        """Tell the owner's review queue (`app.store.repos.queue`) what just changed."""
+        rows = await self._session.scalars(
+            select(ProposalRow)
+            .where(ProposalRow.id.in_(ids))
+            .order_by(ProposalRow.position, ProposalRow.id)
+            .execution_options(populate_existing=True)
+        )
+        await QueueRepo(self._session).record(owner_id, kind, [proposal_item(r) for r in rows])
 
     async def set_result(self, proposal_id: str, result: Any) -> None:
         await self._session.execute(
@@ -279,6 +293,10 @@ class ProposalRepo:
             update(ProposalRow)
             .where(ProposalRow.batch_id == batch_id, ProposalRow.status == "applied")
             .values(status=status, decided_at=now)
+            .returning(ProposalRow.id, ProposalRow.owner_id)
             .execution_options(synchronize_session=False)
         )
-        return rowcount(result)
+        moved = list(result.all())
+        if moved:
+            await self._announce(moved[0].owner_id, [m.id for m in moved], "undone")
+        return len(moved)

@@ -221,4 +221,3 @@ class QueueRepo:
         )
         due = [approval_item(r) for r in rows]
         await self.record(user_id, "expired", [replace(i, status="expired") for i in due])
-

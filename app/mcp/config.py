@@ -55,6 +55,7 @@ class McpServerConfig(_Strict):
     roles: list[str] | None = None
     mutates: bool | None = None
     scope_args: list[str] = Field(default_factory=lambda: list(DEFAULT_SCOPE_ARGS))
+    handshake: Literal["auto", "legacy"] = "auto"
     connect_timeout: float = Field(default=10.0, gt=0)
     ping_seconds: float = Field(default=15.0, gt=0)
 

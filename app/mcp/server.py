@@ -151,6 +151,7 @@ class McpServer:
             client = Client(
                 self._target(stack),
                 cache=None,
+                mode=self.config.handshake,
                 client_info=_CLIENT_INFO,
                 message_handler=self._on_message,
             )
@@ -178,19 +179,19 @@ class McpServer:
             self._changed.set()
 
     async def _listen(self, client: Client) -> None:
-        """Set `_changed` on every tools change the server announces (2026-07-28)."""
+        """Set `_changed` on every tools change the server announces (2026-07-28); returns
+        only when the stream is lost (the connection is gone)."""
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
                     self._changed.set()
         except ListenNotSupportedError:
-            return  # older servers notify through `_on_message`
+            pass  # an older server: it notifies through `_on_message`
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 raise
             log.info("MCP server has no change stream", extra={"mcp_server": self.name})
-            return
-        await asyncio.Event().wait()  # a graceful close: nothing more to hear
+        await asyncio.Event().wait()  # nothing more to hear; pings watch the connection
 
     async def _watch(self, client: Client) -> None:
         listener = asyncio.create_task(self._listen(client))

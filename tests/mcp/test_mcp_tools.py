@@ -140,6 +140,24 @@ async def test_a_tool_whose_name_we_cannot_mount_is_left_out_and_the_rest_works(
     assert mounted.sources.status()[0]["state"] == "connected"
 
 
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_the_older_handshake_works_too(
+    mount: Mount, http_server: HttpServer, transport: str
+) -> None:
+    config = (
+        http_config(http_server, handshake="legacy")
+        if transport == "http"
+        else stdio_config(handshake="legacy")
+    )
+    mounted = await mount(config)
+    prefix = config.name
+
+    assert (await mounted.outcome(f"{prefix}__add", {"a": 4, "b": 5})).result == {"result": 9}
+    failed = await mounted.outcome(f"{prefix}__fail", {"reason": "nope"})
+    assert failed.status == "error"
+    assert "nope" in failed.result["error"]
+
+
 def _ctx() -> object:
     from tests.tools.conftest import ALICE, run_ctx
 

@@ -137,21 +137,32 @@ class RedisBus:
             log.warning("bus: could not unsubscribe", extra={"topic": topic}, exc_info=True)
 
     async def _connected(self) -> PubSub:
+        """The pub/sub connection; the first call starts the listener, which from then on
+        keeps it connected (a Redis down at start-up is retried like a broken one)."""
         async with self._lock:
-            if self._pubsub is None:
-                pubsub = self._client.pubsub()
-                await pubsub.subscribe(self._prefix + _KEEPALIVE)
-                self._pubsub = pubsub
-                self._listener = asyncio.get_running_loop().create_task(
-                    self._listen(), name="redis bus"
-                )
+            if self._listener is None:
+                self._pubsub = self._client.pubsub()
+                try:
+                    await self._pubsub.subscribe(*self._channels())
+                finally:
+                    self._listener = asyncio.get_running_loop().create_task(
+                        self._listen(), name="redis bus"
+                    )
+            assert self._pubsub is not None
             return self._pubsub
+
+    def _channels(self) -> list[str]:
+        return [self._prefix + _KEEPALIVE, *(self._prefix + t for t in self._topics)]
 
     async def _listen(self) -> None:
         failures = 0
         while not self._closed:
             pubsub = self._pubsub
-            assert pubsub is not None
+            if pubsub is None or not pubsub.subscribed:  # never connected, or lost
+                await self._pause(failures)
+                failures += 1
+                await self._reconnect()
+                continue
             try:
                 message = await pubsub.get_message(timeout=None)
             except asyncio.CancelledError:
@@ -159,7 +170,7 @@ class RedisBus:
             except Exception:
                 log.warning("bus: the Redis connection broke; reconnecting", exc_info=True)
                 self._tell_gap()
-                await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
+                await self._pause(failures)
                 failures += 1
                 await self._reconnect()
                 continue
@@ -167,14 +178,16 @@ class RedisBus:
             if message is not None:
                 self._dispatch(message)
 
+    async def _pause(self, failures: int) -> None:
+        await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
+
     async def _reconnect(self) -> None:
         old, self._pubsub = self._pubsub, self._client.pubsub()
         if old is not None:
             with contextlib.suppress(Exception):
                 await old.aclose()  # type: ignore[no-untyped-call]
-        channels = [self._prefix + _KEEPALIVE, *(self._prefix + t for t in self._topics)]
         try:
-            await self._pubsub.subscribe(*channels)
+            await self._pubsub.subscribe(*self._channels())
         except Exception:
             log.warning("bus: Redis is still unreachable", exc_info=True)
             return

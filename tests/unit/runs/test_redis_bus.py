@@ -6,14 +6,16 @@ channel prefix."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from redis.asyncio import Redis
 
-from app.runs.bus import GAP
+from app.runs.bus import GAP, Subscription
 from app.runs.redis_bus import RedisBus
+from tests.e2e.conftest import free_port
 from tests.limits.conftest import reachable_redis_url
 
 MakeBus = Callable[[], Awaitable[RedisBus]]
@@ -117,3 +119,69 @@ async def _kill_pubsub_connections(via: RedisBus, of: RedisBus) -> None:
     for entry in await client.client_list():
         if entry.get("name") == name and "sub" in entry.get("cmd", ""):
             await client.client_kill_filter(_id=entry["id"])
+
+
+class Forwarder:
+    """A TCP port in front of the test Redis that can go down and come back."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self._server: asyncio.Server | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def up(self) -> None:
+        self._server = await asyncio.start_server(self._pipe, "127.0.0.1", self.port)
+
+    async def down(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in self._writers:
+            writer.close()
+        self._writers.clear()
+        await self._server.wait_closed()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", 6379)
+        self._writers += [writer, upstream_writer]
+
+        async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, OSError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            sink.close()
+
+        await asyncio.gather(copy(reader, upstream_writer), copy(upstream_reader, writer))
+
+
+async def heard_again(publisher: Redis, channel: str, messages: Subscription) -> bytes:
+    """Publish until the subscriber hears one (it may be reconnecting meanwhile)."""
+    for n in range(100):
+        await publisher.publish(channel, b"m%d" % n)
+        with contextlib.suppress(TimeoutError):
+            message = await asyncio.wait_for(messages.get(), 0.1)
+            if isinstance(message, bytes):
+                return message
+    raise AssertionError("the bus never came back")
+
+
+async def test_a_redis_down_at_start_and_gone_for_a_while_is_caught_up_with() -> None:
+    url = reachable_redis_url()
+    redis = Forwarder()
+    prefix = f"test:{uuid.uuid4().hex}:"
+    bus = RedisBus.from_url(f"redis://127.0.0.1:{redis.port}/0", timeout=0.5, prefix=prefix)
+    publisher = Redis.from_url(url)
+    try:
+        # Redis unreachable: subscribing still returns (the reader then uses the database).
+        async with bus.subscribe("run:1") as messages:
+            await redis.up()
+            assert (await heard_again(publisher, prefix + "run:1", messages)).startswith(b"m")
+
+            await redis.down()
+            assert await asyncio.wait_for(messages.get(), 5) is GAP
+            await redis.up()
+            assert (await heard_again(publisher, prefix + "run:1", messages)).startswith(b"m")
+    finally:
+        await bus.aclose()
+        await publisher.aclose()
+        await redis.down()

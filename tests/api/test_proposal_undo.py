@@ -56,6 +56,22 @@ async def test_undo_takes_the_whole_last_batch_back_and_audits_it(client: ApiCli
     assert audit.details["undone_by"] == client.services.settings.local_user_id
 
 
+async def test_the_batches_list_shows_applied_and_undone_batches(client: ApiClient) -> None:
+    cid, first = await _applied_demo(client)
+    await say(client, cid, "propose a birth year for Ada")
+    second = await _ok(await client.post(_url(cid, "/approve")))
+    await _ok(await client.post(_url(cid, "/undo")))
+
+    listed = (await _ok(await client.get(_url(cid, "/batches"))))["data"]
+
+    assert [(b["batch_id"], b["status"]) for b in listed] == [
+        (second["batch_id"], "undone"),
+        (first["batch_id"], "applied"),
+    ]
+    assert [p["status"] for p in listed[0]["proposals"]] == ["undone"]
+    assert [p["tool_name"] for p in listed[1]["proposals"]] == ["add_node", "add_node", "connect"]
+
+
 async def test_a_batch_is_undone_once(client: ApiClient) -> None:
     cid, batch = await _applied_demo(client)
     await _ok(await client.post(_url(cid, "/undo"), json={"batch_id": batch["batch_id"]}))

@@ -18,7 +18,10 @@ from app.api.deps import CallerDep, ProposalsDep, ToolCatalogDep, UndoDep
 from app.api.routing import api_router
 from app.api.schemas.proposals import (
     AppliedOut,
+    BatchList,
     BatchOut,
+    BatchProposalOut,
+    BatchSummaryOut,
     ProposalIds,
     ProposalList,
     ProposalOut,
@@ -132,4 +135,33 @@ async def undo_proposal_batch(
             UndoneOut(proposal_id=c.proposal_id, tool_name=c.tool_name, entities=c.entities)
             for c in result.undone
         ],
+    )
+
+
+@router.get(
+    "/{conversation_id}/proposals/batches",
+    response_model=BatchList,
+    summary="The conversation's applied batches, newest first, applied or undone.",
+)
+async def list_proposal_batches(
+    conversation_id: str, undo: UndoDep, caller: CallerDep
+) -> BatchList:
+    views = await undo.history(caller, conversation_id)
+    return BatchList(
+        data=[
+            BatchSummaryOut(
+                batch_id=v.batch.id,
+                status=v.status,
+                approved_by=v.batch.approved_by,
+                audit_id=v.batch.audit_id,
+                created_at=v.batch.created_at,
+                proposals=[
+                    BatchProposalOut(
+                        id=p.id, tool_name=p.tool_name, summary=p.summary, status=p.status
+                    )
+                    for p in v.proposals
+                ],
+            )
+            for v in views
+        ]
     )

@@ -90,3 +90,30 @@ class UndoOut(BaseModel):
     batch_id: str = Field(description="The batch undone.")
     audit_id: str = Field(description="The audit record written for the undo.")
     undone: list[UndoneOut] = Field(description="What was taken back, in apply order.")
+
+
+class BatchProposalOut(BaseModel):
+    """A proposal as its batch applied it."""
+
+    id: str = Field(description="Proposal id.")
+    tool_name: str = Field(description="Tool it ran.")
+    summary: str = Field(description="Human-readable summary of the change.")
+    status: str = Field(description="`applied`, or `undone` once its batch was undone.")
+
+
+class BatchSummaryOut(BaseModel):
+    """An applied batch: what it changed and whether it was undone."""
+
+    batch_id: str = Field(description="Batch id.")
+    status: str = Field(description="`applied` or `undone`.")
+    approved_by: str = Field(description="Who approved it.")
+    audit_id: str = Field(description="The audit record of the apply.")
+    created_at: datetime = Field(description="When it was applied.")
+    proposals: list[BatchProposalOut] = Field(description="Its proposals, in apply order.")
+
+
+class BatchList(BaseModel):
+    """A conversation's applied batches, newest first; the first `applied` one is what
+    `POST .../proposals/undo` takes back."""
+
+    data: list[BatchSummaryOut] = Field(description="Newest first (at most 20).")

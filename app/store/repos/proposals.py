@@ -300,3 +300,18 @@ class ProposalRepo:
         if moved:
             await self._announce(moved[0].owner_id, [m.id for m in moved], "undone")
         return len(moved)
+
+    async def batches(
+        self, owner_id: str, conversation_id: str, *, limit: int
+    ) -> list[BatchRecord]:
+        """The conversation's applied batches, newest first."""
+        rows = await self._session.scalars(
+            select(ProposalBatchRow)
+            .where(
+                ProposalBatchRow.owner_id == owner_id,
+                ProposalBatchRow.conversation_id == conversation_id,
+            )
+            .order_by(ProposalBatchRow.created_at.desc(), ProposalBatchRow.id.desc())
+            .limit(limit)
+        )
+        return [_batch(r) for r in rows]

@@ -236,7 +236,9 @@ class Agent:
             elif self.tools.knows(name) and name not in client_names:
                 server.append(part)
             elif name in client_names:
-                self._replace(part, status="waitingConfirmation")
+                # The browser runs it and posts the result: AIKit's "waiting for submission"
+                # (`waitingConfirmation` is a human's approval of a server tool).
+                self._replace(part, status="waitingSubmission")
                 await self.sink.emit(
                     ConfirmRequired(
                         run_id=self.ctx.run_id,

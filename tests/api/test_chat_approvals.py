@@ -357,3 +357,38 @@ async def test_an_undecided_card_in_the_last_message_is_409(client: ApiClient) -
 
     assert body["error"]["code"] == "approval_pending"
     assert len(await pending(client)) == 1
+
+
+# --- card states ---------------------------------------------------------------------------
+
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+}
+
+
+async def test_a_client_tool_card_waits_for_submission_and_an_approval_for_confirmation(
+    client: ApiClient,
+) -> None:
+    client.services.providers["scripted"] = ScriptedProvider(
+        Script(
+            mode="sequence",
+            turns=[
+                ScriptedTurn(
+                    tool_calls=[
+                        ScriptedToolCall(name="get_weather", id="call_w"),
+                        ScriptedToolCall(name="delete_node", id="call_del", args={"id": "Ada"}),
+                    ]
+                )
+            ],
+        ),
+        delay_ms=0,
+    )
+
+    answer = await chat(client, {"messages": [ADA], "tools": [WEATHER]})
+
+    message = answer["message"]
+    assert card(message, "get_weather")["data"]["status"] == "waitingSubmission"
+    assert "approvalId" not in card(message, "get_weather")["data"]
+    assert card(message)["data"]["status"] == "waitingConfirmation"
+    assert card(message)["data"]["approvalId"]

@@ -93,7 +93,7 @@ async def test_the_stored_conversation_holds_the_user_and_assistant_messages(
     [tool] = tools_of(messages[1])
     assert tool["id"] == "c1"
     assert tool["data"]["args"] == {"city": "Oslo"}
-    assert tool["data"]["status"] == "waitingConfirmation"
+    assert tool["data"]["status"] == "waitingSubmission"
 
 
 async def test_the_conversations_system_prompt_opens_what_the_model_sees(

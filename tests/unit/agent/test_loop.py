@@ -118,7 +118,7 @@ async def test_a_text_answer_completes_with_one_text_part() -> None:
     provider.assert_all_used()
 
 
-async def test_a_client_tool_call_waits_for_confirmation() -> None:
+async def test_a_client_tool_call_waits_for_the_browsers_submission() -> None:
     provider = script(ScriptedTurn(tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]))
     agent, sink = make_agent(provider, client_tools=[WEATHER])
 
@@ -126,8 +126,9 @@ async def test_a_client_tool_call_waits_for_confirmation() -> None:
 
     assert result.status == "requires_action"
     part = only_tool(result.message)
-    assert part.data.status == "waitingConfirmation"
+    assert part.data.status == "waitingSubmission"  # the browser runs it, not a human's yes
     assert part.data.args == {"city": "Oslo"}
+    assert "finish_reason" not in (result.message.metadata or {})
     [confirm] = sink.of(ConfirmRequired)
     assert confirm.kind == "client_tool"
     assert confirm.part.id == "c1"

@@ -23,6 +23,7 @@ from pydantic import TypeAdapter
 from app.api.schemas.openai_chunks import CHUNK_EVENTS_ADAPTER
 from app.api.schemas.queue import QUEUE_EVENT_ADAPTER
 from app.api.schemas.responses_events import RESPONSE_EVENTS_ADAPTER
+from app.api.schemas.ui_chunks import UI_CHUNKS_ADAPTER
 from app.domain.events import RUN_EVENT_ADAPTER
 
 
@@ -30,14 +31,22 @@ class EventUnion:
     """A union of event models and what the OpenAPI component says about it.
 
     `end_marker`: a `data:` that is not JSON and ends the stream (OpenAI's `[DONE]`).
+    `named`: frames carry `event:` (the event's `type`); otherwise they are `data:` only,
+    which an EventSource reads as `message` events.
     """
 
     def __init__(
-        self, adapter: TypeAdapter[Any], description: str, *, end_marker: str | None = None
+        self,
+        adapter: TypeAdapter[Any],
+        description: str,
+        *,
+        end_marker: str | None = None,
+        named: bool = True,
     ) -> None:
         self.adapter = adapter
         self.description = description
         self.end_marker = end_marker
+        self.named = named
 
 
 EVENT_STREAMS: dict[str, EventUnion] = {
@@ -53,6 +62,7 @@ EVENT_STREAMS: dict[str, EventUnion] = {
         "`chat.completion.chunk`, or an `error` when the run fails. The stream ends with "
         "the literal `data: [DONE]`.",
         end_marker="[DONE]",
+        named=False,
     ),
     "ResponseStreamEvent": EventUnion(
         RESPONSE_EVENTS_ADAPTER,
@@ -64,6 +74,15 @@ EVENT_STREAMS: dict[str, EventUnion] = {
         QUEUE_EVENT_ADAPTER,
         "One event of the review queue feed: `id:` (the caller's feed sequence number; "
         "send it back as Last-Event-ID), `event:` (the `type`), `data:` (this object).",
+    ),
+    "UIMessageChunk": EventUnion(
+        UI_CHUNKS_ADAPTER,
+        "One chunk of a Vercel AI SDK UI message stream (`data:` only; header "
+        "`x-vercel-ai-ui-message-stream: v1`), discriminated on `type`. The chunks a "
+        "client's major version does not know are never sent to it. The stream ends with "
+        "the literal `data: [DONE]`.",
+        end_marker="[DONE]",
+        named=False,
     ),
 }
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.deps import get_caller
 from app.api.event_streams import EVENT_STREAMS, EventUnion
+from app.api.openapi_names import untangle_names
 
 _REF = "#/components/schemas/"
 _METHODS = frozenset({"get", "put", "post", "delete", "patch", "options", "head", "trace"})
@@ -100,7 +101,9 @@ def install_openapi(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = document_errors(FastAPI.openapi(app), app)
+            generated = FastAPI.openapi(app)
+            untangle_names(generated)
+            app.openapi_schema = document_errors(generated, app)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -202,15 +205,17 @@ def _frame(name: str, union: EventUnion, generated: dict[str, Any]) -> dict[str,
     }
     if union.end_marker is not None:
         data = {"anyOf": [data, {"const": union.end_marker}]}
-    names = sorted(generated.get("discriminator", {}).get("mapping", {}))
-    event: dict[str, Any] = {"type": "string"}
-    if names:
-        event["enum"] = names
+    event: dict[str, Any] = {"type": "string", "const": "message"}
+    about = "Absent: `data:`-only frames (an EventSource reads them as `message`)."
+    if union.named:
+        names = sorted(generated.get("discriminator", {}).get("mapping", {}))
+        event = {"type": "string", "enum": names} if names else {"type": "string"}
+        about = "The `event:` name (the event's `type`)."
     return {
         "description": f"One SSE frame of the stream; its `data:` is a `{name}` as JSON.",
         "type": "object",
         "properties": {
-            "event": {**event, "description": "The `event:` name (the event's `type`)."},
+            "event": {**event, "description": about},
             "data": {**data, "description": f"A `{name}` as JSON."},
             "id": {"type": "string", "description": "Sequence number; send as Last-Event-ID."},
             "retry": {"type": "integer", "description": "Reconnection delay, milliseconds."},

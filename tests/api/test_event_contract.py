@@ -237,6 +237,41 @@ async def test_responses_stream_events_match_the_documented_schema(client: ApiCl
     assert {"error", "response.failed", "response.mcp_call.failed"} <= {f.event for f in frames}
 
 
+@pytest.mark.parametrize("major", [5, 6])
+async def test_ui_message_stream_chunks_match_the_documented_schema(
+    client: ApiClient, major: int
+) -> None:
+    validator = _validator(_documented("/api/ui/chat", "post"))
+    play(
+        client,
+        ScriptedTurn(
+            thinking="Hmm.",
+            text="Adding.",
+            tool_calls=[
+                ScriptedToolCall(name="add_node", args={"label": "P", "name": "Ada"}),
+                ScriptedToolCall(name="add_node", args='{"label": '),
+                ScriptedToolCall(name="delete_node", args={"id": "Ada"}),
+            ],
+        ),
+        ScriptedTurn(error=ScriptedError(status=503, message="upstream down")),
+    )
+    bodies = []
+    for chat_id, text in [(f"ui-{major}-a", "Add Ada, delete her"), (f"ui-{major}-b", "x")]:
+        message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
+        body = {"id": chat_id, "messages": [message], "trigger": "submit-message"}
+        bodies.append(await client.post(f"/api/ui/chat?v={major}", json=body))
+
+    datas = [d for body in bodies for d in _data_lines(body.text)]
+    assert datas.count("[DONE]") == 2
+    chunks = [json.loads(d) for d in datas if d != "[DONE]"]
+    for chunk in chunks:
+        errors = [e.message for e in validator.iter_errors(chunk)]
+        assert not errors, (chunk, errors)
+    kinds = {c["type"] for c in chunks}
+    approval = "tool-approval-request" if major >= 6 else "data-approval"
+    assert {approval, "tool-input-error", "tool-output-available", "error", "finish"} <= kinds
+
+
 def test_the_union_has_one_schema_per_event_discriminated_on_type() -> None:
     union = SPEC["components"]["schemas"]["RunEvent"]
     assert union["discriminator"]["propertyName"] == "type"

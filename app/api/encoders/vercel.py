@@ -35,10 +35,35 @@ the client's waiting parts turn into outputs before the next model call streams.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
+from pydantic import BaseModel
+
+from app.api.schemas.ui_chunks import (
+    AbortChunk,
+    ApprovalData,
+    DataApprovalChunk,
+    ErrorChunk,
+    FinishChunk,
+    FinishStepChunk,
+    ReasoningDeltaChunk,
+    ReasoningEndChunk,
+    ReasoningStartChunk,
+    StartChunk,
+    StartStepChunk,
+    TextDeltaChunk,
+    TextEndChunk,
+    TextStartChunk,
+    ToolApprovalRequestChunk,
+    ToolInputAvailableChunk,
+    ToolInputDeltaChunk,
+    ToolInputErrorChunk,
+    ToolInputStartChunk,
+    ToolOutputAvailableChunk,
+    ToolOutputDeniedChunk,
+    ToolOutputErrorChunk,
+)
 from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
@@ -71,15 +96,14 @@ _FINISH: dict[RunStatus, str] = {
 _UNFINISHED = "The run ended before this call finished."
 
 
-def chunk(body: dict[str, Any]) -> bytes:
+def chunk(body: BaseModel) -> bytes:
     """One SSE frame; JSON escapes newlines, so no text can break out of its frame."""
-    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return b"data: " + data.encode() + b"\n\n"
+    return b"data: " + body.__pydantic_serializer__.to_json(body) + b"\n\n"
 
 
 def farewell_frames(message: str) -> bytes:
     """What a stream cut by a shutdown ends with: an error the client shows, then the end."""
-    return chunk({"type": "error", "errorText": message}) + DONE
+    return chunk(ErrorChunk(errorText=message)) + DONE
 
 
 @dataclass(frozen=True)
@@ -146,7 +170,7 @@ class VercelEncoder:
                 return self._close_blocks()
             case ErrorEvent(message=message):
                 self._errored = True
-                return chunk({"type": "error", "errorText": message})
+                return chunk(ErrorChunk(errorText=message))
             case RunEnd() as event:
                 return self._end(event)
             case unknown:
@@ -154,37 +178,32 @@ class VercelEncoder:
 
     def _start(self, event: RunStart) -> bytes:
         self._message_id = event.message_id
-        body: dict[str, Any] = {"type": "start"}
-        if not self.continues:
-            body["messageId"] = event.message_id
         metadata = {"runId": event.run_id, "model": event.model}
         if event.conversation_id is not None:
             metadata["conversationId"] = event.conversation_id
-        body["messageMetadata"] = metadata
+        message_id = None if self.continues else event.message_id
+        body = StartChunk(messageId=message_id, messageMetadata=metadata)
         # The decided calls belong to the step the client already holds; the new model
         # call is a new step.
         self._step_open = True
         settled = b"".join(self._settle(decided) for decided in self.decided)
-        return chunk(body) + settled + chunk({"type": "start-step"})
+        return chunk(body) + settled + chunk(StartStepChunk())
 
     def _settle(self, decided: Decided) -> bytes:
         call_id, data = decided.part.id, decided.part.data
         if not decided.approved and self.major >= 6:
-            return chunk({"type": "tool-output-denied", "toolCallId": call_id})
+            return chunk(ToolOutputDeniedChunk(toolCallId=call_id))
         if data.status == "success":
             return chunk(self._output(call_id, data.result))
         error = data.bodyContent or "The tool call did not succeed."
-        return chunk(
-            {"type": "tool-output-error", "toolCallId": call_id, "errorText": error}
-            | _server_flags()
-        )
+        return chunk(ToolOutputErrorChunk(toolCallId=call_id, errorText=error, **_server_flags()))
 
     def _next_step(self) -> bytes:
         """Content after tool results belongs to the next model call: a new step."""
         if not self._after_tools:
             return b""
         self._after_tools = False
-        return chunk({"type": "finish-step"}) + chunk({"type": "start-step"})
+        return chunk(FinishStepChunk()) + chunk(StartStepChunk())
 
     def _block_id(self) -> str:
         self._blocks += 1
@@ -195,24 +214,24 @@ class VercelEncoder:
         if self._text is None:
             out = self._next_step() + self._close_reasoning()
             self._text = self._block_id()
-            out += chunk({"type": "text-start", "id": self._text})
-        return out + chunk({"type": "text-delta", "id": self._text, "delta": delta})
+            out += chunk(TextStartChunk(id=self._text))
+        return out + chunk(TextDeltaChunk(id=self._text, delta=delta))
 
     def _reasoning_delta(self, delta: str) -> bytes:
         out = b""
         if self._reasoning is None:
             out = self._next_step() + self._close_text()
             self._reasoning = self._block_id()
-            out += chunk({"type": "reasoning-start", "id": self._reasoning})
-        return out + chunk({"type": "reasoning-delta", "id": self._reasoning, "delta": delta})
+            out += chunk(ReasoningStartChunk(id=self._reasoning))
+        return out + chunk(ReasoningDeltaChunk(id=self._reasoning, delta=delta))
 
     def _close_text(self) -> bytes:
         block, self._text = self._text, None
-        return chunk({"type": "text-end", "id": block}) if block is not None else b""
+        return chunk(TextEndChunk(id=block)) if block is not None else b""
 
     def _close_reasoning(self) -> bytes:
         block, self._reasoning = self._reasoning, None
-        return chunk({"type": "reasoning-end", "id": block}) if block is not None else b""
+        return chunk(ReasoningEndChunk(id=block)) if block is not None else b""
 
     def _close_blocks(self) -> bytes:
         return self._close_text() + self._close_reasoning()
@@ -226,32 +245,31 @@ class VercelEncoder:
         name = part.data.toolName
         call = _Call(name=name, server=name not in self.client_tools)
         self._calls[part.id] = call
-        body = {"type": "tool-input-start", "toolCallId": part.id, "toolName": name}
-        return out + chunk(body | _server_flags(call.server))
+        flags = _server_flags(call.server)
+        return out + chunk(ToolInputStartChunk(toolCallId=part.id, toolName=name, **flags))
 
     def _args_delta(self, call_id: str, delta: str) -> bytes:
         call = self._calls.get(call_id)
         if call is None:
             return b""
         call.args_text += delta
-        return chunk({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": delta})
+        return chunk(ToolInputDeltaChunk(toolCallId=call_id, inputTextDelta=delta))
 
     def _input(self, part: ToolPart, call: _Call) -> bytes:
         """The final input, once: a server tool's may be pinned or edited since it streamed."""
         if call.input_sent:
             return b""
         call.input_sent = True
-        body = {
-            "type": "tool-input-available",
-            "toolCallId": part.id,
-            "toolName": call.name,
-            "input": part.data.args if part.data.args is not None else {},
-        }
-        return chunk(body | _server_flags(call.server))
+        body = ToolInputAvailableChunk(
+            toolCallId=part.id,
+            toolName=call.name,
+            input=part.data.args if part.data.args is not None else {},
+            **_server_flags(call.server),
+        )
+        return chunk(body)
 
-    def _output(self, call_id: str, result: Any, server: bool = True) -> dict[str, Any]:
-        body = {"type": "tool-output-available", "toolCallId": call_id, "output": result}
-        return body | _server_flags(server)
+    def _output(self, call_id: str, result: Any, server: bool = True) -> ToolOutputAvailableChunk:
+        return ToolOutputAvailableChunk(toolCallId=call_id, output=result, **_server_flags(server))
 
     def _tool_done(self, part: ToolPart, *, error: str | None) -> bytes:
         call = self._calls.pop(part.id, None)
@@ -260,19 +278,19 @@ class VercelEncoder:
         self._after_tools = True
         if error is not None and part.data.args is None and not call.input_sent:
             # The model's arguments were not JSON: the call never ran.
-            body = {
-                "type": "tool-input-error",
-                "toolCallId": part.id,
-                "toolName": call.name,
-                "input": call.args_text,
-                "errorText": error,
-            }
-            return chunk(body | _server_flags(call.server))
+            refused = ToolInputErrorChunk(
+                toolCallId=part.id,
+                toolName=call.name,
+                input=call.args_text,
+                errorText=error,
+                **_server_flags(call.server),
+            )
+            return chunk(refused)
         out = self._input(part, call)
         if error is None:
             return out + chunk(self._output(part.id, part.data.result, call.server))
-        body = {"type": "tool-output-error", "toolCallId": part.id, "errorText": error}
-        return out + chunk(body | _server_flags(call.server))
+        flags = _server_flags(call.server)
+        return out + chunk(ToolOutputErrorChunk(toolCallId=part.id, errorText=error, **flags))
 
     def _confirm(self, event: ConfirmRequired) -> bytes:
         call = self._calls.pop(event.part.id, None)
@@ -282,21 +300,18 @@ class VercelEncoder:
         if event.kind != "approval" or event.approval_id is None:
             return out
         if self.major >= 6:
-            return out + chunk(
-                {
-                    "type": "tool-approval-request",
-                    "approvalId": event.approval_id,
-                    "toolCallId": event.part.id,
-                }
+            request = ToolApprovalRequestChunk(
+                approvalId=event.approval_id, toolCallId=event.part.id
             )
-        data = {
-            "approvalId": event.approval_id,
-            "toolCallId": event.part.id,
-            "toolName": call.name,
-            "summary": event.summary,
-            "expiresAt": event.expires_at,
-        }
-        return out + chunk({"type": "data-approval", "id": event.approval_id, "data": data})
+            return out + chunk(request)
+        data = ApprovalData(
+            approvalId=event.approval_id,
+            toolCallId=event.part.id,
+            toolName=call.name,
+            summary=event.summary,
+            expiresAt=event.expires_at,
+        )
+        return out + chunk(DataApprovalChunk(id=event.approval_id, data=data))
 
     # -- the end ---------------------------------------------------------------------
 
@@ -306,19 +321,17 @@ class VercelEncoder:
         out = self._close_blocks()
         for call_id, call in list(self._calls.items()):
             del self._calls[call_id]
-            body = {"type": "tool-output-error", "toolCallId": call_id, "errorText": _UNFINISHED}
-            out += chunk(body | _server_flags(call.server))
+            flags = _server_flags(call.server)
+            out += chunk(ToolOutputErrorChunk(toolCallId=call_id, errorText=_UNFINISHED, **flags))
         if self._step_open:
-            out += chunk({"type": "finish-step"})
+            out += chunk(FinishStepChunk())
         if status in ("cancelled", "interrupted"):
-            abort: dict[str, Any] = {"type": "abort"}
-            if self.major >= 6:
-                abort["reason"] = status
+            abort = AbortChunk(reason=status if self.major >= 6 else None)
             return out + chunk(abort) + DONE
         if status == "failed" and not self._errored:
             detail = (event.error or {}).get("message")
             text = detail if isinstance(detail, str) and detail else "The run failed."
-            out += chunk({"type": "error", "errorText": text})
+            out += chunk(ErrorChunk(errorText=text))
         metadata = {
             "runStatus": status,
             "usage": {
@@ -328,7 +341,7 @@ class VercelEncoder:
             },
             "modelCalls": usage.model_calls,
         }
-        finish = {"type": "finish", "finishReason": _FINISH[status], "messageMetadata": metadata}
+        finish = FinishChunk(finishReason=_FINISH[status], messageMetadata=metadata)
         return out + chunk(finish) + DONE
 
 

@@ -26,6 +26,7 @@ from fastapi import Path, Query, Response, status
 
 from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
 from app.api.encoders.vercel import ClientMajor, VercelEncoder
+from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.runs import RunState
 from app.api.schemas.ui_chat import UIChatRequest, approval_answers, user_content
@@ -54,7 +55,7 @@ _STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "UI message stream (`data: {chunk}` ... `data: [DONE]`), header "
         "`x-vercel-ai-ui-message-stream: v1`.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": event_stream("UIMessageChunk"),
     },
 }
 

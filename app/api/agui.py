@@ -46,6 +46,7 @@ from ag_ui.core import (
 )
 from ag_ui.core import TextPart as AguiText
 
+from app.api.encoders.agui_history import AguiMessage, agui_messages
 from app.api.schemas.ui_chat import ApprovalAnswer
 from app.domain.errors import InvalidRequest
 from app.domain.parts import FINAL_TOOL_STATUSES, Part, TextData, TextPart, ToolPart
@@ -166,6 +167,25 @@ def _untrusted(body: RunAgentInput, new: list[Any]) -> Part | None:
             param="context",
         )
     return TextPart(data=TextData(text=text))
+
+
+async def thread_snapshot(
+    db: Database, owner_id: str, conversation_id: str, body: RunAgentInput
+) -> list[AguiMessage] | None:
+    """The stored thread up to the new user message, when the client runs on a thread
+    whose history it does not hold (no assistant message in its input, some stored).
+
+    Read after the turn stored the user message, and the snapshot names it by its stored
+    id: a client keeps the place of a message it already has, so its own copy of the new
+    message would stay first; replaced by the stored one, everything lands in order."""
+    if any(isinstance(m, AssistantMessage) for m in body.messages):
+        return None
+    async with db.read() as tx:
+        history = await tx.messages.history(owner_id, conversation_id)
+    users = [i for i, m in enumerate(history) if m.role == "user"]
+    if not users or not any(m.role == "assistant" for m in history[: users[-1]]):
+        return None
+    return agui_messages(history[: users[-1] + 1])
 
 
 async def waiting_results(

@@ -122,7 +122,8 @@ async def test_a_thread_is_a_durable_conversation_that_later_runs_continue(
     client: ApiClient,
 ) -> None:
     first = await run(client, "t-text", [user("hello")])
-    second = await run(client, "t-text", [user("hello"), user("hello again", "u2")])
+    said = {"id": first[1]["messageId"], "role": "assistant", "content": text_of(first)}
+    second = await run(client, "t-text", [user("hello"), said, user("hello again", "u2")])
 
     for stream in (first, second):
         assert types(stream) == [
@@ -306,3 +307,38 @@ async def test_stop_without_an_active_run(client: ApiClient) -> None:
     assert (await client.post("/api/agui/never-used/stop")).status_code == 404
     await run(client, "t-stop", [user("hello")])
     assert (await client.post("/api/agui/t-stop/stop")).status_code == 204
+
+
+async def test_a_client_without_the_threads_history_gets_a_messages_snapshot(
+    client: ApiClient,
+) -> None:
+    first = await run(client, "t-snap", [user("add Ada")])
+    in_sync = await run(
+        client,
+        "t-snap",
+        [
+            user("add Ada"),
+            {"id": first[1]["parentMessageId"], "role": "assistant"},
+            user("hi", "u2"),
+        ],
+    )
+    assert "MESSAGES_SNAPSHOT" not in types(in_sync)
+
+    fresh = await run(client, "t-snap", [user("hello", "u-new")])  # another device
+
+    assert types(fresh)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    snapshot = fresh[1]["messages"]
+    stored_ids = [m["id"] for m in await stored(client, "t-snap")]
+    assert [m["role"] for m in snapshot] == [
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert [m["id"] for m in snapshot if m["role"] != "tool"] == stored_ids[:5]
+    assert snapshot[1]["toolCalls"][0]["function"]["name"] == "add_node"
+    assert snapshot[2]["toolCallId"] == snapshot[1]["toolCalls"][0]["id"]
+    # The new message under its stored id: the client replaces its own copy, in order.
+    assert snapshot[-1] == {"id": stored_ids[4], "role": "user", "content": "hello"}

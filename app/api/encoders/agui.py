@@ -10,6 +10,9 @@ message or tool call still open. So the encoder closes what it opened before it 
   "1.0", `metadata.chatBff` with our run id, conversation id and model). A continuation
   after approvals then reports the decided calls' results (`TOOL_CALL_RESULT`), so the
   client's history holds them before the next model call streams.
+- a client that runs on a thread whose history it does not hold (its input has no
+  assistant message, the thread has) gets `MESSAGES_SNAPSHOT` after `RUN_STARTED`: the
+  stored thread up to its new message (`app.api.encoders.agui_history`).
 - text -> `TEXT_MESSAGE_START` (role assistant), `TEXT_MESSAGE_CONTENT`...,
   `TEXT_MESSAGE_END`; thinking -> `REASONING_START`, `REASONING_MESSAGE_START`,
   `REASONING_MESSAGE_CONTENT`..., `REASONING_MESSAGE_END`, `REASONING_END`.
@@ -44,6 +47,7 @@ from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
     Interrupt,
+    MessagesSnapshotEvent,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -67,6 +71,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
+from app.api.encoders.agui_history import AguiMessage
 from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
@@ -122,6 +127,8 @@ class AguiEncoder:
     continues: bool = False
     # Calls a human decided before this run (approved and run, or rejected).
     settled: tuple[ToolPart, ...] = ()
+    # The thread as the server holds it, for a client that does not (sent after start).
+    snapshot: list[AguiMessage] | None = None
     _our_run: str = ""
     _model: str = ""
     _segment: str = ""
@@ -184,7 +191,10 @@ class AguiEncoder:
             protocol_version=PROTOCOL_VERSION,
             metadata={OURS: ours},
         )
-        return frame(started) + b"".join(self._settle(part) for part in self.settled)
+        out = frame(started)
+        if self.snapshot is not None:
+            out += frame(MessagesSnapshotEvent(messages=self.snapshot))
+        return out + b"".join(self._settle(part) for part in self.settled)
 
     def _settle(self, part: ToolPart) -> bytes:
         if part.data.status == "success":

@@ -24,7 +24,7 @@ from typing import Annotated, Any
 
 from fastapi import Path, Response
 
-from app.api.agui import read_input, waiting_results
+from app.api.agui import read_input, thread_snapshot, waiting_results
 from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
 from app.api.encoders.agui import AguiEncoder, farewell_frames
 from app.api.routing import api_router
@@ -73,9 +73,11 @@ async def run_agui(
     conversation = await chat_conversation(db, caller, body.thread_id)
     cid = conversation.id
     decided = await decide_answers(approvals, caller, cid, turn.answers) if turn.answers else []
+    snapshot = None
     if turn.content:
         inputs = TurnInput(client_tools=turn.tools, model_id=turn.model)
         run = await runs.send(caller, cid, turn.content, inputs)
+        snapshot = await thread_snapshot(db, caller.user_id, cid, body)
     elif turn.results:
         results = await waiting_results(db, caller.user_id, cid, turn.results)
         if not results and not decided:
@@ -93,6 +95,7 @@ async def run_agui(
         run_id=body.run_id,
         continues=not turn.content,
         settled=tuple(d.part for d in decided),
+        snapshot=snapshot,
     )
     return sse_response(
         run.events(0), encoder.encode, config, farewell=lambda: farewell_frames(RESTARTING)

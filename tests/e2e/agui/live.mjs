@@ -61,7 +61,11 @@ const out = {};
   const first = await play(agent);
   say(agent, 'hello again');
   const second = await play(agent);
-  out.text = { threadId: agent.threadId, first, second };
+  // Another device: a new agent on the same thread, holding none of its history.
+  const other = new HttpAgent({ url, threadId: agent.threadId });
+  say(other, 'hello from elsewhere');
+  const elsewhere = await play(other);
+  out.text = { threadId: agent.threadId, first, second, elsewhere };
 }
 
 // 2. A server tool turn (the offline demo adds two nodes and connects them).
@@ -127,7 +131,7 @@ const out = {};
 
 for (const value of Object.values(out)) {
   // Keep the line small: event lists are summarised by their types.
-  for (const run of [value.run, value.first, value.second, value.asked, value.answered,
+  for (const run of [value.run, value.first, value.second, value.elsewhere, value.asked, value.answered,
     value.interrupted, value.unanswered, value.resumed]) {
     if (run) delete run.events;
   }

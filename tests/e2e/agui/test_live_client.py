@@ -2,7 +2,8 @@
 
 `live.mjs` runs the stock `HttpAgent` pointed at `/api/agui`; the client verifies the
 event order itself (a run that breaks it fails in the client, not here) and keeps the
-thread's messages. It plays: two text turns on one thread; a server tool turn (the
+thread's messages. It plays: two text turns on one thread, then a third from another
+device holding none of the history (it gets a MESSAGES_SNAPSHOT); a server tool turn (the
 offline demo's add_node x2 + connect: calls and their results); a client tool round trip
 (the run ends with the call pending, the application adds the tool message and runs
 again); an approval (the run ends with an interrupt; the client itself refuses to run on
@@ -105,9 +106,22 @@ def test_text_turns_continue_one_durable_thread(service: Service, seen: dict[str
         assert run["finished"]["outcome"] == "success"
         assert _texts(run)[0].startswith("Hello! I am chat-bff's offline scripted model")
     stored = _stored(service, text["threadId"])
-    assert [m["role"] for m in stored] == ["user", "assistant"] * 2
+    assert [m["role"] for m in stored] == ["user", "assistant"] * 3  # a third from elsewhere
     # The client's assistant message is the stored one, id for id.
-    assert text["second"]["messages"][-1]["id"] == stored[-1]["id"]
+    assert text["second"]["messages"][-1]["id"] == stored[3]["id"]
+
+
+def test_another_device_on_the_thread_gets_its_history(
+    service: Service, seen: dict[str, Any]
+) -> None:
+    text = seen["text"]
+    elsewhere = text["elsewhere"]
+    _clean(elsewhere)
+    assert elsewhere["types"][:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    stored = _stored(service, text["threadId"])
+    assert [m["role"] for m in elsewhere["messages"]] == ["user", "assistant"] * 3
+    assert [m["id"] for m in elsewhere["messages"]][:4] == [m["id"] for m in stored][:4]
+    assert elsewhere["messages"][-1]["id"] == stored[-1]["id"]
 
 
 def test_a_server_tool_turn_gives_the_client_calls_and_results(seen: dict[str, Any]) -> None:

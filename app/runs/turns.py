@@ -29,6 +29,7 @@ from app.domain.parts import (
 from app.domain.stream import ToolSpec
 from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest
+from app.runs.decided import decided_parts
 from app.runs.handle import RunHandle
 from app.runs.manager import RunManager
 from app.runs.requests import ConversationSettings, RunRequests, TurnInput
@@ -215,11 +216,9 @@ class Runs:
         return self._handle(run, request) if run is not None else None
 
     async def resume(self, caller: Caller, conversation_id: str) -> RunHandle | None:
-        """Continue after approvals were decided (no new user message).
-
-        A human can decide in the instant between the paused run storing its message and
-        releasing the conversation: the run is about to end, so wait for it briefly.
-        """
+        """Continue after approvals were decided (no new user message); the run announces
+        the decided parts first. A decision in the instant between the paused run storing
+        its message and releasing the conversation waits briefly for that run to end."""
         for attempt in range(20):
             try:
                 return await self._resume_once(caller, conversation_id)
@@ -232,7 +231,8 @@ class Runs:
     async def _resume_once(self, caller: Caller, conversation_id: str) -> RunHandle | None:
         conversation = await self._conversation(caller, conversation_id)
         turn = await self._continuation(caller, conversation_id)
-        request = self._request(caller, conversation, turn)
+        decided = await decided_parts(self._db, caller.user_id, conversation_id)
+        request = replace(self._request(caller, conversation, turn), decided=tuple(decided))
 
         async def check(tx: Tx) -> bool:
             history = await tx.messages.history(caller.user_id, conversation_id)

@@ -30,6 +30,7 @@ from app.store.database import Tx
 from app.store.repos.proposals import ProposalRecord, new_batch_id
 from app.toolruntime.outcomes import jsonable, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
+from app.toolruntime.settled_parts import settle_proposal_parts
 from app.toolruntime.undoable import PendingUndo, capture_after, capture_before, seal
 from app.tools.base import PROVISIONAL_PREFIX, ToolContext, ToolFailure, visible_args
 from app.tools.pinning import InvalidArguments, pin_and_validate
@@ -104,8 +105,11 @@ class ProposalService:
         owner = caller.user_id
         async with self.db.write() as tx:
             await tx.conversations.get(owner, conversation_id)
-            chosen = [p.id for p in await tx.proposals.pending(owner, conversation_id, ids)]
+            dropped = await tx.proposals.pending(owner, conversation_id, ids)
+            chosen = [p.id for p in dropped]
             await tx.proposals.mark(owner, chosen, status="rejected", now=_now())
+            settled = {p.tool_call_id: (p, None) for p in dropped}
+            await settle_proposal_parts(tx, owner, conversation_id, settled, "proposal_rejected")
             if chosen:
                 await tx.audit(
                     actor_id=owner,
@@ -173,6 +177,8 @@ class ProposalService:
                 changes=[{**c, "undo": u} for c, u in zip(changes, sealed, strict=True)],
                 proposal_ids=[p.id for p in queue],
             )
+            settled = {p.tool_call_id: (p, c.result) for p, c in zip(queue, applied, strict=True)}
+            await settle_proposal_parts(tx, owner, conversation_id, settled, "proposal_applied")
         return BatchResult(batch_id=batch_id, audit_id=audit_id, applied=applied)
 
     async def _apply(

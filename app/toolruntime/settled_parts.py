@@ -1,0 +1,59 @@
+"""The stored tool parts of calls a human settled after their run: a proposal batch applied
+or rejected. The part then says what happened (a reload shows the decided card, and the
+model reads it on the next turn), not the receipt's "Not applied yet"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.domain.events import PartChange, PartUpdateCause
+from app.domain.parts import ToolPart
+from app.store.database import Tx
+from app.store.repos.proposals import ProposalRecord
+
+APPLIED_NOTE = "Applied: a human approved the proposal queue."
+REJECTED_NOTE = "Rejected: a human declined the proposal; nothing was applied."
+
+
+async def settle_proposal_parts(
+    tx: Tx,
+    owner_id: str,
+    conversation_id: str,
+    settled: Mapping[str, tuple[ProposalRecord, Any]],
+    cause: PartUpdateCause,
+) -> list[PartChange]:
+    """Rewrite the parts of `settled` (tool call id -> (proposal, applied result)) in the
+    conversation's stored messages; returns the changed parts."""
+    changes: list[PartChange] = []
+    for stored in await tx.messages.records(owner_id, conversation_id):
+        message = stored.message
+        if message.role != "assistant":
+            continue
+        content = message.parts()
+        hit = False
+        for index, part in enumerate(content):
+            if isinstance(part, ToolPart) and part.id in settled:
+                proposal, result = settled[part.id]
+                settled_part = _settled(part, proposal, result, cause)
+                content[index] = settled_part
+                changes.append(PartChange(message.id, settled_part, cause))
+                hit = True
+        if hit:
+            updated = message.model_copy(update={"content": content})
+            await tx.messages.upsert(owner_id, conversation_id, updated, run_id=stored.run_id)
+    return changes
+
+
+def _settled(part: ToolPart, proposal: ProposalRecord, result: Any, cause: str) -> ToolPart:
+    receipt = part.data.result if isinstance(part.data.result, dict) else {}
+    if cause == "proposal_applied":
+        answer = {**receipt, "applied": True, "result": result, "note": APPLIED_NOTE}
+        data = part.data.model_copy(update={"status": "success", "result": answer})
+    else:
+        answer = {**receipt, "rejected": True, "note": REJECTED_NOTE}
+        data = part.data.model_copy(
+            update={"status": "cancelled", "result": answer, "bodyContent": REJECTED_NOTE}
+        )
+    assert proposal.tool_call_id == part.id
+    return ToolPart(id=part.id, data=data)

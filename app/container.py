@@ -56,6 +56,7 @@ from app.tools.access import ToolAccess
 from app.tools.catalog import ToolCatalog
 from app.tools.modules import load_tool_modules, migration_dirs
 from app.tools.registry import ToolRegistry
+from app.usage.book import UsageBook
 
 log = logging.getLogger("chat_bff")
 
@@ -80,6 +81,7 @@ class Services:
     bus: Bus
     files: Files
     router: ToolRouter
+    usage: UsageBook
     mcp: McpSources | None = None
 
     def provider_for(self, model: ModelInfo) -> Provider:
@@ -322,6 +324,7 @@ async def build_services(
     attachments = Attachments(files)
     bus = build_bus(settings)
     router = build_router(settings, tool_catalog)
+    usage = UsageBook(db, settings.budget_policy(), observe=metrics.usage_recorded)
     manager = RunManager(
         journal=RunJournal(db, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome
@@ -333,6 +336,7 @@ async def build_services(
         attachments=attachments,
         bus=bus,
         router=router,
+        usage=usage,
     )
     approvals = ApprovalService(tool_runtime, confirmation_tool=settings.confirmation_tool)
     runs = Runs(
@@ -361,6 +365,7 @@ async def build_services(
         metrics=metrics,
         bus=bus,
         files=files,
+        usage=usage,
         mcp=mcp,
         router=router,
     )

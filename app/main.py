@@ -37,6 +37,7 @@ from app.api.routes import (
     stream_tokens,
     tools,
     ui_chat,
+    usage,
 )
 from app.api.routes import metrics as metrics_route
 from app.api.streaming import StreamConfig
@@ -115,6 +116,7 @@ def create_app(
     app.include_router(metrics_route.router)
     app.include_router(stream_tokens.router)
     app.include_router(admin.router)
+    app.include_router(usage.router)
     app.include_router(health.router)
     app.include_router(models.router)
     app.include_router(chat.router)

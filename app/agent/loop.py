@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.agent.context import fit_history
+from app.agent.metering import BudgetStop, Meter
+from app.agent.part_fixes import close_dangling, valid_args
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
 from app.agent.valid_stream import valid_events
 from app.domain.events import (
@@ -35,7 +37,7 @@ from app.domain.events import (
 )
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
-from app.domain.parts import Part, ToolData, ToolPart, cancel_unfinished
+from app.domain.parts import Part, ToolData, ToolPart
 from app.domain.stream import (
     GenerationOptions,
     ModelRequest,
@@ -46,14 +48,14 @@ from app.domain.stream import (
     ToolChoice,
     ToolSpec,
 )
-from app.domain.text import valid_json
 from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
+from app.domain.usage import Allowance, BudgetLimit
 from app.providers.base import Provider
 from app.translate.accumulator import PartsBuilder
 
 log = logging.getLogger("chat_bff.agent")
 
-TurnStatus = Literal["completed", "requires_action", "max_iterations", "failed"]
+TurnStatus = Literal["completed", "requires_action", "max_iterations", "failed", "budget_exceeded"]
 
 # A model call whose every tool call is malformed (arguments that are not a JSON object, or
 # a tool that does not exist) is answered with the error and asked again this many times;
@@ -82,6 +84,7 @@ class TurnResult:
     context: ContextInfo | None = None
     note: str | None = None
     error_code: str | None = None
+    detail: dict[str, object] | None = None  # machine-readable, merged into the run's error
 
 
 @dataclass
@@ -101,10 +104,22 @@ class Agent:
     refused: str | None = None  # the refusal's explanation, when the model declined
     answered_by: str | None = None  # the fallback's catalogue id, when one answered
     router: ToolSelector | None = None  # offers only the server tools a request needs
+    allowance: Allowance | None = None  # what the caller's budgets left when the run began
+    fallbacks: Sequence[ModelInfo] = ()  # the models that may answer instead (failover)
+    meter: Meter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.meter = Meter(self.model, self.usage, self.allowance, self.fallbacks)
 
     # -- the loop -------------------------------------------------------------------
 
     async def run(self, history: list[Message]) -> TurnResult:
+        try:
+            return await self._run(history)
+        except BudgetStop as stop:
+            return self._over_budget(stop.limit, None)
+
+    async def _run(self, history: list[Message]) -> TurnResult:
         context: ContextInfo | None = None
         server_specs = self.tools.specs(self.ctx) if self.model.supports_tools else []
         if self.router is not None and server_specs:
@@ -135,6 +150,9 @@ class Agent:
             calls = [p for p in new_parts if isinstance(p, ToolPart)]
             if not calls:
                 return TurnResult("completed", self.snapshot(), self.usage, context)
+            crossed = self.meter.crossed()
+            if crossed is not None:  # the tools and the next call would spend more
+                return self._over_budget(crossed, context)
             malformed = malformed + 1 if self._all_malformed(calls, client_names) else 0
             waiting = await self._settle_tool_calls(calls, client_names)
             if malformed > MALFORMED_RETRIES:
@@ -153,28 +171,38 @@ class Agent:
         )
         return TurnResult("max_iterations", self.snapshot(), self.usage, context, note)
 
+    def _over_budget(self, limit: BudgetLimit, context: ContextInfo | None) -> TurnResult:
+        """The run went past a budget: it ends here, its answer so far kept and marked."""
+        status: TurnStatus = "budget_exceeded"
+        message = self.snapshot(interrupted=status)
+        note = f"Stopped: this answer went past {limit.explain()}."
+        return TurnResult(status, message, self.usage, context, note, status, limit.detail())
+
     async def _call_model(self, request: ModelRequest) -> list[Part]:
         builder = PartsBuilder()
         self._builder = builder
-        self.usage.model_calls += 1
+        self.meter.begin(request)
         stream = self.provider.stream(request)
         try:
             async for event in valid_events(stream):
                 await self._relay(event, builder)
+                self.meter.streamed(event)
+        except BaseException:
+            self.meter.end(builder.build(), partial=True)  # what streamed was billed
+            raise
         finally:
             # Closing the provider stream closes the upstream response (disconnect, cancel).
             await stream.aclose()
         response = builder.build()
         self._builder = None
-        self.usage.input_tokens += response.input_tokens
-        self.usage.output_tokens += response.output_tokens
+        self.meter.end(response)
         if response.finish_reason in ("refusal", "content_filter"):
             # The model (or its provider's filter) declined: every wire says so, as
             # OpenAI's `content_filter` finish and `refusal` text, not as a plain stop.
             self.refused = response.finish_detail or "The model declined to answer."
         if response.model_id is not None:  # a fallback answered (see providers.failover)
             self.answered_by = response.model_id
-        return [_valid_args(part) for part in response.parts]
+        return [valid_args(part) for part in response.parts]
 
     async def _relay(self, event: ProviderEvent, builder: PartsBuilder) -> None:
         """Fold one provider event into the parts and tell the sink what it shows."""
@@ -339,7 +367,7 @@ class Agent:
         if interrupted is not None and self._builder is not None:
             # A call still streaming never ran, whatever its half-sent arguments parse to.
             partial = self._builder.build().parts
-            parts.extend(_close_dangling(p, force=True) for p in partial)
+            parts.extend(close_dangling(p, force=True) for p in partial)
         metadata: dict[str, object] = {"model": self.answered_by or self.model.id}
         if self.answered_by is not None:
             metadata["fallback_from"] = self.model.id
@@ -353,20 +381,10 @@ class Agent:
             # The turn waits for a human's decision, not for the browser's tool results.
             metadata["finish_reason"] = "requires_action"
         if interrupted is not None:
-            parts = [_close_dangling(p) for p in parts]
+            parts = [close_dangling(p) for p in parts]
             metadata["status"] = "incomplete"
             metadata["reason"] = interrupted
         return Message(id=self.message_id, role="assistant", content=parts, metadata=metadata)
-
-
-def _valid_args(part: Part) -> Part:
-    """Arguments parsed from JSON text may hold escapes of what is not valid text."""
-    if not isinstance(part, ToolPart) or not part.data.args:
-        return part
-    args = valid_json(part.data.args)
-    if args == part.data.args:
-        return part
-    return ToolPart(id=part.id, data=part.data.model_copy(update={"args": args}))
 
 
 _DATA_FIELDS = {
@@ -377,12 +395,6 @@ _DATA_FIELDS = {
     "mutates": "mutates",
     "approval_id": "approvalId",
 }
-
-
-def _close_dangling(part: Part, *, force: bool = False) -> Part:
-    return cancel_unfinished(
-        part, "cancelled before it finished", body_content="Cancelled.", force=force
-    )
 
 
 def _request(history: list[Message]) -> str:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.api.encoders.chat_chunks import server_tool_call
+from app.api.encoders.chat_chunks import chat_usage, server_tool_call
+from app.domain.events import UsageInfo
 from app.domain.messages import Message
 from app.domain.parts import FINAL_TOOL_STATUSES, Part, ToolPart
 from app.runs.handle import RunHandle
 from app.translate.openai_chat.write import parts_to_openai_message
 
-FINISH_BY_STATUS = {"max_iterations": "length"}
+FINISH_BY_STATUS = {"max_iterations": "length", "budget_exceeded": "length"}
 
 
 def client_visible_parts(parts: list[Part], client_tools: set[str]) -> list[Part]:
@@ -53,9 +54,7 @@ def completion_body(handle: RunHandle, message: Message, client_tools: set[str])
     ]
     if ran:
         openai_message["server_tool_calls"] = ran
-    usage = metadata.get("usage", {})
-    prompt = int(usage.get("input_tokens", 0))
-    completion = int(usage.get("output_tokens", 0))
+    usage = UsageInfo.model_validate(metadata.get("usage") or {})
     return {
         "id": completion_id(handle),
         "object": "chat.completion",
@@ -69,9 +68,5 @@ def completion_body(handle: RunHandle, message: Message, client_tools: set[str])
                 "logprobs": None,
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": chat_usage(usage).model_dump(),
     }

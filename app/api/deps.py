@@ -1,9 +1,10 @@
 """`Annotated` dependency aliases, gathered in one place.
 
 Routes declare the narrow values they need (`RunsDep`, `CatalogDep`, `StreamDep`,
-`ApprovalsDep`, `ProposalsDep`, `ToolCatalogDep`, `FilesDep`, `CallerDep`, ...) and never reach into
-`app.state` or the container themselves. The values are built once, at start-up, by the
-composition root (`app.container`) and hung on `app.state` by `create_app`.
+`ApprovalsDep`, `ProposalsDep`, `ToolCatalogDep`, `FilesDep`, `UsageDep`, `CallerDep`, ...)
+and never reach into `app.state` or the container themselves. The values are built once,
+at start-up, by the composition root (`app.container`) and hung on `app.state` by
+`create_app`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from app.toolruntime.proposals import ProposalService
 from app.toolruntime.queue import ReviewQueue
 from app.toolruntime.undo import BatchUndo
 from app.tools.catalog import ToolCatalog
+from app.usage.book import UsageBook
 
 
 def get_services(request: Request) -> Services:
@@ -105,6 +107,13 @@ ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 FilesDep = Annotated[Files, Depends(get_files)]
 ToolSourcesDep = Annotated[list[dict[str, Any]], Depends(get_tool_sources)]
 RouterDep = Annotated[ToolRouter, Depends(get_router)]
+
+
+def get_usage(request: Request) -> UsageBook:
+    return get_services(request).usage
+
+
+UsageDep = Annotated[UsageBook, Depends(get_usage)]
 
 
 async def get_caller(request: Request, services: Svc) -> Caller:

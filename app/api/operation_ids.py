@@ -25,6 +25,9 @@ OPERATION_IDS: dict[str, str] = {
     "create_key": "createApiKey",
     "list_keys": "listApiKeys",
     "revoke_key": "revokeApiKey",
+    "read_all_usage": "getUsageReport",
+    # usage
+    "read_usage": "getMyUsage",
     # catalogue
     "list_models": "listModels",
     "list_tools": "listTools",

@@ -6,6 +6,7 @@
      +-- Conflict                 409  (e.g. a run already active)
      +-- InvalidRequest           400/422
      +-- RateLimited              429  with retry_after
+          +-- BudgetExceeded          429 budget_exceeded, with the budget and resets_at
      +-- ProviderError            upstream failure, already made safe to show
           +-- ProviderAuthError       502 (upstream 401/403: our key, not the caller's fault)
           +-- ProviderRateLimited     429 with retry_after
@@ -78,6 +79,13 @@ class RateLimited(ChatBffError):
     def __init__(self, message: str, *, retry_after: float | None = None, **extra: Any) -> None:
         super().__init__(message, **extra)
         self.retry_after = retry_after
+
+
+class BudgetExceeded(RateLimited):
+    """A budget (tokens or cost, per day or month) is spent; `extra` says which one, its
+    limit and `resets_at`; `retry_after` counts the seconds until then."""
+
+    code = "budget_exceeded"
 
 
 class ProviderError(ChatBffError):

@@ -8,12 +8,13 @@ is assigned once, before anything is sent, and is the SSE `id:`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from app.domain.messages import Message
 from app.domain.parts import ToolPart
+from app.domain.usage import CallUsage
 
 RunStatus = Literal[
     "running",
@@ -23,10 +24,9 @@ RunStatus = Literal[
     "failed",
     "max_iterations",
     "interrupted",
+    "budget_exceeded",
 ]
-FINAL_RUN_STATUSES: frozenset[str] = frozenset(
-    {"completed", "requires_action", "cancelled", "failed", "max_iterations", "interrupted"}
-)
+FINAL_RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus)) - {"running"}
 
 
 class _Event(BaseModel):
@@ -39,9 +39,33 @@ class _Event(BaseModel):
 class UsageInfo(BaseModel):
     """Token usage of a run, including how many model calls it made."""
 
-    input_tokens: int = Field(default=0, description="Prompt tokens over all model calls.")
+    input_tokens: int = Field(
+        default=0, description="Prompt tokens over all model calls (cached ones included)."
+    )
     output_tokens: int = Field(default=0, description="Completion tokens over all model calls.")
     model_calls: int = Field(default=0, description="Model calls made in this run.")
+    cached_tokens: int = Field(
+        default=0, description="Prompt tokens the provider served from its cache."
+    )
+    cost: float | None = Field(
+        default=None,
+        description="What the tokens cost in the catalogue's currency (USD unless the "
+        "deployment prices otherwise); null when the model has no price.",
+    )
+    estimated: bool = Field(
+        default=False,
+        description="True when a provider reported no usage for some call and its tokens "
+        "were counted here instead.",
+    )
+
+    def add(self, call: CallUsage) -> None:
+        """Count one model call's usage into the run's."""
+        self.input_tokens += call.input_tokens
+        self.output_tokens += call.output_tokens
+        self.cached_tokens += call.cached_tokens
+        self.estimated = self.estimated or call.estimated
+        if call.cost is not None:
+            self.cost = round((self.cost or 0.0) + call.cost, 9)
 
 
 class ContextInfo(BaseModel):

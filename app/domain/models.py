@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.errors import ModelNotFound
+from app.domain.usage import Price
 
 ProviderName = Literal["openai", "anthropic", "scripted"]
 
@@ -45,6 +46,11 @@ class ModelInfo(BaseModel):
     )
     tool_router_min_tools: int | None = Field(
         default=None, ge=0, description="For `auto`: route only above this many tools."
+    )
+    price: Price | None = Field(
+        default=None,
+        description="Cost per million tokens (input, output, cached); usage of a model "
+        "without a price is counted in tokens only.",
     )
 
 

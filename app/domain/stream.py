@@ -114,6 +114,7 @@ class Usage:
     type: Literal["usage"] = "usage"
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0  # of input_tokens, served from the provider's prompt cache
 
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "refusal"]

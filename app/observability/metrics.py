@@ -9,6 +9,7 @@ Callers use its small API, never the prometheus objects:
     metrics.observe_provider_call(provider, model, seconds)
     metrics.provider_error(provider, model, code)
     metrics.add_tokens(model, input_tokens=..., output_tokens=...)
+    metrics.usage_recorded(call)                  # cached tokens, cost, estimated calls
     metrics.tool_call(tool, outcome)              # success | error | cancelled | ...
 
 Requests and active SSE streams are counted by the request middleware. Labels are route
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from app.domain.usage import CallUsage
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _RUN_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
@@ -87,6 +90,24 @@ class Metrics:
             ["model"],
             registry=r,
         )
+        self._tokens_cached = Counter(
+            f"{p}_tokens_cached_total",
+            "Prompt tokens the provider served from its cache, by model.",
+            ["model"],
+            registry=r,
+        )
+        self._cost = Counter(
+            f"{p}_cost_total",
+            "What model calls cost (catalogue prices), by model.",
+            ["model"],
+            registry=r,
+        )
+        self._estimated_calls = Counter(
+            f"{p}_usage_estimated_calls_total",
+            "Model calls whose provider reported no usage (counted here), by model.",
+            ["model"],
+            registry=r,
+        )
         self._tool_calls = Counter(
             f"{p}_tool_calls_total",
             "Tool calls by tool and outcome.",
@@ -133,6 +154,17 @@ class Metrics:
             self._tokens_in.labels(model).inc(input_tokens)
         if output_tokens:
             self._tokens_out.labels(model).inc(output_tokens)
+
+    def usage_recorded(self, call: CallUsage) -> None:
+        """A model call's usage was booked: its cached tokens, its cost, and whether its
+        tokens were counted here (prompt and completion tokens are counted per call by
+        the instrumented providers)."""
+        if call.cached_tokens:
+            self._tokens_cached.labels(call.model).inc(call.cached_tokens)
+        if call.cost:
+            self._cost.labels(call.model).inc(call.cost)
+        if call.estimated:
+            self._estimated_calls.labels(call.model).inc()
 
     def tool_call(self, tool: str, outcome: str) -> None:
         self._tool_calls.labels(tool, outcome).inc()

@@ -65,6 +65,10 @@ class ScriptedTurn(BaseModel):
     error: ScriptedError | None = None
     delay_ms: float | None = Field(default=None, description="Overrides the pacing.")
     stall_seconds: float = Field(default=0.0, description="Pause before the first chunk.")
+    usage: Literal["reported", "absent"] = Field(
+        default="reported", description="`absent` plays a provider that reports no usage."
+    )
+    cached_tokens: int = Field(default=0, ge=0, description="Prompt tokens reported as cached.")
 
 
 class Script(BaseModel):
@@ -199,7 +203,12 @@ class ScriptedProvider:
                 output += 1
                 yield ToolCallDelta(index=index, args_delta=raw[start : start + step])
         prompt = sum(len(m.text()) for m in request.messages) // 4
-        yield Usage(input_tokens=prompt, output_tokens=output)
+        if turn.usage == "reported":
+            yield Usage(
+                input_tokens=prompt,
+                output_tokens=output,
+                cached_tokens=min(turn.cached_tokens, prompt),
+            )
         yield Finish(reason="tool_calls" if turn.tool_calls else "stop")
 
     async def aclose(self) -> None:

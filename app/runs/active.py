@@ -21,6 +21,7 @@ from app.domain.messages import Message
 from app.domain.models import ModelInfo
 from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
 from app.domain.tooling import ConversationMode
+from app.domain.usage import Allowance
 from app.providers.base import Provider
 from app.runs.log import RunLog
 from app.runs.writer import EventWriter
@@ -52,6 +53,7 @@ class RunRequest:
     context: ContextInfo | None = None
     system_prompt: str | None = None
     decided: Sequence[PartChange] = ()  # announced after `run_start` (`PartUpdate`)
+    fallback_models: tuple[ModelInfo, ...] = ()  # priced as themselves when they answer
 
 
 @dataclass
@@ -73,6 +75,7 @@ class ActiveRun:
     failure: ChatBffError | None = None
     final_message: Message | None = None
     truncated_input: bool = False  # the user message was cut to fit (the answer says so)
+    allowance: Allowance | None = None  # the caller's budgets left when the run was admitted
 
     async def emit(self, event: RunEvent) -> None:
         item = self.log.append(event)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.agent.context import fit_history
@@ -20,6 +20,7 @@ from app.domain.errors import ChatBffError
 from app.domain.events import ErrorEvent, PartUpdate, RunStart, RunStatus, UsageInfo
 from app.domain.messages import Message
 from app.domain.tooling import RunContext
+from app.domain.usage import CallUsage
 from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest, StoppedBeforeStart
 
@@ -42,6 +43,7 @@ class Ending:
     message: Message
     usage: UsageInfo
     error: dict[str, Any] | None = None
+    calls: list[CallUsage] = field(default_factory=list)  # each model call's usage
 
 
 def _agent(
@@ -67,6 +69,8 @@ def _agent(
         ctx=ctx,
         message_id=run.message_id,
         router=router,
+        allowance=run.allowance,
+        fallbacks=request.fallback_models,
         options=TurnOptions(
             max_iterations=limits.max_iterations,
             client_tools=request.client_tools,
@@ -147,6 +151,7 @@ async def play(
         status, message = result.status, result.message
         if result.note:
             error = {"code": result.error_code or "max_iterations", "message": result.note}
+            error.update(result.detail or {})
             message.metadata = {**(message.metadata or {}), "note": result.note}
     except (asyncio.CancelledError, StoppedBeforeStart) as stop:
         task = asyncio.current_task()
@@ -201,4 +206,4 @@ async def play(
         "run_id": run.run_id,
         "usage": usage.model_dump(),
     }
-    return Ending(status=status, message=message, usage=usage, error=error)
+    return Ending(status=status, message=message, usage=usage, error=error, calls=agent.meter.calls)

@@ -36,6 +36,7 @@ from app.runs.reader import RunReader
 from app.runs.relay import Relay
 from app.runs.remote import RemoteFollower
 from app.runs.writer import EventWriter
+from app.usage.book import NoUsage, UsageBook
 
 log = logging.getLogger("chat_bff.runs")
 
@@ -68,9 +69,11 @@ class RunManager:
         attachments: Attachments | None = None,
         bus: Bus | None = None,
         router: ToolSelector | None = None,
+        usage: UsageBook | None = None,
     ) -> None:
         self._attachments = attachments
         self._router = router
+        self._usage: UsageBook | NoUsage = usage or NoUsage()
         self._journal = journal
         self._tools = tools
         self._limits = limits
@@ -98,6 +101,7 @@ class RunManager:
     async def start_stateless(self, request: RunRequest, history: list[Message]) -> ActiveRun:
         """A run that stores nothing: its log lives in memory."""
         run_id = new_run_id()
+        allowance = await self._usage.admit(request.caller)
         run = ActiveRun(
             run_id=run_id,
             owner_id=request.caller.user_id,
@@ -105,6 +109,7 @@ class RunManager:
             message_id=new_message_id(),
             log=RunLog(run_id),
             writer=None,
+            allowance=allowance,
         )
         await self._hooks.admit(request.caller, run.run_id)
         self._launch(run, request, history)
@@ -126,6 +131,7 @@ class RunManager:
         """
         run_id = new_run_id()
         message_id = new_message_id()
+        allowance = await self._usage.admit(request.caller)
         await self._hooks.admit(request.caller, run_id)
         try:
             history = await self._journal.begin(
@@ -152,6 +158,7 @@ class RunManager:
             message_id=message_id,
             log=RunLog(run_id),
             writer=EventWriter(lambda batch: self._journal.append_events(run_id, batch)),
+            allowance=allowance,
         )
         self._launch(run, request, history)
         return run
@@ -183,6 +190,8 @@ class RunManager:
                 router=self._router,
             )
             run.final_message = ending.message
+            # Booked before the end is visible: the caller's next run is checked against it.
+            await self._usage.record(request.caller, run.run_id, run.conversation_id, ending.calls)
             await run.emit(MessageEnd(run_id=run.run_id, message=ending.message))
             await self._finish(run, ending)
         finally:

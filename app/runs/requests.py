@@ -105,4 +105,5 @@ class RunRequests:
                 else None
             ),
             system_prompt=settings.system_prompt,
+            fallback_models=tuple(self._models[f] for f in model.fallbacks if f in self._models),
         )

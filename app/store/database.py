@@ -35,6 +35,7 @@ from app.store.repos.messages import MessageRepo
 from app.store.repos.proposals import ProposalRepo
 from app.store.repos.queue import QueueRepo
 from app.store.repos.runs import RunRepo
+from app.store.repos.usage import UsageRepo
 
 
 class Tx:
@@ -78,6 +79,10 @@ class Tx:
     @cached_property
     def files(self) -> FileRepo:
         return FileRepo(self.session)
+
+    @cached_property
+    def usage(self) -> UsageRepo:
+        return UsageRepo(self.session)
 
     async def audit_page(
         self,

@@ -52,6 +52,8 @@ class ModelResponse:
     finish_detail: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    usage_reported: bool = False  # whether the provider sent any usage at all
     response_id: str | None = None
     model: str | None = None
     model_id: str | None = None  # a fallback's catalogue id, when one answered
@@ -74,6 +76,8 @@ class PartsBuilder:
     finish_detail: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    usage_reported: bool = False  # whether the provider sent any usage at all
     response_id: str | None = None
     model: str | None = None
     model_id: str | None = None
@@ -90,6 +94,10 @@ class PartsBuilder:
             # Providers report cumulative usage per call; the last report wins per field.
             self.input_tokens = max(self.input_tokens, event.input_tokens)
             self.output_tokens = max(self.output_tokens, event.output_tokens)
+            self.cached_tokens = max(self.cached_tokens, event.cached_tokens)
+            self.usage_reported = self.usage_reported or bool(
+                event.input_tokens or event.output_tokens
+            )
         elif isinstance(event, Finish):
             self.finish_reason = event.reason
             self.finish_detail = event.detail or self.finish_detail
@@ -182,6 +190,8 @@ class PartsBuilder:
             finish_detail=self.finish_detail,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            usage_reported=self.usage_reported,
             response_id=self.response_id,
             model=self.model,
             model_id=self.model_id,

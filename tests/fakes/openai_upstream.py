@@ -86,6 +86,7 @@ class Completion:
     reasoning: str | list[str] = ""
     tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ()
     usage: tuple[int, int] | None = (11, 7)
+    cached_tokens: int | None = None  # reported as `prompt_tokens_details.cached_tokens`
     finish_reason: str | None = None
     model: str = "gpt-4o-mini-2024-07-18"
     id: str = "chatcmpl-fake"
@@ -103,11 +104,14 @@ class Completion:
     def _call_id(self, n: int, call: ToolCall) -> str:
         return call.id or f"call_fake_{n}"
 
-    def _usage(self) -> dict[str, int] | None:
+    def _usage(self) -> dict[str, Any] | None:
         if self.usage is None:
             return None
         p, c = self.usage
-        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        usage: dict[str, Any] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        return usage
 
     @cached_property
     def streamed(self) -> Encoded:

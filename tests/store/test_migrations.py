@@ -34,7 +34,7 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert await current_revisions(empty_engine) == head_revisions() == ("0005_queue_events",)
+    assert await current_revisions(empty_engine) == head_revisions() == ("0006_usage",)
     assert await tables(empty_engine) == CORE_TABLES
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel
 
-from app.api.schemas.chat import ChatUsage
+from app.api.schemas.chat import ChatUsage, PromptTokensDetails
 from app.api.schemas.openai_chunks import (
     ChatCompletionChunk,
     ChunkChoice,
@@ -38,6 +38,7 @@ from app.domain.events import (
     ToolEnd,
     ToolError,
     ToolStart,
+    UsageInfo,
 )
 from app.domain.parts import ToolPart
 
@@ -50,6 +51,7 @@ _FINISH: dict[str, FinishReason] = {
     "cancelled": "stop",
     "interrupted": "stop",
     "failed": "stop",
+    "budget_exceeded": "length",
 }
 
 
@@ -161,13 +163,20 @@ class ChatChunkEncoder:
             finish = "content_filter"
         out = self._chunk(ChunkDelta(), finish)
         if self.include_usage:
-            usage = ChatUsage(
-                prompt_tokens=event.usage.input_tokens,
-                completion_tokens=event.usage.output_tokens,
-                total_tokens=event.usage.input_tokens + event.usage.output_tokens,
-            )
-            out += _frame(self._body([], usage))
+            out += _frame(self._body([], chat_usage(event.usage)))
         return out + DONE
+
+
+def chat_usage(usage: UsageInfo) -> ChatUsage:
+    """A run's usage in OpenAI's shape (cached prompt tokens in `prompt_tokens_details`)."""
+    return ChatUsage(
+        prompt_tokens=usage.input_tokens,
+        completion_tokens=usage.output_tokens,
+        total_tokens=usage.input_tokens + usage.output_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cached_tokens),
+        cost=usage.cost,
+        estimated=usage.estimated,
+    )
 
 
 def server_tool_call(part: ToolPart) -> ServerToolCall:

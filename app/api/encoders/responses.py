@@ -27,8 +27,9 @@ Output items, in the order they happen, each added and then done before the run 
   `status: calling` and `approval_request_id`, followed by an `mcp_approval_request` item;
   decide it through `/api/approvals/{id}` and send the turn again.
 - the end: `response.completed` (run `completed` or `requires_action`), `response.incomplete`
-  (`max_iterations` -> `incomplete_details.reason: "max_output_tokens"`, the closest reason
-  OpenAI names for a spent budget; `cancelled`/`interrupted` -> status `cancelled`), or an
+  (`max_iterations` and `budget_exceeded` -> `incomplete_details.reason:
+  "max_output_tokens"`, the closest reason OpenAI names for a spent budget;
+  `cancelled`/`interrupted` -> status `cancelled`), or an
   `error` event followed by `response.failed` (AIKit stops at `error`, SDK readers get the
   `response.error`). Every terminal response carries the full `output` and `usage`.
 
@@ -374,13 +375,13 @@ class ResponsesEncoder:
     def _end(self, event: RunEnd) -> bytes:
         settled = event.status in ("completed", "requires_action")
         out = self._close_all("completed" if settled else "incomplete")
-        input_tokens, output_tokens = event.usage.input_tokens, event.usage.output_tokens
+        usage = event.usage
         output = [i.wire() for i in self._items if not i.dropped]
         status: ResponseStatus = "completed"
         kind: type[ResponseCompleted | ResponseIncomplete | ResponseFailed] = ResponseCompleted
         incomplete: IncompleteDetails | None = None
         error: ResponseError | None = None
-        if event.status == "max_iterations":
+        if event.status in ("max_iterations", "budget_exceeded"):
             kind, status = ResponseIncomplete, "incomplete"
             incomplete = IncompleteDetails(reason="max_output_tokens")
         elif self._refused and event.status == "completed":
@@ -394,7 +395,7 @@ class ResponsesEncoder:
         self.final = self._response(
             status,
             output=output,
-            usage=usage_object(input_tokens, output_tokens),
+            usage=usage_object(usage.input_tokens, usage.output_tokens, usage.cached_tokens),
             error=error,
             incomplete=incomplete,
         )

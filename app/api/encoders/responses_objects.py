@@ -31,6 +31,7 @@ from typing import Any, Literal, assert_never
 from app.api.schemas.responses_items import (
     FunctionCallItem,
     IncompleteDetails,
+    InputTokensDetails,
     ItemStatus,
     McpApprovalRequestItem,
     McpCallItem,
@@ -150,10 +151,11 @@ def response_object(
     )
 
 
-def usage_object(input_tokens: int, output_tokens: int) -> ResponseUsage:
-    """A terminal Response's `usage` (we count no cached or reasoning tokens apart)."""
+def usage_object(input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> ResponseUsage:
+    """A terminal Response's `usage` (we count no reasoning or cache-write tokens apart)."""
     return ResponseUsage(
         input_tokens=input_tokens,
+        input_tokens_details=InputTokensDetails(cached_tokens=cached_tokens),
         output_tokens=output_tokens,
         total_tokens=input_tokens + output_tokens,
     )

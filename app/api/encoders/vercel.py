@@ -90,6 +90,7 @@ _FINISH: dict[RunStatus, str] = {
     "completed": "stop",
     "requires_action": "tool-calls",
     "max_iterations": "other",
+    "budget_exceeded": "length",
     "failed": "error",
     "running": "other",
 }
@@ -332,15 +333,22 @@ class VercelEncoder:
             detail = (event.error or {}).get("message")
             text = detail if isinstance(detail, str) and detail else "The run failed."
             out += chunk(ErrorChunk(errorText=text))
-        metadata = {
+        tokens: dict[str, int] = {
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+            "totalTokens": usage.input_tokens + usage.output_tokens,
+        }
+        if usage.cached_tokens:
+            tokens["cachedInputTokens"] = usage.cached_tokens
+        metadata: dict[str, Any] = {
             "runStatus": status,
-            "usage": {
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "totalTokens": usage.input_tokens + usage.output_tokens,
-            },
+            "usage": tokens,
             "modelCalls": usage.model_calls,
         }
+        if usage.cost is not None:
+            metadata["cost"] = usage.cost
+        if status == "budget_exceeded" and event.error:
+            metadata["budget"] = event.error
         finish = FinishChunk(finishReason=_FINISH[status], messageMetadata=metadata)
         return out + chunk(finish) + DONE
 

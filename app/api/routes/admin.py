@@ -1,4 +1,4 @@
-"""Admin endpoints: the audit log and API key management.
+"""Admin endpoints: the audit log, API key management and everyone's usage.
 
 Callers without the `admin` role get 404 on every route here, the same as a path that does
 not exist: the admin surface is not something a user can probe.
@@ -6,11 +6,12 @@ not exist: the admin surface is not something a user can probe.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, status
 
-from app.api.deps import CallerDep, DbDep
+from app.api.deps import CallerDep, DbDep, UsageDep
 from app.api.routing import api_router
 from app.api.schemas.identity import (
     ApiKeyCreate,
@@ -20,10 +21,13 @@ from app.api.schemas.identity import (
     AuditEntryOut,
     AuditPageOut,
 )
+from app.api.schemas.usage import AdminUsageReport, RoleUsage, UserUsage
+from app.api.usage_report import bounds, day_range, totals
 from app.auth.key_management import create_api_key, list_api_keys, revoke_api_key
 from app.domain.errors import NotFound
 from app.domain.identity import Caller
 from app.store.repos.api_keys import ApiKeyRecord
+from app.usage.book import Report
 
 
 async def require_admin(caller: CallerDep) -> Caller:
@@ -93,6 +97,25 @@ async def read_audit(
             for e in page.items
         ],
         next_cursor=page.next_cursor,
+    )
+
+
+@router.get(
+    "/usage", response_model=AdminUsageReport, summary="Usage per user and per role (admins)."
+)
+async def read_all_usage(
+    usage: UsageDep,
+    admin: AdminDep,
+    start: Annotated[date | None, Query(alias="from", description="First UTC day.")] = None,
+    end: Annotated[date | None, Query(alias="to", description="Last UTC day, included.")] = None,
+) -> AdminUsageReport:
+    first, last = day_range(start, end, usage.today())
+    report: Report = await usage.report(*bounds(first, last))
+    return AdminUsageReport(
+        start=first,
+        end=last,
+        users=[UserUsage(user_id=r.key[0], **totals(r)) for r in report.users],
+        roles=[RoleUsage(role=r.key[0], **totals(r)) for r in report.roles],
     )
 
 

@@ -72,12 +72,27 @@ class ChatRequest(BaseModel):
     )
 
 
+class PromptTokensDetails(BaseModel):
+    """OpenAI's breakdown of the prompt tokens."""
+
+    cached_tokens: int = Field(default=0, description="Prompt tokens served from cache.")
+
+
 class ChatUsage(BaseModel):
     """Token usage in OpenAI's shape, summed over the run's model calls."""
 
     prompt_tokens: int = Field(description="Prompt tokens over all model calls.")
     completion_tokens: int = Field(description="Completion tokens over all model calls.")
     total_tokens: int = Field(description="Their sum.")
+    prompt_tokens_details: PromptTokensDetails = Field(
+        default_factory=PromptTokensDetails, description="Cached prompt tokens."
+    )
+    cost: float | None = Field(
+        default=None, description="What the tokens cost (catalogue prices); ours, not OpenAI's."
+    )
+    estimated: bool = Field(
+        default=False, description="True when some call's tokens were counted here; ours."
+    )
 
 
 class ChatToolCallFunction(BaseModel):

@@ -212,9 +212,11 @@ class FinishChunk(BaseModel):
     """The message is finished."""
 
     type: Literal["finish"] = _kind("finish")
-    finishReason: str = Field(description="stop, tool-calls, other or error.")
+    finishReason: str = Field(description="stop, tool-calls, length, other or error.")
     messageMetadata: dict[str, Any] = Field(
-        description="`{runStatus, usage: {inputTokens, outputTokens, totalTokens}, modelCalls}`."
+        description="`{runStatus, usage: {inputTokens, outputTokens, totalTokens, "
+        "cachedInputTokens?}, modelCalls, cost?, budget?}` (`budget`: the budget a run "
+        "ending `budget_exceeded` went past)."
     )
 
 

@@ -64,10 +64,16 @@ def finish_reason(stop_reason: str) -> FinishReason:
 
 
 def _usage(usage: dict[str, Any] | None) -> Usage:
+    """Anthropic counts cache reads and writes apart from `input_tokens`; ours include
+    them (as OpenAI's do), with the reads as `cached_tokens`."""
     usage = usage or {}
+    cached = usage.get("cache_read_input_tokens") or 0
+    fresh = usage.get("input_tokens") or 0
+    written = usage.get("cache_creation_input_tokens") or 0
     return Usage(
-        input_tokens=usage.get("input_tokens") or 0,
+        input_tokens=fresh + cached + written,
         output_tokens=usage.get("output_tokens") or 0,
+        cached_tokens=cached,
     )
 
 
@@ -89,7 +95,7 @@ def stream_event_to_events(event: Any) -> list[ProviderEvent]:
         message = data.get("message") or {}
         return [
             ResponseMeta(response_id=message.get("id"), model=message.get("model")),
-            Usage(input_tokens=(message.get("usage") or {}).get("input_tokens") or 0),
+            _usage({**(message.get("usage") or {}), "output_tokens": 0}),
         ]
     if kind == "content_block_start":
         return _block_start(data["index"], data["content_block"])

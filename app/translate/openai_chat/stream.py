@@ -79,9 +79,11 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:
+    details = usage.get("prompt_tokens_details") or {}
     return Usage(
         input_tokens=int(usage.get("prompt_tokens") or 0),
         output_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
     )
 
 

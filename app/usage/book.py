@@ -1,0 +1,160 @@
+"""The usage book: what runs spend goes in, budgets and reports come out.
+
+    allowance = await book.admit(caller)     # before a run: BudgetExceeded (429) when spent
+    await book.record(caller, run_id, conversation_id, calls)   # after it, one row a call
+    await book.days(user_id, start, end)     # GET /api/usage
+    await book.users(start, end)             # the admin view, per user and per role
+
+Budgets are sums over the stored records (`Tx.usage.spent`), so every instance sees what
+the others recorded and a restart forgets nothing. A run checks its allowance while it
+streams (`app.agent.metering`); runs that start together each see what was recorded
+before them, so concurrent runs can overshoot by what they spend at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from app.domain.errors import BudgetExceeded
+from app.domain.identity import Caller
+from app.domain.usage import Allowance, CallUsage
+from app.store.database import Database
+from app.store.repos.usage import UsageTotal, roles_of
+from app.usage.policy import BudgetPolicy
+
+log = logging.getLogger("chat_bff.usage")
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Usage per user and per role over a range of days (the admin view)."""
+
+    users: list[UsageTotal]
+    roles: list[UsageTotal]
+
+
+class NoUsage:
+    """Where nothing is booked and no budget applies (a manager built without a book)."""
+
+    async def admit(self, caller: Caller) -> Allowance | None:
+        return None
+
+    async def record(
+        self, caller: Caller, run_id: str, conversation_id: str | None, calls: Sequence[CallUsage]
+    ) -> None:
+        return None
+
+
+class UsageBook:
+    def __init__(
+        self,
+        db: Database,
+        policy: BudgetPolicy,
+        *,
+        observe: Callable[[CallUsage], None] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._db = db
+        self._policy = policy
+        self._observe = observe
+        self._clock = clock
+
+    async def allowance(self, caller: Caller) -> Allowance:
+        """What the caller's budgets leave now (no limits when none applies)."""
+        budgets = self._policy.for_caller(caller)
+        if not budgets.any:
+            return Allowance()
+        now = self._clock()
+        async with self._db.read() as tx:
+            spent = await tx.usage.spent(caller.user_id, now)
+        return Allowance.of(budgets, spent, now)
+
+    def today(self) -> datetime:
+        return self._clock()
+
+    async def admit(self, caller: Caller) -> Allowance | None:
+        """What the caller's budgets leave for a run; raises BudgetExceeded when one is
+        spent. None when no budget applies to the caller."""
+        allowance = await self.allowance(caller)
+        if not allowance.limits:
+            return None
+        now = self._clock()
+        hit = allowance.exhausted()
+        if hit is not None:
+            raise BudgetExceeded(
+                f"Spent: {hit.explain()}.",
+                retry_after=max(1.0, (hit.resets_at - now).total_seconds()),
+                **hit.detail(),
+            )
+        return allowance
+
+    async def record(
+        self,
+        caller: Caller,
+        run_id: str,
+        conversation_id: str | None,
+        calls: Sequence[CallUsage],
+    ) -> None:
+        """Book a run's model calls; a failing database is logged, never the run's failure."""
+        if not calls:
+            return
+        try:
+            async with self._db.write() as tx:
+                await tx.usage.record(
+                    user_id=caller.user_id,
+                    roles=sorted(caller.roles),
+                    conversation_id=conversation_id,
+                    run_id=run_id,
+                    calls=calls,
+                    at=self._clock(),
+                )
+        except Exception:
+            log.warning("could not record a run's usage", extra={"run_id": run_id}, exc_info=True)
+            return
+        if self._observe is not None:
+            for call in calls:
+                self._observe(call)
+
+    async def days(self, user_id: str, start: str, end: str) -> list[UsageTotal]:
+        async with self._db.read() as tx:
+            return await tx.usage.by_day_and_model(user_id, start, end)
+
+    async def report(self, start: str, end: str) -> Report:
+        async with self._db.read() as tx:
+            rows = await tx.usage.by_user(start, end)
+        users: dict[str, UsageTotal] = {}
+        roles: dict[str, UsageTotal] = {}
+        for row in rows:
+            user_id, roles_text = row.key
+            users[user_id] = _plus(users.get(user_id), row, (user_id,))
+            for role in roles_of(roles_text):
+                roles[role] = _plus(roles.get(role), row, (role,))
+        return Report(
+            users=[users[k] for k in sorted(users)], roles=[roles[k] for k in sorted(roles)]
+        )
+
+
+def _plus(total: UsageTotal | None, row: UsageTotal, key: tuple[str, ...]) -> UsageTotal:
+    if total is None:
+        return UsageTotal(
+            key,
+            row.input_tokens,
+            row.output_tokens,
+            row.cached_tokens,
+            row.cost,
+            row.calls,
+            row.estimated_calls,
+        )
+    cost = None if total.cost is None and row.cost is None else (total.cost or 0) + (row.cost or 0)
+    return UsageTotal(
+        key,
+        total.input_tokens + row.input_tokens,
+        total.output_tokens + row.output_tokens,
+        total.cached_tokens + row.cached_tokens,
+        None if cost is None else round(cost, 9),
+        total.calls + row.calls,
+        total.estimated_calls + row.estimated_calls,
+    )

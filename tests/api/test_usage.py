@@ -16,6 +16,7 @@ from tests.api.runs.helpers import create, finished, send
 from tests.api.sse_frames import parse
 from tests.auth.tokens import HS_SECRET, bearer, hs_token
 from tests.fakes.db import ApiClient, MakeApi
+from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
 
 ALICE = bearer(hs_token(sub="alice", roles=["staff"]))
 BOB = bearer(hs_token(sub="bob", roles=["staff", "beta"]))
@@ -193,3 +194,57 @@ async def test_native_run_end_carries_the_usage(api: ApiClient) -> None:
     assert end.data["usage"]["cached_tokens"] == 1
     assert end.data["usage"]["cost"] > 0
     assert end.data["usage"]["estimated"] is False
+
+
+GPT = json.dumps(
+    [
+        {
+            "id": "gpt-test",
+            "provider": "openai",
+            "upstream_model": "gpt-4o-mini",
+            "price": {"input": 0.15, "output": 0.6, "cached": 0.075},
+        }
+    ]
+)
+
+
+@pytest.fixture
+async def gpt(
+    make_api: MakeApi, app_settings: Settings, openai_upstream: FakeOpenAIUpstream
+) -> AsyncIterator[ApiClient]:
+    settings = priced_settings(
+        app_settings,
+        models_json=GPT,
+        openai_api_key=SecretStr("sk-test-not-real"),
+        openai_base_url=openai_upstream.base_url,
+        provider_max_retries=0,
+    )
+    async with make_api(settings) as client:
+        yield client
+
+
+async def test_usage_the_openai_upstream_reports_is_booked_as_reported(
+    gpt: ApiClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text="Hello!", usage=(1000, 200), cached_tokens=400))
+    answer = await chat(gpt, "Hi", ALICE)
+    assert openai_upstream.request_bodies()[0]["stream_options"] == {"include_usage": True}
+    cost = (600 * 0.15 + 400 * 0.075 + 200 * 0.6) / 1_000_000
+    assert answer["usage"]["prompt_tokens"] == 1000
+    assert answer["usage"]["prompt_tokens_details"] == {"cached_tokens": 400}
+    assert answer["usage"]["cost"] == pytest.approx(cost)
+    [day] = (await my_usage(gpt, ALICE))["days"]
+    assert (day["model"], day["input_tokens"], day["output_tokens"]) == ("gpt-test", 1000, 200)
+    assert day["cached_tokens"] == 400 and day["estimated_calls"] == 0
+    assert day["cost"] == pytest.approx(cost)
+
+
+async def test_an_openai_compatible_upstream_without_usage_is_estimated(
+    gpt: ApiClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text="x" * 80, usage=None))
+    answer = await chat(gpt, "Hi", ALICE)
+    assert answer["run_usage"]["estimated"] is True
+    assert answer["run_usage"]["output_tokens"] == 20
+    [day] = (await my_usage(gpt, ALICE))["days"]
+    assert day["estimated_calls"] == 1 and day["output_tokens"] == 20

@@ -1,7 +1,9 @@
 """One settings class, read from the environment and `.env`, built by `get_settings()`.
 
-Nothing runs at import time (`create_app(settings)` receives one); budgets are inherited
-from `app.settings_budgets`. Provider settings use the SDKs' names (`OPENAI_API_KEY`, ...).
+Nothing here runs at import time: `create_app(settings)` receives an instance, and tests
+build their own. Provider settings use the names the official SDKs read
+(`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
+Budgets are inherited from `app.settings_budgets`.
 
 What can be checked offline is checked here: a bad setting stops the start with a line
 naming its variable (`app.config_errors`), JSON settings naming the position. No error,

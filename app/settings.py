@@ -3,7 +3,6 @@
 Nothing here runs at import time: `create_app(settings)` receives an instance, and tests
 build their own. Provider settings use the names the official SDKs read
 (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
-Budgets are inherited from `app.settings_budgets`.
 
 What can be checked offline is checked here: a bad setting stops the start with a line
 naming its variable (`app.config_errors`), JSON settings naming the position. No error,

@@ -60,6 +60,7 @@ interface Seen {
   events: string[];
   text: string;
   tools: string[];
+  updates: string[];
   approvalId: string | null;
   status: Schemas["RunEnd"]["status"] | null;
   messageParts: number;
@@ -71,7 +72,7 @@ async function readRun(eventsUrl: string): Promise<Seen> {
     headers: { ...headers, Accept: "text/event-stream" },
   });
   if (response.status !== 200) throw new Error(`events: ${response.status}`);
-  const seen: Seen = { events: [], text: "", tools: [], approvalId: null, status: null, messageParts: 0 };
+  const seen: Seen = { events: [], text: "", tools: [], updates: [], approvalId: null, status: null, messageParts: 0 };
   for await (const frame of frames(response)) {
     const event = JSON.parse(frame.data) as RunEvent;
     if (frame.event !== event.type) throw new Error(`frame ${frame.event} carries ${event.type}`);
@@ -94,6 +95,10 @@ async function readRun(eventsUrl: string): Promise<Seen> {
       case "confirm_required":
         seen.tools.push(`${event.part.data.toolName}:${event.part.data.status}`);
         seen.approvalId = event.approval_id ?? null;
+        break;
+      case "part_update":
+        // A card of an earlier message changed (an approval decided, proposals applied).
+        seen.updates.push(`${event.part.data.toolName}:${event.cause}`);
         break;
       case "message_end":
         seen.messageParts = typeof event.message.content === "string" ? 1 : event.message.content.length;

@@ -233,3 +233,22 @@ def test_a_whole_message_gives_the_events_its_stream_would() -> None:
         Usage(input_tokens=10, output_tokens=20),
         Finish(reason="tool_calls"),
     ]
+
+
+def test_cache_reads_count_as_cached_prompt_tokens() -> None:
+    """Anthropic counts cache reads and writes apart from input_tokens; ours include them."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "model": "claude-haiku-4-5",
+            "usage": {
+                "input_tokens": 10,
+                "cache_read_input_tokens": 300,
+                "cache_creation_input_tokens": 50,
+                "output_tokens": 1,
+            },
+        },
+    }
+    usage = [e for e in stream_event_to_events(start) if isinstance(e, Usage)]
+    assert usage == [Usage(input_tokens=360, output_tokens=0, cached_tokens=300)]

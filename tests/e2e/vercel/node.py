@@ -1,55 +1,20 @@
-"""Running the Node side of the Vercel checks: install on first use, skip locally when
-Node is unavailable (with the reason), fail under `CI` so CI cannot go green without it."""
+"""The Node side of the Vercel checks (`tests.e2e.npm_clients` does the work)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.e2e import npm_clients
 
 HERE = Path(__file__).parent
 MAJORS = (5, 6, 7)
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-def _installed() -> bool:
-    return all((HERE / "node_modules" / f"ai{m}" / "package.json").is_file() for m in MAJORS)
-
-
 def prepare() -> None:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        _unavailable("node and npm are needed to drive the Vercel AI SDK clients")
-    if _installed():
-        return
-    try:
-        done = subprocess.run(
-            ["sh", str(HERE / "setup.sh")], capture_output=True, text=True, timeout=600
-        )
-    except subprocess.TimeoutExpired:
-        _unavailable("setup.sh (npm ci) timed out")
-        return
-    if done.returncode != 0 or not _installed():
-        _unavailable(f"setup.sh failed ({done.returncode}): {done.stderr[-2000:]}")
+    installed = [HERE / "node_modules" / f"ai{m}" / "package.json" for m in MAJORS]
+    npm_clients.prepare(HERE, installed, "the Vercel AI SDK clients")
 
 
 def run_node(script: str, *args: str, timeout: float = 120, context: str = "") -> Any:
-    """Run a script of this folder; its last stdout line is JSON."""
-    done = subprocess.run(
-        ["node", str(HERE / script), *args],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"{done.stderr[-4000:]}\n{context}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return npm_clients.run_node(HERE, script, *args, timeout=timeout, context=context)

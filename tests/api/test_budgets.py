@@ -154,3 +154,42 @@ def test_several_roles_get_the_most_generous_budget() -> None:
     both = policy.for_caller(Caller("u", frozenset({"pro", "unlimited"})))
     assert both == Budgets(tokens_per_day=1000, cost_per_month=0.0)
     assert policy.for_caller(Caller("u", frozenset())).tokens_per_day == 100
+
+
+async def test_two_instances_on_one_database_share_a_budget(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    settings = budgeted(app_settings, budget_tokens_per_day=120)
+    async with make_api(settings) as first, make_api(settings) as second:
+        play(first, ScriptedTurn(text=LONG))
+        spent = parse((await stateless(first, ALICE)).text)[-1].data
+        refused = await stateless(second, ALICE)
+        other_user = await stateless(second, BOB)
+    assert spent["status"] == "budget_exceeded"
+    assert refused.status_code == 429
+    assert refused.json()["error"]["code"] == "budget_exceeded"
+    assert other_user.status_code == 200  # budgets are per user
+
+
+async def test_an_agui_run_past_its_budget_finishes_saying_why(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    async with make_api(budgeted(app_settings, budget_tokens_per_day=120)) as api:
+        play(api, ScriptedTurn(text=LONG))
+        body = {
+            "threadId": "t-budget",
+            "runId": "r1",
+            "messages": [{"id": "u1", "role": "user", "content": "Tell me a story"}],
+        }
+        response = await api.post("/api/agui", json=body, headers=ALICE)
+    frames = [
+        json.loads(b.removeprefix("data: "))
+        for b in response.text.split("\n\n")
+        if b.startswith("data: ")
+    ]
+    finished = frames[-1]
+    assert finished["type"] == "RUN_FINISHED"
+    [ours] = [v for k, v in finished["metadata"].items() if isinstance(v, dict)]
+    assert ours["status"] == "budget_exceeded"
+    assert ours["error"]["code"] == "budget_exceeded"
+    assert finished["usage"][0]["inputTokens"] > 0

@@ -31,7 +31,8 @@ message or tool call still open. So the encoder closes what it opened before it 
   `interrupt`: one interrupt per pending approval (`id` = our approval id, `reason`
   "confirmation", `message` the summary, `toolCallId`, `expiresAt` ISO 8601,
   `responseSchema` for `{approved, reason?}`); a `resume` entry decides it.
-- the end: `completed` / `max_iterations` -> outcome `success`; `cancelled` /
+- the end: `completed` / `max_iterations` / `budget_exceeded` -> outcome `success` (our
+  metadata's `status` says which, with the budget's `error`); `cancelled` /
   `interrupted` -> outcome `cancelled` (a stop is not an error); `failed` ->
   `RUN_ERROR` (`message`, `code`). Usage rides on `RUN_FINISHED.usage` / `RUN_ERROR.usage`.
 """
@@ -331,7 +332,9 @@ class AguiEncoder:
             if not call.ended:
                 out += frame(ToolCallEndEvent(tool_call_id=call_id))
         usage = self._usage(event.usage)
-        ours = {"runId": self._our_run, "status": event.status}
+        ours: dict[str, Any] = {"runId": self._our_run, "status": event.status}
+        if event.status == "budget_exceeded":  # a success outcome that says why it stopped
+            ours["error"] = event.error
         if event.status == "failed":
             error = self._error
             detail = (event.error or {}).get("message")
@@ -366,6 +369,7 @@ class AguiEncoder:
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 total_tokens=usage.input_tokens + usage.output_tokens,
+                cached_input_tokens=usage.cached_tokens or None,
             )
         ]
 

@@ -61,3 +61,26 @@ def truncate_user_text(text: str, limit: int = MAX_USER_MESSAGE_CHARS) -> tuple[
         space = head.rfind(" ")
         cut = space if space > limit // 2 else limit
     return head[:cut].rstrip() + "\n\n" + TRUNCATION_MARKER, True
+
+
+# The tool router's view of a conversation: a user message this short is a follow-up
+# routed with the one before it; tools used in this many latest messages stay offered.
+FOLLOW_UP_WORDS = 4
+RECENT_MESSAGES = 6
+
+
+def routing_request(history: list[Message]) -> tuple[str, list[str]]:
+    """What the tool router routes: the latest user message (with the one before when it
+    is a short follow-up such as "yes, the second one"), and the tools the latest
+    assistant messages used."""
+    said = [m.text() for m in history if m.role == "user"]
+    text = said[-1] if said else ""
+    if len(said) > 1 and len(text.split()) <= FOLLOW_UP_WORDS:
+        text = f"{said[-2]}\n{text}"
+    used = [
+        p.data.toolName
+        for m in history[-RECENT_MESSAGES:]
+        if m.role == "assistant"
+        for p in m.tool_parts()
+    ]
+    return text, list(dict.fromkeys(used))

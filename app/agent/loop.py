@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.agent.context import fit_history
+from app.agent.context import fit_history, routing_request
 from app.agent.metering import BudgetStop, Meter
 from app.agent.part_fixes import close_dangling, valid_args
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
@@ -123,7 +123,8 @@ class Agent:
         context: ContextInfo | None = None
         server_specs = self.tools.specs(self.ctx) if self.model.supports_tools else []
         if self.router is not None and server_specs:
-            server_specs = await self.router.select(_request(history), server_specs, self.model)
+            text, used = routing_request(history)
+            server_specs = await self.router.select(text, server_specs, self.model, used)
         client_specs = list(self.options.client_tools) if self.model.supports_tools else []
         client_names = {spec.name for spec in client_specs}
         malformed = 0
@@ -395,11 +396,3 @@ _DATA_FIELDS = {
     "mutates": "mutates",
     "approval_id": "approvalId",
 }
-
-
-def _request(history: list[Message]) -> str:
-    """The text of the latest user message: what the tool router routes."""
-    for message in reversed(history):
-        if message.role == "user":
-            return message.text()
-    return ""

@@ -44,8 +44,12 @@ class EventSink(Protocol):
 
 class ToolSelector(Protocol):
     async def select(
-        self, text: str, specs: Sequence[ToolSpec], model: ModelInfo
+        self,
+        text: str,
+        specs: Sequence[ToolSpec],
+        model: ModelInfo,
+        keep: Sequence[str] = (),
     ) -> list[ToolSpec]:
-        """The server tools this request needs, out of `specs` (implemented by the tool
-        router, `app.routing`)."""
+        """The server tools this request needs, out of `specs`, and those in `keep` (the
+        tools the conversation is already using); implemented by `app.routing`."""
         ...

@@ -87,14 +87,23 @@ class ToolRouter:
         }
 
     async def select(
-        self, text: str, specs: Sequence[ToolSpec], model: ModelInfo
+        self,
+        text: str,
+        specs: Sequence[ToolSpec],
+        model: ModelInfo,
+        keep: Sequence[str] = (),
     ) -> list[ToolSpec]:
-        """The specs the model is offered this turn (all of them when not routed)."""
+        """The specs the model is offered this turn (all of them when not routed), with
+        the tools in `keep` (already used in the conversation: a follow-up such as
+        "delete the second one" keeps the tools it refers to)."""
         route = await self.route(text, [s.name for s in specs], model)
         if not route.routed:
             return list(specs)
         by_name = {s.name: s for s in specs}
-        return [by_name[name] for name in route.tools if name in by_name]
+        chosen = [n for n in route.tools if n != CAPABILITIES_TOOL]
+        extra = [n for n in keep if n not in chosen]
+        names = [*chosen, *extra, *(n for n in route.tools if n == CAPABILITIES_TOOL)]
+        return [by_name[name] for name in dict.fromkeys(names) if name in by_name]
 
     async def route(
         self, text: str, available: Sequence[str] | None = None, model: ModelInfo | None = None

@@ -8,7 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from app.agent.context import routing_request
+from app.domain.messages import Message
 from app.domain.models import ModelInfo
+from app.domain.parts import ToolPart
+from app.domain.stream import ToolSpec
 from app.examples.graph.tools import tools as graph_tools
 from app.examples.ops.tools import tools as ops_tools
 from app.routing.embeddings import LazyEmbeddings, Vectors
@@ -228,3 +232,36 @@ async def test_off_and_small_catalogues_are_not_routed_and_a_model_overrides() -
     assert (await auto.route("w1", names[:4], plain)).routed is False
     assert (await auto.route("w1", names, off)).tools == names
     assert (await auto.route("w1", names, high)).routed is False
+
+
+# -- a conversation's follow-ups ----------------------------------------------------------
+
+
+async def test_tools_the_conversation_already_uses_stay_offered() -> None:
+    r = router(tool("list_backups", "backup"), tool("delete_backup", "backup"), tool("deploy"))
+    specs = [ToolSpec(name=n) for n in ("list_backups", "delete_backup", "deploy", CAPS.name)]
+    model = ModelInfo(id="m", provider="scripted", upstream_model="s")
+
+    chosen = await r.select("the second one", specs, model, keep=["delete_backup"])
+
+    assert [s.name for s in chosen] == ["delete_backup", CAPABILITIES_TOOL]
+
+
+def test_a_short_follow_up_is_routed_with_the_message_before_it() -> None:
+    call = ToolPart.model_validate(
+        {"id": "c1", "data": {"toolName": "list_backups", "toolCallId": "c1", "status": "success"}}
+    )
+    history = [
+        Message(role="user", content="show the backups of the orders db"),
+        Message(role="assistant", content=[call]),
+        Message(role="user", content="delete the second one"),
+    ]
+
+    text, used = routing_request(history)
+
+    assert text == "show the backups of the orders db\ndelete the second one"
+    assert used == ["list_backups"]
+    assert routing_request([Message(role="user", content="deploy api 2.5 to production")]) == (
+        "deploy api 2.5 to production",
+        [],
+    )

@@ -20,7 +20,7 @@ from typing import Literal
 
 from app.agent.context import fit_history, routing_request
 from app.agent.metering import BudgetStop, Meter
-from app.agent.part_fixes import close_dangling, valid_args
+from app.agent.part_fixes import DATA_FIELDS, close_dangling, valid_args
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
 from app.agent.valid_stream import valid_events
 from app.domain.events import (
@@ -350,7 +350,7 @@ class Agent:
 
     def _replace(self, part: ToolPart, **changes: object) -> None:
         data = self._find(part.id).data.model_copy(
-            update={_DATA_FIELDS[k]: v for k, v in changes.items()}
+            update={DATA_FIELDS[k]: v for k, v in changes.items()}
         )
         for i, p in enumerate(self.parts):
             if isinstance(p, ToolPart) and p.id == part.id:
@@ -386,13 +386,3 @@ class Agent:
             metadata["status"] = "incomplete"
             metadata["reason"] = interrupted
         return Message(id=self.message_id, role="assistant", content=parts, metadata=metadata)
-
-
-_DATA_FIELDS = {
-    "status": "status",
-    "result": "result",
-    "args": "args",
-    "body_content": "bodyContent",
-    "mutates": "mutates",
-    "approval_id": "approvalId",
-}

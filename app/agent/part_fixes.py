@@ -5,6 +5,16 @@ from __future__ import annotations
 from app.domain.parts import Part, ToolPart, cancel_unfinished
 from app.domain.text import valid_json
 
+# `Agent._replace`'s keyword names -> the ToolData fields they change.
+DATA_FIELDS = {
+    "status": "status",
+    "result": "result",
+    "args": "args",
+    "body_content": "bodyContent",
+    "mutates": "mutates",
+    "approval_id": "approvalId",
+}
+
 
 def valid_args(part: Part) -> Part:
     """Arguments parsed from JSON text may hold escapes of what is not valid text."""

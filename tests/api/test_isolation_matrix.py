@@ -122,6 +122,23 @@ async def _chat(world: World, user: str) -> str:
     return chat_id
 
 
+async def _thread(world: World, user: str) -> str:
+    # An AG-UI thread id, like a chat id, names a thread within its user's own namespace.
+    thread_id = f"thread-{uuid.uuid4().hex}"
+    body = {
+        "threadId": thread_id,
+        "runId": f"run-{uuid.uuid4().hex}",
+        "messages": [{"id": "m1", "role": "user", "content": "hello"}],
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
+    response = await world.api.post("/api/agui", headers=HEADERS[user], json=body)
+    assert response.status_code == 200 and "RUN_FINISHED" in response.text, response.text
+    return thread_id
+
+
 async def _file(world: World, user: str) -> str:
     upload = {"file": ("data.csv", b"a,b\n1,2\n", "text/csv")}
     created = await world.call(user, "POST", "/api/files", files=upload)
@@ -137,6 +154,9 @@ KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "approval_id": _approval,
     "key_id": _api_key,
     "file_id": _file,
+    "thread_id": _thread,
+    # An OpenAI Conversations item is a stored message.
+    "item_id": _message,
 }
 
 # Ids no user owns: the catalogue's model ids are shared. A model a caller's roles do not
@@ -157,6 +177,11 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/conversations/{conversation_id}/proposals/approve"): {},
     ("POST", "/api/conversations/{conversation_id}/proposals/reject"): {},
     ("POST", "/api/approvals/{approval_id}"): {"decision": "approve"},
+    ("POST", "/api/conversations/{conversation_id}/proposals/undo"): {},
+    ("POST", "/v1/conversations/{conversation_id}"): {"metadata": {"topic": "mine now"}},
+    ("POST", "/v1/conversations/{conversation_id}/items"): {
+        "items": [{"type": "message", "role": "user", "content": "hi"}]
+    },
 }
 # Routes that answer a missing id with 204 instead of 404: a Vercel AI SDK client asks
 # to resume every chat it opens, new ones included, and must not see an error for them.
@@ -287,8 +312,9 @@ async def test_another_users_id_is_404_like_a_missing_one(
                 assert _comparable(response, swapped) == _comparable(
                     baseline, [missing[p] for p in foreign]
                 ), f"{method} {path} with {ids}: {response.status_code} {response.text}"
-                if method == "GET":
-                    # The EventSource way in: a stream token the prober minted for this path.
+                if method == "GET" and path.startswith("/api/"):
+                    # The EventSource way in: a stream token the prober minted for this path
+                    # (stream tokens are for /api paths; the /v1 surfaces take keys only).
                     url = path.format(**ids)
                     minted = await world.call(
                         PROBER, "POST", "/api/stream-tokens", json={"path": url}

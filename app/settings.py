@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -33,14 +33,10 @@ from app.limits.policy import LimitPolicy, Limits
 from app.providers.catalog import default_models, parse_models
 from app.settings_budgets import BudgetSettings
 from app.settings_checks import (
-    check_catalogue,
-    check_database_url,
+    EMPTY_MEANS_UNSET,
+    FILE_CHECKS,
+    TEXT_CHECKS,
     check_importable,
-    check_jwks,
-    check_log_level,
-    check_mcp_servers,
-    check_public_key,
-    check_redis_url,
     production_problems,
     read_text,
 )
@@ -62,23 +58,6 @@ _JSON_SETTINGS = (
     "tool_model_deny",
     "rate_limit_roles",
 )
-# Checks of a setting's content, by field: text settings, then files (which must be
-# readable UTF-8 first).
-_TEXT_CHECKS: dict[str, Callable[[str], None]] = {
-    "log_level": check_log_level,
-    "database_url": check_database_url,
-    "redis_url": check_redis_url,
-    "models_json": check_catalogue,
-    "jwt_public_key": check_public_key,
-    "mcp_servers": check_mcp_servers,
-}
-_EMPTY_MEANS_UNSET = frozenset({"redis_url", "models_json", "jwt_public_key", "mcp_servers"})
-_FILE_CHECKS: dict[str, Callable[[str], None]] = {
-    "models_file": check_catalogue,
-    "scripted_script": lambda text: None,
-    "jwt_jwks_file": check_jwks,
-    "jwt_public_key_file": check_public_key,
-}
 _URL_USERINFO = re.compile(r"://[^/@\s]*@")
 _URL_SETTINGS = frozenset({"database_url", "redis_url", "openai_base_url", "anthropic_base_url"})
 
@@ -326,19 +305,19 @@ class Settings(IdentitySettings, BudgetSettings):
     def _parse_json(cls, value: Any) -> Any:
         return json_setting(value) if isinstance(value, str) else value
 
-    @field_validator(*_TEXT_CHECKS)
+    @field_validator(*TEXT_CHECKS)
     @classmethod
     def _text(cls, value: Any, info: ValidationInfo) -> Any:
         name, text = info.field_name or "", getattr(value, "get_secret_value", lambda: value)()
-        if text is not None and (text or name not in _EMPTY_MEANS_UNSET):
-            _TEXT_CHECKS[name](text)
+        if text is not None and (text or name not in EMPTY_MEANS_UNSET):
+            TEXT_CHECKS[name](text)
         return value
 
-    @field_validator(*_FILE_CHECKS)
+    @field_validator(*FILE_CHECKS)
     @classmethod
     def _file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is not None:
-            _FILE_CHECKS[info.field_name or ""](read_text(value))
+            FILE_CHECKS[info.field_name or ""](read_text(value))
         return value
 
     @field_validator("tool_modules")

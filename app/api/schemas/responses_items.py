@@ -83,7 +83,8 @@ class McpCallItem(BaseModel):
 
 
 class McpApprovalRequestItem(BaseModel):
-    """A server tool call awaiting a human (decide through `/api/approvals/{id}`)."""
+    """A server tool call awaiting a human: answer it with an `mcp_approval_response`
+    input item (or through `/api/approvals/{id}`)."""
 
     id: str = Field(description="The approval id.")
     type: Literal["mcp_approval_request"] = Field(

@@ -10,9 +10,16 @@ and result of the tool part it answers, exactly as `openai_chat.read` folds `rol
 
 Items a client replays from our own answers are read too, so `input += response.output`
 works: `reasoning` becomes a thinking part and `mcp_call` (a server tool that already ran
-here, see `app.api.encoders.responses_objects`) becomes a finished tool part. Items we cannot act
-on (`item_reference`, hosted tools, approval responses) are a 400, never silently dropped;
+here, see `app.api.encoders.responses_objects`) becomes a finished tool part; a later
+`mcp_call` with the same id (the outcome of an approved call) replaces the earlier one.
+Items we cannot act on (`item_reference`, hosted tools) are a 400, never silently dropped;
 only `mcp_approval_request` is skipped, because the `mcp_call` item it pairs with is there.
+
+Approvals: an `mcp_call` with `status: calling` and `approval_request_id` is a server call
+waiting for a human (a `waitingConfirmation` part with its `approvalId`). An
+`mcp_approval_response` item `{approval_request_id, approve, reason?}` answers it: the
+part becomes the claim `{approved, reason}` that the API layer checks against the stored
+approval and decides (`app.api.chat_approvals`); here only its shape is checked.
 
 A function output is read like an OpenAI tool message: JSON text becomes that JSON value,
 anything else stays a string, and the call is `success` (the format has no error flag).
@@ -74,7 +81,9 @@ def _append_item(out: list[Message], item: Any, where: str) -> None:
     if kind == "message":
         _append_message(out, item, where)
     elif kind in _ASSISTANT_ITEMS:
-        _assistant_tail(out).append(_assistant_item_part(item, kind, where))
+        _append_assistant_part(out, _assistant_item_part(item, kind, where), kind)
+    elif kind == "mcp_approval_response":
+        _fold_approval(out, item, where)
     elif kind == "function_call_output":
         _fold_output(out, item, where)
     elif kind == "mcp_approval_request":
@@ -90,6 +99,21 @@ def _assistant_tail(out: list[Message]) -> list[Part]:
     content = out[-1].content
     assert isinstance(content, list)
     return content
+
+
+def _append_assistant_part(out: list[Message], part: Part, kind: str) -> None:
+    """Append the item's part; a replayed `mcp_call` replaces the earlier state of its call
+    (the call that waited for approval, then its outcome in the next response)."""
+    if kind == "mcp_call" and isinstance(part, ToolPart):
+        for message in out:
+            content = message.content
+            if message.role != "assistant" or isinstance(content, str):
+                continue
+            for index, existing in enumerate(content):
+                if isinstance(existing, ToolPart) and existing.id == part.id:
+                    content[index] = part
+                    return
+    _assistant_tail(out).append(part)
 
 
 def _append_message(out: list[Message], item: Mapping[str, Any], where: str) -> None:
@@ -212,6 +236,15 @@ def _server_call_part(
             result={"error": message},
             body_content=message,
         )
+    approval = item.get("approval_request_id")
+    if item.get("status") == "calling" and isinstance(approval, str) and approval:
+        return tool_part(
+            tool_call_id=call_id,
+            tool_name=name,
+            status="waitingConfirmation",
+            args=args,
+            approval_id=approval,
+        )
     if item.get("status") == "completed":
         return tool_part(
             tool_call_id=call_id,
@@ -245,6 +278,42 @@ def _fold_output(out: list[Message], item: Mapping[str, Any], where: str) -> Non
     if not isinstance(output, str):
         raise _bad(where, "needs `output` as a string or an array of text parts")
     target.data.status, target.data.result = "success", _json_or_text(output)
+
+
+def _fold_approval(out: list[Message], item: Mapping[str, Any], where: str) -> None:
+    """A human's answer to an approval request: the claim on the call it asked about."""
+    approval_id = item.get("approval_request_id")
+    approve = item.get("approve")
+    reason = item.get("reason")
+    if not isinstance(approval_id, str) or not approval_id:
+        raise _bad(where, "is an mcp_approval_response without `approval_request_id`")
+    if not isinstance(approve, bool):
+        raise _bad(where, "needs `approve` as true or false")
+    if reason is not None and not isinstance(reason, str):
+        raise _bad(where, "has a `reason` that is not a string")
+    target = next(
+        (
+            p
+            for m in reversed(out)
+            if m.role == "assistant"
+            for p in m.tool_parts()
+            if p.data.approvalId == approval_id
+        ),
+        None,
+    )
+    if target is None:
+        raise _bad(
+            where,
+            f"answers approval {approval_id!r}, which no mcp_call item (status `calling`) in "
+            "input asks for; send the response's output back with the answer",
+        )
+    if target.data.status != "waitingConfirmation":
+        raise _bad(where, f"is a second answer to approval {approval_id!r}")
+    decision: dict[str, Any] = {"approved": approve}
+    if reason:
+        decision["reason"] = reason
+    target.data.status = "success" if approve else "cancelled"
+    target.data.result = decision
 
 
 def _find_call(out: list[Message], call_id: str) -> ToolPart | None:

@@ -28,6 +28,7 @@ pytest_plugins: list[str] = [
     "tests.fakes.anthropic_upstream",
     "tests.fakes.openai_upstream",
     "tests.fakes.db",
+    "tests.support.openai_users",
 ]
 
 

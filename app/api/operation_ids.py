@@ -36,6 +36,7 @@ OPERATION_IDS: dict[str, str] = {
     "chat": "runChatTurn",
     "chat_completions": "createChatCompletion",
     "create_response": "createResponse",
+    "retrieve_response": "retrieveResponse",
     "list_models_openai": "listOpenAIModels",
     "retrieve_model_openai": "retrieveOpenAIModel",
     # conversations and their runs

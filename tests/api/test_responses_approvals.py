@@ -6,68 +6,28 @@ with the decided call as a finished `mcp_call`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import httpx2
 import openai
 import pytest
-from pydantic import SecretStr
 from sqlalchemy import select, update
 
 from app.examples.graph.tables import GraphNodeRow
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
-from app.settings import Settings
 from app.store.tables.core import AuditRow
 from app.store.tables.tools import ApprovalRow
-from tests.auth.tokens import HS_SECRET, hs_token
-from tests.fakes.db import ApiClient, MakeApi
+from tests.fakes.db import ApiClient
 
 ASK = "Add Ada, then delete her."
 
 
-@pytest.fixture
-async def api(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
-    settings = app_settings.model_copy(
-        update={
-            "example_tools_enabled": True,
-            "jwt_secret": SecretStr(HS_SECRET),
-            "default_model": "scripted",
-        }
-    )
-    async with make_api(settings) as client:
-        yield client
-
-
-def _sdk(api: ApiClient, user: str) -> openai.AsyncOpenAI:
-    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=api.app), base_url="http://t")
-    return openai.AsyncOpenAI(
-        api_key=hs_token(sub=user, roles=["user"]),
-        base_url="http://t/v1",
-        http_client=http,
-        max_retries=0,
-    )
-
-
-@pytest.fixture
-async def alice(api: ApiClient) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with _sdk(api, "alice") as client:
-        yield client
-
-
-@pytest.fixture
-async def mallory(api: ApiClient) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with _sdk(api, "mallory") as client:
-        yield client
-
-
-def script(api: ApiClient, *after: ScriptedTurn) -> None:
+def script(users_api: ApiClient, *after: ScriptedTurn) -> None:
     """The model adds Ada (runs at once), then asks to delete her (waits for a human),
     then plays `after`."""
     add = ScriptedToolCall(name="add_node", id="call_add", args={"label": "Person", "name": "Ada"})
     delete = ScriptedToolCall(name="delete_node", id="call_del", args={"id": "Ada"})
-    api.services.providers["scripted"] = ScriptedProvider(
+    users_api.services.providers["scripted"] = ScriptedProvider(
         Script(
             mode="sequence",
             turns=[ScriptedTurn(tool_calls=[add]), ScriptedTurn(tool_calls=[delete]), *after],
@@ -76,13 +36,13 @@ def script(api: ApiClient, *after: ScriptedTurn) -> None:
     )
 
 
-async def nodes(api: ApiClient) -> list[str]:
-    async with api.services.db.sessions() as s:
+async def nodes(users_api: ApiClient) -> list[str]:
+    async with users_api.services.db.sessions() as s:
         return sorted(n.name for n in await s.scalars(select(GraphNodeRow)))
 
 
-async def decisions(api: ApiClient) -> list[dict[str, Any]]:
-    async with api.services.db.sessions() as s:
+async def decisions(users_api: ApiClient) -> list[dict[str, Any]]:
+    async with users_api.services.db.sessions() as s:
         rows = (await s.scalars(select(AuditRow).where(AuditRow.action.like("approval.%")))).all()
     return [{"action": r.action, **(r.details or {})} for r in rows]
 
@@ -117,18 +77,18 @@ async def paused(client: openai.AsyncOpenAI) -> tuple[list[dict[str, Any]], str]
 
 
 async def test_approving_runs_the_tool_once_and_the_turn_continues_in_the_same_stream(
-    api: ApiClient, alice: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI
 ) -> None:
-    script(api, ScriptedTurn(text="Ada is gone."))
-    history, approval_id = await paused(alice)
-    assert await nodes(api) == ["Ada"]
+    script(users_api, ScriptedTurn(text="Ada is gone."))
+    history, approval_id = await paused(me)
+    assert await nodes(users_api) == ["Ada"]
 
-    stream = await alice.responses.create(
+    stream = await me.responses.create(
         model="scripted", input=cast(Any, [*history, answer(approval_id)]), stream=True
     )
     events = [e async for e in stream]
 
-    assert await nodes(api) == []
+    assert await nodes(users_api) == []
     done = [e.item for e in events if e.type == "response.output_item.done"]
     call, message = done
     assert call.type == "mcp_call"
@@ -140,7 +100,7 @@ async def test_approving_runs_the_tool_once_and_the_turn_continues_in_the_same_s
     final = events[-1]
     assert final.type == "response.completed"
     assert [i.type for i in final.response.output] == ["mcp_call", "message"]
-    [decided] = await decisions(api)
+    [decided] = await decisions(users_api)
     assert (decided["action"], decided["via"], decided["tool_call_id"]) == (
         "approval.approve",
         "responses",
@@ -149,17 +109,17 @@ async def test_approving_runs_the_tool_once_and_the_turn_continues_in_the_same_s
 
 
 async def test_rejecting_never_runs_the_tool_and_shows_a_failed_call(
-    api: ApiClient, alice: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI
 ) -> None:
-    script(api, ScriptedTurn(text="Kept Ada."))
-    history, approval_id = await paused(alice)
+    script(users_api, ScriptedTurn(text="Kept Ada."))
+    history, approval_id = await paused(me)
 
-    response = await alice.responses.create(
+    response = await me.responses.create(
         model="scripted",
         input=cast(Any, [*history, answer(approval_id, False, reason="keep her")]),
     )
 
-    assert await nodes(api) == ["Ada"]
+    assert await nodes(users_api) == ["Ada"]
     call = response.output[0]
     assert call.type == "mcp_call"
     assert (call.id, call.status) == ("call_del", "failed")
@@ -168,11 +128,11 @@ async def test_rejecting_never_runs_the_tool_and_shows_a_failed_call(
 
 
 async def test_the_whole_history_replayed_afterwards_reads_the_call_finished(
-    api: ApiClient, alice: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI
 ) -> None:
-    script(api, ScriptedTurn(text="Ada is gone."), ScriptedTurn(text="Anything else?"))
-    history, approval_id = await paused(alice)
-    second = await alice.responses.create(
+    script(users_api, ScriptedTurn(text="Ada is gone."), ScriptedTurn(text="Anything else?"))
+    history, approval_id = await paused(me)
+    second = await me.responses.create(
         model="scripted", input=cast(Any, [*history, answer(approval_id)])
     )
     later = [
@@ -182,10 +142,10 @@ async def test_the_whole_history_replayed_afterwards_reads_the_call_finished(
         {"role": "user", "content": "Thanks"},
     ]
 
-    third = await alice.responses.create(model="scripted", input=cast(Any, later))
+    third = await me.responses.create(model="scripted", input=cast(Any, later))
 
     assert third.output_text == "Anything else?"
-    assert len(await decisions(api)) == 1
+    assert len(await decisions(users_api)) == 1
 
 
 async def _refused(call: Any, status: int, code: str) -> None:
@@ -197,89 +157,89 @@ async def _refused(call: Any, status: int, code: str) -> None:
 
 
 async def test_a_replayed_answer_is_409_and_never_runs_the_tool_again(
-    api: ApiClient, alice: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI
 ) -> None:
-    script(api, ScriptedTurn(text="Gone."), ScriptedTurn(text="Again?"))
-    history, approval_id = await paused(alice)
+    script(users_api, ScriptedTurn(text="Gone."), ScriptedTurn(text="Again?"))
+    history, approval_id = await paused(me)
     replay = cast(Any, [*history, answer(approval_id)])
-    await alice.responses.create(model="scripted", input=replay)
+    await me.responses.create(model="scripted", input=replay)
 
-    await _refused(alice.responses.create(model="scripted", input=replay), 409, "already_decided")
-    assert len(await decisions(api)) == 1
+    await _refused(me.responses.create(model="scripted", input=replay), 409, "already_decided")
+    assert len(await decisions(users_api)) == 1
 
 
 async def test_another_users_approval_is_404_and_stays_pending(
-    api: ApiClient, alice: openai.AsyncOpenAI, mallory: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI, other: openai.AsyncOpenAI
 ) -> None:
-    script(api)
-    history, approval_id = await paused(alice)
+    script(users_api)
+    history, approval_id = await paused(me)
 
     stolen = cast(Any, [*history, answer(approval_id)])
     await _refused(
-        mallory.responses.create(model="scripted", input=stolen), 404, "approval_not_found"
+        other.responses.create(model="scripted", input=stolen), 404, "approval_not_found"
     )
-    assert await nodes(api) == ["Ada"]
-    assert await decisions(api) == []
+    assert await nodes(users_api) == ["Ada"]
+    assert await decisions(users_api) == []
 
 
-async def test_forged_answers_are_refused(api: ApiClient, alice: openai.AsyncOpenAI) -> None:
-    script(api)
-    history, approval_id = await paused(alice)
+async def test_forged_answers_are_refused(users_api: ApiClient, me: openai.AsyncOpenAI) -> None:
+    script(users_api)
+    history, approval_id = await paused(me)
 
     # Another call id than the one the approval was asked for.
     forged_call = [dict(i) for i in history]
     forged_call[2]["id"] = "call_forged"
-    refused = alice.responses.create(
+    refused = me.responses.create(
         model="scripted", input=cast(Any, [*forged_call, answer(approval_id)])
     )
     await _refused(refused, 404, "approval_not_found")
     # Other arguments than the digest the approval was asked with.
     other_args = [dict(i) for i in history]
     other_args[2]["arguments"] = '{"id": "Bob"}'
-    refused = alice.responses.create(
+    refused = me.responses.create(
         model="scripted", input=cast(Any, [*other_args, answer(approval_id)])
     )
     await _refused(refused, 409, "approval_args_mismatch")
     # An approval id nobody asked for.
     made_up = [dict(i) for i in history]
     made_up[2]["approval_request_id"] = "apr_made_up"
-    refused = alice.responses.create(
+    refused = me.responses.create(
         model="scripted", input=cast(Any, [*made_up, answer("apr_made_up")])
     )
     await _refused(refused, 404, "approval_not_found")
     # An answer with no call in the input that asks for it.
-    refused = alice.responses.create(
+    refused = me.responses.create(
         model="scripted", input=cast(Any, [history[0], answer(approval_id)])
     )
     await _refused(refused, 400, "invalid_request")
-    assert await nodes(api) == ["Ada"]
-    assert await decisions(api) == []
+    assert await nodes(users_api) == ["Ada"]
+    assert await decisions(users_api) == []
 
 
-async def test_an_expired_approval_is_409(api: ApiClient, alice: openai.AsyncOpenAI) -> None:
-    script(api)
-    history, approval_id = await paused(alice)
-    async with api.services.db.sessions() as s:
+async def test_an_expired_approval_is_409(users_api: ApiClient, me: openai.AsyncOpenAI) -> None:
+    script(users_api)
+    history, approval_id = await paused(me)
+    async with users_api.services.db.sessions() as s:
         past = datetime.now(UTC) - timedelta(seconds=1)
         await s.execute(
             update(ApprovalRow).where(ApprovalRow.id == approval_id).values(expires_at=past)
         )
         await s.commit()
 
-    refused = alice.responses.create(
+    refused = me.responses.create(
         model="scripted", input=cast(Any, [*history, answer(approval_id)])
     )
     await _refused(refused, 409, "approval_expired")
-    assert await nodes(api) == ["Ada"]
+    assert await nodes(users_api) == ["Ada"]
 
 
 async def test_an_unanswered_approval_in_the_last_turn_is_409(
-    api: ApiClient, alice: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI
 ) -> None:
-    script(api)
-    history, _ = await paused(alice)
+    script(users_api)
+    history, _ = await paused(me)
 
-    ignored = alice.responses.create(model="scripted", input=cast(Any, history))
+    ignored = me.responses.create(model="scripted", input=cast(Any, history))
     await _refused(ignored, 409, "approval_pending")
 
 
@@ -295,12 +255,12 @@ async def paused_conversation(client: openai.AsyncOpenAI) -> tuple[str, str]:
 
 
 async def test_a_conversation_decides_with_the_answer_alone_and_continues(
-    api: ApiClient, alice: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI
 ) -> None:
-    script(api, ScriptedTurn(text="Ada is gone."))
-    cid, approval_id = await paused_conversation(alice)
+    script(users_api, ScriptedTurn(text="Ada is gone."))
+    cid, approval_id = await paused_conversation(me)
 
-    stream = await alice.responses.create(
+    stream = await me.responses.create(
         model="scripted",
         input=cast(Any, [answer(approval_id)]),
         conversation=cid,
@@ -308,7 +268,7 @@ async def test_a_conversation_decides_with_the_answer_alone_and_continues(
     )
     events = [e async for e in stream]
 
-    assert await nodes(api) == []
+    assert await nodes(users_api) == []
     final = events[-1]
     assert final.type == "response.completed"
     call, _ = final.response.output
@@ -319,42 +279,44 @@ async def test_a_conversation_decides_with_the_answer_alone_and_continues(
     )
     assert final.response.output_text == "Ada is gone."
     # The stored history shows the call finished.
-    items = await alice.conversations.items.list(cid, order="asc")
+    items = await me.conversations.items.list(cid, order="asc")
     stored = [i for i in items.data if i.type == "mcp_call" and i.id == "call_del"]
     assert [getattr(i, "status", None) for i in stored] == ["completed"]
 
-    again = alice.responses.create(
+    again = me.responses.create(
         model="scripted", input=cast(Any, [answer(approval_id)]), conversation=cid
     )
     await _refused(again, 409, "already_decided")
-    assert len(await decisions(api)) == 1
+    assert len(await decisions(users_api)) == 1
 
 
 async def test_a_conversation_refuses_foreign_and_unknown_answers(
-    api: ApiClient, alice: openai.AsyncOpenAI, mallory: openai.AsyncOpenAI
+    users_api: ApiClient, me: openai.AsyncOpenAI, other: openai.AsyncOpenAI
 ) -> None:
-    script(api)
-    cid, approval_id = await paused_conversation(alice)
-    other = await alice.conversations.create()
+    script(users_api)
+    cid, approval_id = await paused_conversation(me)
+    second = await me.conversations.create()
 
-    # Mallory cannot even see the conversation; Alice's answer in another conversation is 404.
-    stolen = mallory.responses.create(
+    # Another user cannot answer it; my answer in another conversation is 404.
+    stolen = other.responses.create(
         model="scripted", input=cast(Any, [answer(approval_id)]), conversation=cid
     )
     await _refused(stolen, 404, "approval_not_found")
-    elsewhere = alice.responses.create(
-        model="scripted", input=cast(Any, [answer(approval_id)]), conversation=other.id
+    elsewhere = me.responses.create(
+        model="scripted",
+        input=cast(Any, [answer(approval_id)]),
+        conversation=second.id,
     )
     await _refused(elsewhere, 404, "approval_not_found")
-    made_up = alice.responses.create(
+    made_up = me.responses.create(
         model="scripted", input=cast(Any, [answer("apr_made_up")]), conversation=cid
     )
     await _refused(made_up, 404, "approval_not_found")
-    mixed = alice.responses.create(
+    mixed = me.responses.create(
         model="scripted",
         input=cast(Any, [answer(approval_id), {"role": "user", "content": "hi"}]),
         conversation=cid,
     )
     await _refused(mixed, 400, "invalid_request")
-    assert await nodes(api) == ["Ada"]
-    assert await decisions(api) == []
+    assert await nodes(users_api) == ["Ada"]
+    assert await decisions(users_api) == []

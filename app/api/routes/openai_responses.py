@@ -18,12 +18,12 @@ mapping is in `app.api.encoders.responses`.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.api.deps import ApprovalsDep, CallerDep, RunsDep, StreamDep
+from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
 from app.api.openai_params import responses_options
@@ -32,6 +32,15 @@ from app.api.responses_approvals import (
     decide_in_conversation,
     stateless_claims,
 )
+from app.api.responses_stored import (
+    after,
+    encode_until,
+    response_id,
+    stored_encoder,
+    stored_run,
+    tool_echo,
+)
+from app.api.routes.runs import MAX_SEQ
 from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponsesRequest
 from app.api.schemas.responses_items import ResponseObject
@@ -40,7 +49,7 @@ from app.api.turn import StatelessTurn, interrupted_events, run_turn, wants_stre
 from app.domain.errors import ChatBffError, InvalidRequest
 from app.domain.events import SequencedEvent
 from app.domain.identity import Caller
-from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.domain.stream import ToolChoice, ToolSpec
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.runs.turns import Runs
@@ -110,6 +119,9 @@ async def _conversation_turn(
     if answers_approvals(body.input):
         assert isinstance(body.input, list)
         handle = await decide_in_conversation(approvals, runs, caller, cid, body.input)
+        # The run continues the paused turn with that turn's client tools.
+        options = await runs.manager.stored_options(caller.user_id, cid)
+        client_tools = [ToolSpec.model_validate(t) for t in options.get("client_tools", [])]
     else:
         sent = messages_from_responses_input(body.input, None)
         if not sent or sent[-1].role != "user":
@@ -128,27 +140,13 @@ def _echo(
     body: ResponsesRequest, tools: list[ToolSpec], choice: ToolChoice | None
 ) -> dict[str, Any]:
     """What the Response object repeats from the request, in Responses shapes."""
-    tool_choice: Any = choice
-    if isinstance(choice, NamedToolChoice):
-        tool_choice = {"type": "function", "name": choice.name}
     return {
         "instructions": body.instructions,
         "max_output_tokens": body.max_output_tokens,
         "metadata": body.metadata,
         "parallel_tool_calls": body.parallel_tool_calls is not False,
         "temperature": body.temperature,
-        "tool_choice": tool_choice,
-        "tools": [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description or None,
-                "parameters": t.parameters,
-                "strict": False,
-            }
-            for t in tools
-        ],
-    }
+    } | tool_echo(tools, choice)
 
 
 class ResponsesWire:
@@ -157,7 +155,7 @@ class ResponsesWire:
     def __init__(self, handle: RunHandle, client_tools: frozenset[str], echo: dict[str, Any]):
         self._run_id = handle.run_id
         self._encoder = ResponsesEncoder(
-            response_id=f"resp_{handle.run_id.removeprefix('run_')}",
+            response_id=response_id(handle.run_id),
             model=handle.model_id,
             created_at=int(time.time()),
             client_tools=client_tools,
@@ -219,3 +217,50 @@ async def create_response(
     return await run_turn(
         request, caller, runs, stream, turn, lambda handle: ResponsesWire(handle, names, echo)
     )
+
+
+@router.get(
+    "/responses/{response_id}",
+    summary="Retrieve a stored response (a conversation's turn), or replay / resume its stream.",
+    responses={
+        200: {
+            "model": ResponseObject,
+            "description": "The Response as it stands, or with `stream=true` its Responses "
+            "streaming events as SSE: replayed from the start, or after `starting_after`, "
+            "then live until the response ends.",
+            "content": event_stream("ResponseStreamEvent"),
+        },
+        404: {
+            "description": "`response_not_found`: unknown, another user's, or stateless "
+            "(only responses of a `conversation` are stored)."
+        },
+    },
+)
+async def retrieve_response(
+    response_id: str,
+    runs: RunsDep,
+    db: DbDep,
+    config: StreamDep,
+    caller: CallerDep,
+    stream: Annotated[bool, Query(description="Stream the response's events as SSE.")] = False,
+    starting_after: Annotated[
+        int | None,
+        Query(
+            ge=-1,
+            le=MAX_SEQ,
+            description="With stream: only events whose sequence_number is above this.",
+        ),
+    ] = None,
+    include: Annotated[list[str] | None, Query(description="Accepted, ignored.")] = None,
+) -> Response:
+    record = await stored_run(db, caller.user_id, response_id)
+    encoder = stored_encoder(record)
+    cid = record.conversation_id
+    if stream:
+        events = runs.follow(caller.user_id, record.id, conversation_id=cid)
+        encode = after(encoder, -1 if starting_after is None else starting_after)
+        return sse_response(events, encode, config)
+    _, last_seq = await runs.position(caller.user_id, record.id, cid)
+    events = runs.follow(caller.user_id, record.id, conversation_id=cid)
+    await encode_until(encoder, events, last_seq)
+    return JSONResponse(encoder.snapshot().model_dump(mode="json"))

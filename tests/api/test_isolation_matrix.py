@@ -86,6 +86,15 @@ async def _run(world: World, user: str) -> str:
     return await world.run_to_end(user, conversation_id, "hello")
 
 
+async def _response(world: World, user: str) -> str:
+    # A stored Responses response: a turn of a conversation.
+    conversation_id = await world.id("conversation_id", user)
+    body = {"input": "hello", "conversation": conversation_id}
+    created = await world.call(user, "POST", "/v1/responses", json=body)
+    response_id: str = created["id"]
+    return response_id
+
+
 async def _message(world: World, user: str) -> str:
     await world.id("run_id", user)
     conversation_id = await world.id("conversation_id", user)
@@ -157,6 +166,7 @@ KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "thread_id": _thread,
     # An OpenAI Conversations item is a stored message.
     "item_id": _message,
+    "response_id": _response,
 }
 
 # Ids no user owns: the catalogue's model ids are shared. A model a caller's roles do not
@@ -189,6 +199,11 @@ EMPTY_WHEN_MISSING = {("GET", "/api/ui/chat/{chat_id}/stream")}
 # Query strings that reach a different code path of the same route.
 QUERIES: dict[tuple[str, str], list[dict[str, str]]] = {
     ("DELETE", "/api/conversations/{conversation_id}"): [{}, {"purge": "true"}],
+    ("GET", "/v1/responses/{response_id}"): [
+        {},
+        {"stream": "true"},
+        {"stream": "true", "starting_after": "2"},
+    ],
 }
 
 

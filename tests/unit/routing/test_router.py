@@ -53,6 +53,9 @@ class Fixed:
             [[self.scores.get(t.split(":")[0], 0.0), 0.0] for t in texts], dtype=np.float32
         )
 
+    def tokens(self, text: str) -> int:
+        return len(text.split())
+
 
 def fixed(scores: dict[str, float]) -> LazyEmbeddings:
     embedder = Fixed(scores)

@@ -6,26 +6,19 @@ line is JSON."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+from tests.support.required import unavailable
 
 
 def prepare(folder: Path, installed: Sequence[Path], what: str) -> None:
     """`installed`: files that exist once setup.sh has run."""
     if shutil.which("node") is None or shutil.which("npm") is None:
-        _unavailable(f"node and npm are needed to drive {what}")
+        unavailable(f"node and npm are needed to drive {what}")
     if all(path.is_file() for path in installed):
         return
     try:
@@ -33,10 +26,10 @@ def prepare(folder: Path, installed: Sequence[Path], what: str) -> None:
             ["sh", str(folder / "setup.sh")], capture_output=True, text=True, timeout=600
         )
     except subprocess.TimeoutExpired:
-        _unavailable("setup.sh (npm ci) timed out")
+        unavailable("setup.sh (npm ci) timed out")
         return
     if done.returncode != 0 or not all(path.is_file() for path in installed):
-        _unavailable(f"setup.sh failed ({done.returncode}): {done.stderr[-2000:]}")
+        unavailable(f"setup.sh failed ({done.returncode}): {done.stderr[-2000:]}")
 
 
 def run_node(folder: Path, script: str, *args: str, timeout: float, context: str) -> Any:

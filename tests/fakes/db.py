@@ -43,6 +43,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import asyncpg  # type: ignore[import-untyped]
 import httpx
@@ -58,6 +59,7 @@ from app.settings import Settings
 from app.store.db import create_engine, session_factory
 from app.store.migrate import Migrations, upgrade_database
 from app.tools.modules import migration_dirs
+from tests.support.required import unavailable
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 _unreachable: list[str] = []  # reason, remembered after the first failed connection
@@ -78,10 +80,8 @@ def _dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"Postgres is required in CI: {reason}")
-    pytest.skip(f"Postgres not reachable ({reason}); set TEST_POSTGRES_URL to run these")
+def _unavailable(reason: str) -> NoReturn:
+    unavailable(f"Postgres not reachable ({reason}); set TEST_POSTGRES_URL to run these")
 
 
 async def _admin() -> asyncpg.Connection:

@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from app.providers.scripted import Script, ScriptedError, ScriptedToolCall, ScriptedTurn
+from tests.support.required import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -64,9 +65,7 @@ def _node_modules() -> None:
     else:
         problem = "" if done.returncode == 0 else f"npm ci failed: {done.stderr[-2000:]}"
     if problem:
-        if os.environ.get("CI"):
-            pytest.fail(problem)
-        pytest.skip(problem)
+        unavailable(problem)
 
 
 def _free_port() -> int:

@@ -20,7 +20,6 @@ without running the browser.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,6 +30,7 @@ import pytest
 
 from app.providers.scripted import Script, ScriptedTurn
 from tests.e2e.conftest import Launch
+from tests.support.required import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -55,32 +55,26 @@ NATIVE = {
 }
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 def _installed() -> bool:
     return CHROMIUM.is_file() and (HERE / "node_modules" / "playwright-core").is_dir()
 
 
 def _prepare() -> None:
     if shutil.which("node") is None or shutil.which("npm") is None:
-        _unavailable("node and npm are needed for the browser EventSource check")
+        unavailable("node and npm are needed for the browser EventSource check")
     if _installed():
         return
     if not CHROMIUM.is_file() and shutil.which("apt-get") is None:
-        _unavailable(f"{CHROMIUM} is missing and apt-get is not available to install it")
+        unavailable(f"{CHROMIUM} is missing and apt-get is not available to install it")
     try:
         done = subprocess.run(
             ["sh", str(HERE / "setup.sh")], capture_output=True, text=True, timeout=600
         )
     except subprocess.TimeoutExpired:
-        _unavailable("setup.sh (apt-get install chromium, npm ci) timed out")
+        unavailable("setup.sh (apt-get install chromium, npm ci) timed out")
         return
     if done.returncode != 0 or not _installed():
-        _unavailable(f"setup.sh failed ({done.returncode}): {done.stderr[-2000:]}")
+        unavailable(f"setup.sh failed ({done.returncode}): {done.stderr[-2000:]}")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ fails instead.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -24,6 +23,7 @@ import jwt
 import pytest
 
 from tests.e2e.conftest import REPO, Launch, Service
+from tests.support.required import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -32,15 +32,9 @@ SECRET = "typescript-client-secret-0123456789-abcdefg"
 BIN = HERE / "node_modules" / ".bin"
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 def _prepare() -> None:
     if shutil.which("node") is None or shutil.which("npm") is None:
-        _unavailable("node and npm are needed for the TypeScript client")
+        unavailable("node and npm are needed for the TypeScript client")
     if (BIN / "tsc").exists() and (BIN / "openapi-typescript").exists():
         return
     try:
@@ -48,10 +42,10 @@ def _prepare() -> None:
             ["sh", str(HERE / "setup.sh")], capture_output=True, text=True, timeout=300
         )
     except subprocess.TimeoutExpired:
-        _unavailable("setup.sh (npm ci) timed out")
+        unavailable("setup.sh (npm ci) timed out")
         return
     if done.returncode != 0:
-        _unavailable(f"setup.sh failed ({done.returncode}): {done.stderr[-2000:]}")
+        unavailable(f"setup.sh failed ({done.returncode}): {done.stderr[-2000:]}")
 
 
 def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

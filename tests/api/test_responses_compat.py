@@ -220,12 +220,33 @@ async def _post(api: ApiClient, payload: dict[str, Any]) -> list[dict[str, Any]]
     ]
 
 
-async def test_a_provider_failure_streams_error_then_response_failed(sdk: SdkFactory) -> None:
+async def test_a_provider_failure_streams_error_then_response_failed(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    provider = ScriptedProvider(
+        Script(
+            mode="sequence", turns=[ScriptedTurn(error=ScriptedError(status=503, message="down"))]
+        ),
+        delay_ms=0,
+    )
+    settings = app_settings.model_copy(update={"default_model": "scripted"})
+    async with make_api(settings, providers={"scripted": provider}) as api:
+        events = await _post(api, {"model": "scripted", "input": "Hi", "stream": True})
+    error, failed = events[-2:]
+    assert (error["type"], failed["type"]) == ("error", "response.failed")
+    # OpenAI's fields, and `error` with our message: what AIKit shows.
+    assert error["message"] == error["error"]["message"] == "down"
+    assert error["code"] == error["error"]["code"]
+    assert failed["response"]["status"] == "failed"
+    assert failed["response"]["error"]["message"] == "down"
+
+
+async def test_the_sdk_raises_our_message_on_an_error_event(sdk: SdkFactory) -> None:
     async with sdk(ScriptedTurn(error=ScriptedError(status=503, message="down"))) as (client, _):
-        events = await _events(client, model="scripted", input="Hi")
-    assert [e.type for e in events[-2:]] == ["error", "response.failed"]
-    assert events[-1].response.error is not None
-    assert events[-1].response.status == "failed"
+        stream = await client.responses.create(model="scripted", input="Hi", stream=True)
+        with pytest.raises(openai.APIError, match="down"):
+            async for _ in stream:
+                pass
 
 
 async def test_a_provider_failure_without_streaming_is_an_openai_error(sdk: SdkFactory) -> None:

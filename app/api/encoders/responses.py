@@ -49,6 +49,7 @@ from app.api.schemas.responses_events import (
     ResponseFailed,
     ResponseIncomplete,
     ResponseInProgress,
+    StreamError,
 )
 from app.api.schemas.responses_items import (
     IncompleteDetails,
@@ -97,7 +98,10 @@ class ResponsesEncoder(ResponsesToolItems):
         if isinstance(event, ErrorEvent):
             self._error = stream_error_object(event.code, event.message)
             error = ResponseErrorEvent(
-                code=event.code, message=event.message, sequence_number=self._next()
+                code=event.code,
+                message=event.message,
+                error=StreamError(type=self._error.code, code=event.code, message=event.message),
+                sequence_number=self._next(),
             )
             return self._emit(error)
         if isinstance(event, RunEnd):

@@ -208,13 +208,24 @@ class FunctionCallArgumentsDone(BaseModel):
     sequence_number: int = _SEQ
 
 
+class StreamError(BaseModel):
+    """The `error` object of an error event, where AIKit reads the message it shows."""
+
+    type: str = Field(description="`server_error` or `rate_limit_exceeded`.")
+    code: str = Field(description="Our error code.")
+    message: str = Field(description="Human-readable explanation.")
+
+
 class ResponseErrorEvent(BaseModel):
-    """The run failed; `response.failed` follows (the openai SDK raises on it)."""
+    """The run failed; `response.failed` follows. OpenAI's fields (`code`, `message`,
+    `param`) plus `error` with the same message: AIKit shows `error.message` (without it,
+    only "Stream error"). The openai SDK raises `APIError` on this event."""
 
     type: Literal["error"] = _kind("error")
     code: str = Field(description="Our error code.")
     message: str = Field(description="Human-readable explanation.")
     param: None = Field(default=None, description="Always null.")
+    error: StreamError = Field(description="The same error as an object (AIKit reads it).")
     sequence_number: int = _SEQ
 
 

@@ -83,6 +83,36 @@ results.client_tool = await renderStream(
 );
 results.failure = await renderStream('failure', await post({input: 'fail now', stream: true}));
 
+// A confirm tool: the paused stream, then the page's answer as an mcp_approval_response
+// input item (the history sent back, as a stateless client does) and the continuation.
+const ask = 'delete node x';
+const paused = await post({input: ask});
+const pausedBody = await paused.json();
+results.approval_paused = await renderStream(
+    'approval_paused',
+    await post({input: 'delete node y', stream: true}),
+);
+const approvalItem = pausedBody.output.find((item) => item.type === 'mcp_approval_request');
+results.approval_answered = await renderStream(
+    'approval_answered',
+    await post({
+        stream: true,
+        input: [
+            {role: 'user', content: ask},
+            ...pausedBody.output,
+            {type: 'mcp_approval_response', approval_request_id: approvalItem.id, approve: true},
+        ],
+    }),
+);
+const replayed = await post({
+    input: [
+        {role: 'user', content: ask},
+        ...pausedBody.output,
+        {type: 'mcp_approval_response', approval_request_id: approvalItem.id, approve: true},
+    ],
+});
+results.approval_replayed = {status: replayed.status, body: await replayed.json()};
+
 const whole = await post({input: 'find x'});
 if (!whole.ok) {
     console.error(`non-stream request failed: HTTP ${whole.status}`);

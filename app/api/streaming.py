@@ -103,7 +103,7 @@ def sse_response(
                 if prefix:
                     chunk, prefix = prefix + chunk, b""
                 yield chunk
-            ended = ended or batch[-1].event.type == "run_end"
+            ended = ended or batch[-1].type == "run_end"
         if not ended and config.drain.draining and farewell is not None:
             yield farewell()
 

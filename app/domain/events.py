@@ -7,7 +7,7 @@ is assigned once, before anything is sent, and is the SSE `id:`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -248,26 +248,57 @@ RunEvent = Annotated[
 RUN_EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 
-@dataclass(slots=True, eq=False)
 class SequencedEvent:
     """An event at its place in a run's log; `seq` starts at 1 and increases.
 
-    A plain dataclass, not a model: one is made per streamed token, and the event inside
-    is already validated. Its JSON is made once, on first use, and shared by every reader
-    that sends it (a long answer's `message_end` is one buffer, not one per reader).
+    A plain slotted class, not a model: one is made per streamed token, and the event
+    inside is already validated. Its JSON is made once, on first use, and shared by every
+    reader that sends it (a long answer's `message_end` is one buffer, not one per reader).
+
+    What the log stores is that JSON, as streamed: an event read back from the database
+    (`stored`) carries those bytes and its type, so a replay sends exactly what the live
+    stream sent and nothing parses it; the event itself is parsed only when something
+    needs its fields (another wire's encoder, rebuilding a dead run's message).
     """
 
-    seq: int
-    event: RunEvent
-    _json: bytes | None = field(default=None, repr=False)
+    __slots__ = ("_event", "_json", "seq", "type")
+
+    def __init__(self, seq: int, event: RunEvent, *, encoded: bytes | None = None) -> None:
+        self.seq = seq
+        self.type: str = event.type
+        self._event: RunEvent | None = event
+        self._json = encoded
+
+    @classmethod
+    def stored(cls, seq: int, type_: str, encoded: bytes) -> SequencedEvent:
+        """An event as the log stored it: its type and its JSON, parsed on first use."""
+        item = cls.__new__(cls)
+        item.seq = seq
+        item.type = type_
+        item._event = None
+        item._json = encoded
+        return item
+
+    @property
+    def event(self) -> RunEvent:
+        if self._event is None:
+            assert self._json is not None
+            self._event = RUN_EVENT_ADAPTER.validate_json(self._json)
+        return self._event
 
     def json(self) -> bytes:
-        """The event as compact JSON (cached)."""
+        """The event as compact JSON (cached; as stored for an event read back)."""
         if self._json is None:
-            self._json = self.event.__pydantic_serializer__.to_json(self.event)
+            event = self.event
+            self._json = event.__pydantic_serializer__.to_json(event)
         return self._json
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SequencedEvent):
             return NotImplemented
         return self.seq == other.seq and self.event == other.event
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SequencedEvent(seq={self.seq}, event={self.event!r})"

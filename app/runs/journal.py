@@ -102,7 +102,8 @@ class RunJournal:
                 options=options,
                 instance_id=self.instance_id,
             )
-            history = await messages.history(owner_id, conversation_id)
+            # The claim found the conversation and its owner: no need to look again.
+            history = await messages.history(owner_id, conversation_id, checked=True)
             await tx.commit()
         system: list[Message] = []
         if system_prompt:
@@ -135,11 +136,15 @@ class RunJournal:
             if events:
                 await tx.events.append_many(run_id, events)
             if message.parts() and (message.text() or message.tool_parts()):
-                await tx.messages.upsert(owner_id, conversation_id, message, run_id=run_id)
+                # Stores the answer and lets the conversation go in one UPDATE of it.
+                await tx.messages.upsert(
+                    owner_id, conversation_id, message, run_id=run_id, release_run_id=run_id
+                )
+            else:
+                await tx.conversations.release_active_run(conversation_id, run_id)
             await tx.runs.finish(
                 run_id, status, usage=usage.model_dump(), error=error, last_seq=last_seq
             )
-            await tx.conversations.release_active_run(conversation_id, run_id)
             await tx.commit()
 
     async def close_failed(

@@ -84,7 +84,7 @@ class RunReader:
             if batch:
                 position = batch[-1].seq
                 yield batch
-                if batch[-1].event.type == "run_end":
+                if batch[-1].type == "run_end":
                     return
                 continue
             state = await self._journal.get_run(owner_id, run_id, conversation_id)

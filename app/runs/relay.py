@@ -47,7 +47,7 @@ def decode(message: bytes) -> list[SequencedEvent]:
     for line in message.split(b"\n"):
         seq, _, payload = line.partition(b" ")
         event = RUN_EVENT_ADAPTER.validate_json(payload)
-        batch.append(SequencedEvent(seq=int(seq), event=event, _json=payload))
+        batch.append(SequencedEvent(seq=int(seq), event=event, encoded=payload))
     return batch
 
 

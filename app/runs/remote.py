@@ -60,7 +60,7 @@ class Stitch:
         fresh = [item for item in events if item.seq > self.position]
         if fresh:
             self.position = fresh[-1].seq
-            self.ended = fresh[-1].event.type == "run_end"
+            self.ended = fresh[-1].type == "run_end"
             for seq in [s for s in self.pending if s <= self.position]:
                 del self.pending[seq]
         return fresh if self.ended else fresh + self._contiguous()
@@ -70,7 +70,7 @@ class Stitch:
         while not self.ended and (item := self.pending.pop(self.position + 1, None)):
             out.append(item)
             self.position = item.seq
-            self.ended = item.event.type == "run_end"
+            self.ended = item.type == "run_end"
         if self.ended:
             self.pending.clear()
         return out
@@ -86,7 +86,7 @@ async def ended_tail(
     # The reader saw events a crash never persisted: give it the end. (A reader at
     # last_seq has seen run_end already: nothing is left.)
     tail = await journal.events_after(run_id, max(record.last_seq - 1, 0))
-    if tail and tail[-1].event.type == "run_end" and tail[-1].seq > 0:
+    if tail and tail[-1].type == "run_end" and tail[-1].seq > 0:
         return tail[-1:]
     return []
 
@@ -190,4 +190,4 @@ def _status(record: RunRecord) -> RunStatus:
 
 
 def _ends(batch: list[SequencedEvent]) -> bool:
-    return any(item.event.type == "run_end" for item in batch)
+    return any(item.type == "run_end" for item in batch)

@@ -4,12 +4,18 @@ match. (The example graph's own branch: `test_example_migrations.py`.)"""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import JSON, column, insert, table, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.domain.events import TextDeltaEvent
 from app.examples.graph.tables import GraphBase
+from app.store.database import Database
 from app.store.db import create_engine
 from app.store.migrate import (
     current_revisions,
@@ -34,7 +40,7 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert await current_revisions(empty_engine) == head_revisions() == ("0006_usage",)
+    assert await current_revisions(empty_engine) == head_revisions() == ("0007_event_text",)
     assert await tables(empty_engine) == CORE_TABLES
 
 
@@ -76,3 +82,49 @@ async def test_concurrent_starts_on_postgres_migrate_once(postgres_url: str) -> 
     finally:
         for engine in engines:
             await engine.dispose()
+
+
+async def test_events_stored_as_json_before_0007_read_back_after_it_and_after_its_downgrade(
+    empty_engine: AsyncEngine,
+) -> None:
+    await upgrade_database(empty_engine, revision="0006_usage")
+    delta = {"run_id": "run_1", "type": "text_delta", "message_id": "msg_1", "delta": 'Grüße "x"\n'}
+    async with empty_engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO runs (id, owner_id, status, model, created_at, last_seq) "
+                "VALUES ('run_1', 'alice', 'completed', 'm', :at, 1)"
+            ),
+            {"at": datetime.now(UTC)},
+        )
+        await conn.execute(
+            insert(
+                table(
+                    "run_events",
+                    column("run_id"),
+                    column("seq"),
+                    column("type"),
+                    column("data", JSON().with_variant(JSONB(), "postgresql")),
+                    column("created_at"),
+                )
+            ),
+            {
+                "run_id": "run_1",
+                "seq": 1,
+                "type": "text_delta",
+                "data": delta,
+                "created_at": datetime.now(UTC),
+            },
+        )
+
+    await upgrade_database(empty_engine)
+    async with Database(empty_engine).read() as tx:
+        [stored] = await tx.events.after("run_1")
+    assert stored.type == "text_delta"
+    assert json.loads(stored.json()) == delta
+    assert stored.event == TextDeltaEvent(run_id="run_1", message_id="msg_1", delta=delta["delta"])
+
+    await downgrade_database(empty_engine, revision="0006_usage")
+    async with empty_engine.connect() as conn:
+        data = (await conn.execute(text("SELECT data FROM run_events"))).scalar_one()
+    assert (json.loads(data) if isinstance(data, str) else data) == delta

@@ -15,7 +15,7 @@ _END = b"\n\n"
 
 
 def frame_pieces(item: SequencedEvent) -> list[bytes]:
-    head = b"id: %d\nevent: %s\ndata: " % (item.seq, item.event.type.encode())
+    head = b"id: %d\nevent: %s\ndata: " % (item.seq, item.type.encode())
     return [head, item.json(), _END]
 
 

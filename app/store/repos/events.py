@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.domain.events import RUN_EVENT_ADAPTER, SequencedEvent
+from app.domain.events import SequencedEvent
 from app.store.tables.core import RunEventRow
 from app.store.tables.types import utcnow
 
@@ -21,7 +21,10 @@ class EventRepo:
         self._session = session
 
     async def append_many(self, run_id: str, events: list[SequencedEvent]) -> None:
-        """Write a batch in one INSERT; a repeated (run_id, seq) is an IntegrityError."""
+        """Write a batch in one INSERT; a repeated (run_id, seq) is an IntegrityError.
+
+        Each event is stored as the JSON it is (or will be) streamed with, already encoded
+        once for the live readers."""
         if not events:
             return
         now = utcnow()
@@ -31,8 +34,8 @@ class EventRepo:
                 {
                     "run_id": run_id,
                     "seq": e.seq,
-                    "type": e.event.type,
-                    "data": e.event.model_dump(mode="json"),
+                    "type": e.type,
+                    "data": e.json().decode(),
                     "created_at": now,
                 }
                 for e in events
@@ -42,19 +45,18 @@ class EventRepo:
     async def after(
         self, run_id: str, seq: int = 0, *, limit: int | None = None
     ) -> list[SequencedEvent]:
-        """Events with a sequence number above `seq`, in order."""
+        """Events with a sequence number above `seq`, in order, carrying the JSON they
+        were streamed with (parsed only if a reader needs their fields)."""
         query = (
-            select(RunEventRow.seq, RunEventRow.data)
+            select(RunEventRow.seq, RunEventRow.type, RunEventRow.data)
             .where(RunEventRow.run_id == run_id, RunEventRow.seq > seq)
             .order_by(RunEventRow.seq)
         )
         if limit is not None:
             query = query.limit(limit)
         rows = await self._session.execute(query)
-        return [
-            SequencedEvent(seq=s, event=RUN_EVENT_ADAPTER.validate_python(data))
-            for s, data in rows.all()
-        ]
+        stored = SequencedEvent.stored
+        return [stored(s, type_, data.encode()) for s, type_, data in rows.all()]
 
     async def last_seq(self, run_id: str) -> int:
         """The highest stored sequence number, 0 when nothing is stored yet."""

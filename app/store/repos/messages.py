@@ -17,7 +17,7 @@ from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.store.message_codec import decode_message, encode_content
 from app.store.records import MessageRecord
-from app.store.repos.conversations import conversation_not_found
+from app.store.repos.conversations import ConversationRepo, conversation_not_found
 from app.store.tables.core import ConversationRow, MessageRow
 from app.store.tables.types import utcnow
 
@@ -74,12 +74,14 @@ class MessageRepo:
         message: Message,
         *,
         run_id: str | None = None,
+        release_run_id: str | None = None,
     ) -> MessageRecord:
         """Add `message` after the last one; keeps count, preview, title and updated_at.
 
         The conversation row is updated first: that takes its write lock, so two appends
         to one conversation queue up instead of racing for the same position (and for
-        the same message id).
+        the same message id). `release_run_id` also clears the conversation's active run
+        when it is still that run, in the same UPDATE (a run's end stores its answer).
         """
         if len(message.id) > MESSAGE_ID_MAX_CHARS:
             raise InvalidRequest(
@@ -96,6 +98,11 @@ class MessageRepo:
         if title is not None:
             keep_title = ConversationRow.title.is_not(None) | ConversationRow.title_set_by_user
             values["title"] = case((keep_title, ConversationRow.title), else_=title)
+        if release_run_id is not None:
+            values["active_run_id"] = case(
+                (ConversationRow.active_run_id == release_run_id, None),
+                else_=ConversationRow.active_run_id,
+            )
         touched = await self._session.execute(
             update(ConversationRow)
             .where(ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id)
@@ -105,16 +112,20 @@ class MessageRepo:
         )
         if touched.one_or_none() is None:
             raise conversation_not_found()
-        if await self._exists(conversation_id, message.id):
+        # One round trip: the last position, and whether the id is taken already.
+        last, taken = (
+            await self._session.execute(
+                select(
+                    func.max(MessageRow.position),
+                    func.count().filter(MessageRow.id == message.id),
+                ).where(MessageRow.conversation_id == conversation_id)
+            )
+        ).one()
+        if taken:
             raise Conflict(
                 "This conversation already has a message with that id.",
                 code="message_id_taken",
             )
-        last = await self._session.scalar(
-            select(func.max(MessageRow.position)).where(
-                MessageRow.conversation_id == conversation_id
-            )
-        )
         row = MessageRow(
             conversation_id=conversation_id,
             id=message.id,
@@ -140,9 +151,12 @@ class MessageRepo:
         message: Message,
         *,
         run_id: str | None = None,
+        release_run_id: str | None = None,
     ) -> MessageRecord:
         """Insert `message`, or replace the content and metadata of the one with its id
         (the run manager writes the assistant message this way, at run end and on cancel).
+        `release_run_id` also clears the conversation's active run when it is still that
+        run (in the conversation's UPDATE when the message is new).
         """
         row = await self._session.scalar(
             select(MessageRow).where(
@@ -152,7 +166,9 @@ class MessageRepo:
             )
         )
         if row is None:
-            return await self.append(owner_id, conversation_id, message, run_id=run_id)
+            return await self.append(
+                owner_id, conversation_id, message, run_id=run_id, release_run_id=release_run_id
+            )
         row.role = message.role
         row.content = encode_content(message)
         row.metadata_ = message.metadata
@@ -162,13 +178,24 @@ class MessageRepo:
         await self._session.flush()
         if row.superseded_at is None:
             await self._refresh_preview(conversation_id)
+        if release_run_id is not None:
+            await ConversationRepo(self._session).release_active_run(
+                conversation_id, release_run_id
+            )
         return to_record(row)
 
     async def records(
-        self, owner_id: str, conversation_id: str, *, include_superseded: bool = False
+        self,
+        owner_id: str,
+        conversation_id: str,
+        *,
+        include_superseded: bool = False,
+        checked: bool = False,
     ) -> list[MessageRecord]:
-        """Stored versions in order; superseded ones only when asked for."""
-        await self._check_conversation(owner_id, conversation_id)
+        """Stored versions in order; superseded ones only when asked for. `checked`: the
+        caller already found the conversation is the owner's (no round trip to say so)."""
+        if not checked:
+            await self._check_conversation(owner_id, conversation_id)
         query = select(MessageRow).where(
             MessageRow.conversation_id == conversation_id, MessageRow.owner_id == owner_id
         )
@@ -177,9 +204,12 @@ class MessageRepo:
         rows = (await self._session.execute(query.order_by(MessageRow.position))).scalars()
         return [to_record(r) for r in rows]
 
-    async def history(self, owner_id: str, conversation_id: str) -> list[Message]:
+    async def history(
+        self, owner_id: str, conversation_id: str, *, checked: bool = False
+    ) -> list[Message]:
         """The conversation as a model or a UI should see it: current versions, in order."""
-        return [r.message for r in await self.records(owner_id, conversation_id)]
+        records = await self.records(owner_id, conversation_id, checked=checked)
+        return [r.message for r in records]
 
     async def supersede(
         self,
@@ -222,14 +252,6 @@ class MessageRepo:
         )
         await self._refresh_preview(conversation_id)
         return [to_record(r).message for r in rows]
-
-    async def _exists(self, conversation_id: str, message_id: str) -> bool:
-        found = await self._session.scalar(
-            select(MessageRow.id).where(
-                MessageRow.conversation_id == conversation_id, MessageRow.id == message_id
-            )
-        )
-        return found is not None
 
     async def _check_conversation(self, owner_id: str, conversation_id: str) -> None:
         found = await self._session.scalar(

@@ -117,7 +117,9 @@ class RunEventRow(Base):
     run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(32))
-    data: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # The event's JSON exactly as it was streamed (not JSON/JSONB, which a database may
+    # re-space or re-order): a replay sends these bytes as they are.
+    data: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 

@@ -1,0 +1,55 @@
+"""What a persisted run costs the database: the statements one conversation turn sends,
+counted on the app's own engine, on SQLite and Postgres. A change that adds a round trip
+per run fails here; lower the bound when one is taken away."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+
+from app.providers.scripted import ScriptedTurn
+from tests.api.runs.helpers import create, finished, play, send
+from tests.fakes.db import ApiClient
+
+# A plain turn of 300 chunks: read the conversation; claim it, store the user message (an
+# UPDATE, one SELECT for position and id, an INSERT) and the run, read the history; two
+# event batches; the usage row; at the end the answer (UPDATE that also lets the
+# conversation go, SELECT, INSERT) and the run's state. It was 19 before the answer's
+# UPDATE took the release along and the duplicate lookups went.
+STATEMENTS_PER_RUN = 15
+ANSWER = " ".join(f"word{i}" for i in range(300))
+
+
+@contextmanager
+def counting(client: ApiClient) -> Iterator[Counter[str]]:
+    seen: Counter[str] = Counter()
+
+    def count(*args: Any) -> None:
+        statement: str = args[2]
+        seen[" ".join(statement.split())[:150]] += 1
+
+    engine = client.services.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+async def test_a_conversation_turn_stays_within_its_statement_budget(client: ApiClient) -> None:
+    play(client, ScriptedTurn(text=ANSWER), ScriptedTurn(text=ANSWER))
+    cid = await create(client)
+    await finished(client, await send(client, cid))  # the first turn of a conversation
+
+    with counting(client) as seen:
+        started = await send(client, cid, "And again?")
+        frames = await finished(client, started)
+
+    assert frames[-1].data["status"] == "completed"
+    assert sum(1 for f in frames if f.event == "text_delta") > 256  # more than one batch
+    # The events route reads the finished run from memory: nothing of this is replay.
+    assert sum(seen.values()) <= STATEMENTS_PER_RUN, dict(seen)

@@ -1,0 +1,213 @@
+// A chat page on Gravity UI AIKit over chat-bff:
+// - History: our conversation list (GET /api/conversations) through AIKit's conversations adapter.
+// - A turn: POST /v1/responses {conversation, input, stream} rendered by useOpenAIStreamAdapter.
+// - Tool cards come from the stream (mcp_call items) and from the stored messages.
+// - Approvals: a card waiting for a human has Accept/Reject; the answer is an
+//   mcp_approval_response input item on /v1/responses, and the turn continues in that stream.
+// - Stop: POST /api/conversations/{id}/runs/{run}/cancel (the run id is the response id's).
+// - Reload: the conversation's stored messages, then its active run's events from the start
+//   (GET /api/conversations/{id}/runs/{run}/events), so nothing said so far is lost.
+import {ChatContainer} from '@gravity-ui/aikit';
+import type {TChatMessage, TSubmitData} from '@gravity-ui/aikit';
+import {useOpenAIConversationsAdapter, useOpenAIStreamAdapter} from '@gravity-ui/aikit/adapters';
+import type {OpenAIConversationsListResponseLike} from '@gravity-ui/aikit/adapters';
+import {TextInput} from '@gravity-ui/uikit';
+import {useCallback, useEffect, useMemo, useRef, useState} from 'react';
+
+import {api, followRun, respond, setToken, token} from './api';
+import type {Approval, StoredMessage} from './messages';
+import {RunMessage, decorate, fromStored} from './messages';
+
+type Detail = {id: string; active_run_id: string | null; messages: StoredMessage[]};
+type Resumed = {run: string; message: TChatMessage};
+
+const runOf = (responseId: string) => `run_${responseId.replace(/^resp_/, '')}`;
+
+export function App() {
+    const [list, setList] = useState<OpenAIConversationsListResponseLike | null>(null);
+    const {chats} = useOpenAIConversationsAdapter(list);
+    const [active, setActive] = useState<string | null>(location.hash.slice(1) || null);
+    const activeRef = useRef(active);
+    activeRef.current = active;
+    const [stored, setStored] = useState<TChatMessage[]>([]);
+    const [approvals, setApprovals] = useState<Approval[]>([]);
+    const [stream, setStream] = useState<Response | null>(null);
+    const [base, setBase] = useState<TChatMessage[]>([]);
+    const [assistantId, setAssistantId] = useState('assistant-0');
+    const [resumed, setResumed] = useState<Resumed | null>(null);
+    const [error, setError] = useState<Error | null>(null);
+    const following = useRef<AbortController | null>(null);
+
+    const loadChats = useCallback(async () => {
+        setList(await api<OpenAIConversationsListResponseLike>('GET', '/api/conversations?limit=50'));
+    }, []);
+
+    /** Stored messages and pending approvals of `id`; follows its active run, if any. */
+    const open = useCallback(async (id: string, follow = true) => {
+        following.current?.abort();
+        const detail = await api<Detail>('GET', `/api/conversations/${encodeURIComponent(id)}`);
+        const inbox = await api<{data: Approval[]}>('GET', '/api/approvals');
+        if (activeRef.current !== id) return;
+        setStored(fromStored(detail.messages));
+        setApprovals(inbox.data.filter((a) => a.conversation_id === id));
+        setResumed(null);
+        if (follow && detail.active_run_id) resume(id, detail.active_run_id);
+        // eslint-disable-next-line react-hooks/exhaustive-deps
+    }, []);
+
+    const resume = (id: string, run: string) => {
+        const controller = new AbortController();
+        following.current = controller;
+        const folded = new RunMessage(`resumed-${run}`);
+        setResumed({run, message: folded.message()});
+        const onEvent = (event: {event: string; data: string}) => {
+            const ended = folded.apply(event.event, JSON.parse(event.data));
+            if (!controller.signal.aborted) setResumed({run, message: folded.message()});
+            return ended;
+        };
+        followRun(id, run, onEvent, controller.signal)
+            .then(() => (controller.signal.aborted ? null : open(id, false)))
+            .then(() => loadChats())
+            .catch((e: Error) => controller.signal.aborted || setError(e));
+    };
+
+    useEffect(() => {
+        loadChats().catch(setError);
+        if (active) open(active).catch(setError);
+        // eslint-disable-next-line react-hooks/exhaustive-deps
+    }, []);
+
+    const live = useOpenAIStreamAdapter(stream, {
+        initialMessages: base,
+        assistantMessageId: assistantId,
+        onStreamEnd: (messages) => {
+            setStored(messages); // what was just shown stays while the stored copy loads
+            setStream(null);
+            const id = activeRef.current;
+            if (id) open(id, false).catch(setError);
+            loadChats().catch(setError);
+        },
+    });
+
+    const select = (id: string) => {
+        setActive(id);
+        activeRef.current = id;
+        location.hash = id;
+        setStream(null);
+        setStored([]);
+        open(id).catch(setError);
+    };
+
+    const start = async (id: string, input: string | Record<string, unknown>[], shown: TChatMessage[]) => {
+        setError(null);
+        setBase(shown);
+        setStored(shown);
+        setAssistantId(`assistant-${Date.now()}`);
+        try {
+            setStream(await respond(id, input, new AbortController().signal));
+        } catch (e) {
+            setError(e as Error);
+        }
+    };
+
+    const send = async (data: TSubmitData) => {
+        let id = active;
+        if (!id) {
+            id = (await api<{id: string}>('POST', '/api/conversations', {})).id;
+            setActive(id);
+            activeRef.current = id;
+            location.hash = id;
+        }
+        const user: TChatMessage = {id: `user-${Date.now()}`, role: 'user', content: data.content};
+        await start(id, data.content, [...stored, user]);
+    };
+
+    const decide = (approvalId: string, approve: boolean) => {
+        if (!active) return;
+        const approval = approvals.find((a) => a.id === approvalId);
+        const cardId = approval ? approval.tool_call_id : approvalId;
+        const shown = stored.map((message) => {
+            if (message.role !== 'assistant' || !Array.isArray(message.content)) return message;
+            const content = (message.content as {id?: string; type: string; data: object}[]).map((part) =>
+                part.type === 'tool' && part.id === cardId
+                    ? {...part, data: {...part.data, status: approve ? 'loading' : 'cancelled'}}
+                    : part,
+            );
+            return {...message, content: content as never};
+        });
+        setApprovals((all) => all.filter((a) => a.id !== approvalId));
+        const answer = {type: 'mcp_approval_response', approval_request_id: approvalId, approve};
+        start(active, [answer], shown);
+    };
+
+    const cancel = async () => {
+        const run = stream && live.responseId ? runOf(live.responseId) : resumed?.run;
+        if (!active || !run) return;
+        await api('POST', `/api/conversations/${encodeURIComponent(active)}/runs/${encodeURIComponent(run)}/cancel`);
+    };
+
+    const createChat = () => {
+        following.current?.abort();
+        setActive(null);
+        activeRef.current = null;
+        history.replaceState(null, '', location.pathname);
+        setStream(null);
+        setStored([]);
+        setResumed(null);
+    };
+
+    const deleteChat = async (chat: {id: string}) => {
+        await api('DELETE', `/api/conversations/${encodeURIComponent(chat.id)}`);
+        if (chat.id === active) createChat();
+        await loadChats();
+    };
+
+    let shown: TChatMessage[] = stored;
+    if (stream) shown = live.messages;
+    else if (resumed) shown = [...stored, resumed.message];
+    const byToolCall = useMemo(() => new Map(approvals.map((a) => [a.tool_call_id, a.id])), [approvals]);
+    const pending = new Set(approvals.map((a) => a.id));
+    const messages = decorate(shown, (id) => byToolCall.get(id) ?? (pending.has(id) ? id : undefined), decide);
+    const running = stream !== null || resumed !== null;
+    const activeChat = chats.find((chat) => chat.id === active) ?? null;
+    const status = stream ? live.status : running ? 'streaming' : 'ready';
+
+    return (
+        <div className="page" data-status={status} data-conversation={active ?? ''}>
+            <div className="auth">
+                <span>chat-bff on this origin</span>
+                <TextInput
+                    size="s"
+                    type="password"
+                    placeholder="Bearer token (only when auth is on)"
+                    defaultValue={token()}
+                    onUpdate={(value) => {
+                        setToken(value);
+                        loadChats().catch(setError);
+                    }}
+                />
+            </div>
+            <ChatContainer
+                className="chat"
+                chats={chats}
+                activeChat={activeChat}
+                messages={messages}
+                status={status}
+                error={error ?? (stream ? null : live.error)}
+                onSendMessage={send}
+                onSelectChat={(chat) => select(chat.id)}
+                onCreateChat={createChat}
+                onDeleteChat={deleteChat}
+                onCancel={cancel}
+                qa={{
+                    root: 'chat',
+                    headerHistory: 'history-button',
+                    history: 'history',
+                    messageList: 'messages',
+                    promptInput: 'prompt',
+                    submitButton: 'submit',
+                }}
+            />
+        </div>
+    );
+}

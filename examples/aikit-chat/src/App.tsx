@@ -199,6 +199,8 @@ export function App() {
                 onCreateChat={createChat}
                 onDeleteChat={deleteChat}
                 onCancel={cancel}
+                showHistory
+                showNewChat
                 qa={{
                     root: 'chat',
                     headerHistory: 'history-button',

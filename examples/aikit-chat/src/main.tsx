@@ -1,4 +1,3 @@
-import '@gravity-ui/uikit/styles/fonts.css';
 import '@gravity-ui/uikit/styles/styles.css';
 import '@gravity-ui/aikit/styles';
 

@@ -1,0 +1,190 @@
+"""The AIKit example (examples/aikit-chat) in a real browser: tools, an approval, a reload.
+
+The example is installed from its package-lock.json (`npm ci`, from the npm cache when
+warm), built with `vite build`, and served by `vite preview`, which forwards /api and /v1 to
+a live chat-bff on the offline scripted model (its demo script plus one long answer).
+`aikit_page.mjs` drives Debian's Chromium (playwright-core) over it as a person would: the
+History list; a turn whose server tools show as finished cards; a `delete_node` call waiting
+for a human, shown as a card with Accept/Reject in this tab and in a second tab, accepted in
+the page (an `mcp_approval_response` on /v1/responses); and a long answer reloaded half-way
+that resumes to the stored text. Screenshots of each step are written to
+`$SCREENSHOTS_DIR/aikit-page` when set, else a temporary folder; the path is printed.
+Skips locally without Node or Chromium, fails under `CI` (as the built-in page's test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.providers.scripted import Script, ScriptedTurn, load_script
+from tests.e2e.browser.test_browser_eventsource import _prepare, _unavailable
+from tests.e2e.conftest import Launch, Service
+
+pytestmark = pytest.mark.e2e
+
+HERE = Path(__file__).parent
+EXAMPLE = HERE.parents[2] / "examples" / "aikit-chat"
+VITE = EXAMPLE / "node_modules" / "vite" / "bin" / "vite.js"
+STORY = " ".join(f"word{i}" for i in range(300)) + "."
+
+
+def _npm(*args: str, timeout: float) -> None:
+    try:
+        done = subprocess.run(
+            ["npm", *args], cwd=EXAMPLE, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        _unavailable(f"npm {args[0]} in examples/aikit-chat timed out")
+        return
+    if done.returncode != 0:
+        _unavailable(f"npm {args[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+
+
+def _node_is_new_enough() -> None:
+    done = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30)
+    major, minor = (int(n) for n in done.stdout.strip().lstrip("v").split(".")[:2])
+    if (major, minor) < (20, 19):
+        _unavailable(f"Vite 8 needs Node 20.19 or newer, this is {done.stdout.strip()}")
+
+
+def _build() -> Path:
+    """Install the example as its lock file says (unless already installed from it), build."""
+    _node_is_new_enough()
+    installed = EXAMPLE / "node_modules" / ".package-lock.json"
+    lock = EXAMPLE / "package-lock.json"
+    if not installed.is_file() or installed.stat().st_mtime < lock.stat().st_mtime:
+        _npm("ci", "--no-audit", "--no-fund", "--prefer-offline", timeout=150)
+    done = subprocess.run(
+        ["node", str(VITE), "build", "--logLevel", "warn"],
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return EXAMPLE / "dist"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def preview(launch: Launch, tmp_path: Path) -> Iterator[tuple[str, Service]]:
+    """`vite preview` of the built example in front of a live chat-bff."""
+    _prepare()  # Chromium and playwright-core
+    _build()
+    demo = load_script(None)
+    script = Script(mode="rules", turns=[ScriptedTurn(match=r"\bstory\b", text=STORY), *demo.turns])
+    path = tmp_path / "script.json"
+    path.write_text(script.model_dump_json())
+    service = launch(
+        SCRIPTED_DELAY_MS="30",
+        SCRIPTED_SCRIPT=str(path),
+        DEFAULT_MODEL="scripted",
+        EXAMPLE_TOOLS_ENABLED="true",
+    )
+    port = _free_port()
+    args = ["preview", "--host", "127.0.0.1", "--port", str(port), "--strictPort"]
+    log = (tmp_path / "vite.log").open("wb")
+    process = subprocess.Popen(
+        ["node", str(VITE), *args],
+        cwd=EXAMPLE,
+        env={**os.environ, "CHAT_BFF_URL": service.base_url},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, (tmp_path / "vite.log").read_text()[-2000:]
+            try:
+                if httpx.get(f"{base}/api/conversations", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "vite preview did not answer within 30 s"
+            time.sleep(0.2)
+        yield base, service
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture
+def page_run(preview: tuple[str, Service], tmp_path: Path) -> dict[str, Any]:
+    base, service = preview
+    created = httpx.post(f"{base}/api/conversations", json={"title": "Earlier plans"})
+    assert created.status_code == 201, created.text
+    root = os.environ.get("SCREENSHOTS_DIR")
+    shots = Path(root) / "aikit-page" if root else tmp_path / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    print(f"screenshots: {shots}")
+    done = subprocess.run(
+        ["node", str(HERE / "aikit_page.mjs"), base],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env={**os.environ, "SCREENSHOTS": str(shots)},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen: dict[str, Any] = json.loads(done.stdout)
+    assert "failure" not in seen, (
+        f"{seen['failure']}\nscreenshots: {shots}\n--- browser console ---\n"
+        f"{done.stderr[-3000:]}\n--- service log ---\n{service.logs()[-3000:]}"
+    )
+    return seen
+
+
+def _statuses(cards: list[dict[str, Any]], name: str) -> list[str]:
+    return [c["status"] for c in cards if c["name"] == name]
+
+
+def test_the_aikit_example_runs_tools_approvals_and_resumes_after_a_reload(
+    page_run: dict[str, Any],
+) -> None:
+    seen = page_run
+    assert seen["errors"] == []
+    assert seen["external"] == []  # nothing from a CDN: the build is self-contained
+    assert len(seen["shots"]) == 8
+    assert all(Path(p).stat().st_size > 1000 for p in seen["shots"])
+
+    assert "Earlier plans" in seen["history"]
+
+    tools = seen["tools_turn"]["cards"]
+    assert _statuses(tools, "add_node") == ["success", "success"]
+    assert _statuses(tools, "connect") == ["success"]
+    assert any("Done: Ada Lovelace" in t for t in seen["tools_turn"]["texts"])
+
+    # The approval card asks in both tabs, is accepted in the page, and the tool ran.
+    [asked] = [c for c in seen["approval_asked"] if c["name"] == "delete_node"]
+    assert asked["status"] == "waitingConfirmation"
+    assert {"Accept", "Reject"} <= set(asked["buttons"])
+    assert _statuses(seen["second_tab_before"], "delete_node") == ["waitingConfirmation"]
+    assert _statuses(seen["after_approval"]["cards"], "delete_node") == ["success"]
+    assert any("The tool card shows what happened" in t for t in seen["after_approval"]["texts"])
+    assert _statuses(seen["second_tab_after"], "delete_node") == ["success"]
+
+    # Reloaded half-way, the answer resumed to exactly the stored text: no loss, no repeat.
+    assert len(seen["before_reload"]) < len(STORY)
+    assert seen["resumed_while_running"]
+    assert seen["after_reload"] == STORY
+    stored = seen["stored_last"]
+    assert stored["role"] == "assistant"
+    assert stored["content"][0]["data"]["text"] == STORY

@@ -27,8 +27,9 @@ import httpx
 import pytest
 
 from app.providers.scripted import Script, ScriptedTurn, load_script
-from tests.e2e.browser.test_browser_eventsource import _prepare, _unavailable
+from tests.e2e.browser.test_browser_eventsource import _prepare
 from tests.e2e.conftest import Launch, Service
+from tests.support.required import unavailable
 
 pytestmark = pytest.mark.e2e
 
@@ -44,17 +45,17 @@ def _npm(*args: str, timeout: float) -> None:
             ["npm", *args], cwd=EXAMPLE, capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        _unavailable(f"npm {args[0]} in examples/aikit-chat timed out")
+        unavailable(f"npm {args[0]} in examples/aikit-chat timed out")
         return
     if done.returncode != 0:
-        _unavailable(f"npm {args[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+        unavailable(f"npm {args[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
 
 
 def _node_is_new_enough() -> None:
     done = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30)
     major, minor = (int(n) for n in done.stdout.strip().lstrip("v").split(".")[:2])
     if (major, minor) < (20, 19):
-        _unavailable(f"Vite 8 needs Node 20.19 or newer, this is {done.stdout.strip()}")
+        unavailable(f"Vite 8 needs Node 20.19 or newer, this is {done.stdout.strip()}")
 
 
 def _build() -> Path:

@@ -342,7 +342,12 @@ async def build_services(
     runs = Runs(
         manager=manager,
         db=db,
-        requests=RunRequests(catalog, built, tools),
+        requests=RunRequests(
+            catalog,
+            built,
+            tools,
+            failover_after_first_byte=settings.failover_after_first_byte,
+        ),
         tools=tools,
         attachments=attachments,
         typed_answers=TypedAnswers(approvals),

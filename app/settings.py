@@ -171,6 +171,11 @@ class Settings(IdentitySettings, BudgetSettings):
         le=10,
         description="Retries before the first byte (429, 5xx, connection errors).",
     )
+    failover_after_first_byte: bool = Field(
+        default=False,
+        description="Let a stream that fails after its first byte be answered again by a "
+        "fallback, the partial attempt retracted (a catalogue entry's own setting wins).",
+    )
 
     # --- models ----------------------------------------------------------------------
     models_file: Path | None = Field(

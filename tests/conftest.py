@@ -29,6 +29,7 @@ pytest_plugins: list[str] = [
     "tests.fakes.openai_upstream",
     "tests.fakes.db",
     "tests.support.openai_users",
+    "tests.fakes.failover",
 ]
 
 

@@ -13,20 +13,20 @@ into each vendor's alternating turns.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from app.agent.context import fit_history, routing_request
 from app.agent.metering import BudgetStop, Meter
-from app.agent.part_fixes import DATA_FIELDS, close_dangling, valid_args
+from app.agent.part_fixes import DATA_FIELDS, close_dangling, none_usable, unknown_tool, valid_args
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
 from app.agent.valid_stream import valid_events
 from app.domain.events import (
     ConfirmRequired,
     ContextInfo,
     RunStatus,
+    StepReset,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolArgsDelta,
@@ -42,6 +42,7 @@ from app.domain.stream import (
     GenerationOptions,
     ModelRequest,
     ProviderEvent,
+    StreamReset,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -53,15 +54,12 @@ from app.domain.usage import Allowance, BudgetLimit
 from app.providers.base import Provider
 from app.translate.accumulator import PartsBuilder
 
-log = logging.getLogger("chat_bff.agent")
-
 TurnStatus = Literal["completed", "requires_action", "max_iterations", "failed", "budget_exceeded"]
 
 # A model call whose every tool call is malformed (arguments that are not a JSON object, or
 # a tool that does not exist) is answered with the error and asked again this many times;
 # another malformed answer ends the turn as failed, its error parts kept.
 MALFORMED_RETRIES = 1
-MAX_NAMES_LISTED = 40
 
 
 @dataclass(frozen=True)
@@ -106,6 +104,7 @@ class Agent:
     router: ToolSelector | None = None  # offers only the server tools a request needs
     allowance: Allowance | None = None  # what the caller's budgets left when the run began
     fallbacks: Sequence[ModelInfo] = ()  # the models that may answer instead (failover)
+    replaced: list[dict[str, str]] = field(default_factory=list)  # attempts failover voided
     meter: Meter = field(init=False)
 
     def __post_init__(self) -> None:
@@ -154,7 +153,7 @@ class Agent:
             crossed = self.meter.crossed()
             if crossed is not None:  # the tools and the next call would spend more
                 return self._over_budget(crossed, context)
-            malformed = malformed + 1 if self._all_malformed(calls, client_names) else 0
+            malformed = malformed + 1 if none_usable(calls, client_names, self.tools.knows) else 0
             waiting = await self._settle_tool_calls(calls, client_names)
             if malformed > MALFORMED_RETRIES:
                 note = (
@@ -186,6 +185,9 @@ class Agent:
         stream = self.provider.stream(request)
         try:
             async for event in valid_events(stream):
+                if isinstance(event, StreamReset):
+                    await self._restart(event, builder, request)
+                    continue
                 await self._relay(event, builder)
                 self.meter.streamed(event)
         except BaseException:
@@ -204,6 +206,25 @@ class Agent:
         if response.model_id is not None:  # a fallback answered (see providers.failover)
             self.answered_by = response.model_id
         return [valid_args(part) for part in response.parts]
+
+    async def _restart(
+        self, reset: StreamReset, builder: PartsBuilder, request: ModelRequest
+    ) -> None:
+        """A fallback answers a call that failed mid-stream: the partial attempt is booked
+        and dropped, here and in every reader (`step_reset`)."""
+        self.meter.restart(builder.build(), request)
+        builder.feed(reset)
+        self.answered_by = reset.model_id
+        self.replaced.append({"model": reset.failed_model_id, "error": reset.code})
+        event = StepReset(
+            run_id=self.ctx.run_id,
+            message_id=self.message_id,
+            message=self.snapshot(),
+            model=reset.model_id,
+            failed_model=reset.failed_model_id,
+            code=reset.code,
+        )
+        await self.sink.emit(event)
 
     async def _relay(self, event: ProviderEvent, builder: PartsBuilder) -> None:
         """Fold one provider event into the parts and tell the sink what it shows."""
@@ -246,14 +267,6 @@ class Agent:
 
     # -- tools ----------------------------------------------------------------------
 
-    def _all_malformed(self, calls: list[ToolPart], client_names: set[str]) -> bool:
-        """True when no call of this answer can run: each is unreadable or unknown."""
-        return all(
-            p.data.status == "error"
-            or (p.data.toolName not in client_names and not self.tools.knows(p.data.toolName))
-            for p in calls
-        )
-
     async def _settle_tool_calls(self, calls: list[ToolPart], client_names: set[str]) -> bool:
         """Run server calls, park client calls; True when something waits for a human."""
         waiting = False
@@ -279,7 +292,8 @@ class Agent:
                 )
                 waiting = True
             else:
-                problem = self._unknown_tool(name, client_names)
+                names = {spec.name for spec in self.tools.specs(self.ctx)} | client_names
+                problem = unknown_tool(name, names)
                 self._replace(part, status="error", result={"error": problem}, body_content=problem)
                 await self._tool_error(self._find(part.id), problem)
         outcomes = await asyncio.gather(*(self.tools.invoke(p, self.ctx) for p in server))
@@ -307,13 +321,6 @@ class Agent:
             else:
                 await self._finish_call(part, outcome)
         return waiting
-
-    def _unknown_tool(self, name: str, client_names: set[str]) -> str:
-        """The error the model reads back: what it called, and what it may call instead."""
-        names = sorted({spec.name for spec in self.tools.specs(self.ctx)} | client_names)
-        listed = ", ".join(f"`{n}`" for n in names[:MAX_NAMES_LISTED])
-        more = f" and {len(names) - MAX_NAMES_LISTED} more" if len(names) > MAX_NAMES_LISTED else ""
-        return f"There is no tool named `{name}`; the tools are {listed or 'none'}{more}."
 
     async def _finish_call(self, part: ToolPart, outcome: ToolOutcome) -> None:
         self._replace(
@@ -372,6 +379,8 @@ class Agent:
         metadata: dict[str, object] = {"model": self.answered_by or self.model.id}
         if self.answered_by is not None:
             metadata["fallback_from"] = self.model.id
+        if self.replaced:  # partial answers failover took back (they are not in `parts`)
+            metadata["replaced_attempts"] = list(self.replaced)
         if self.refused is not None:
             metadata["finish_reason"] = "content_filter"
             metadata["refusal"] = self.refused

@@ -102,6 +102,12 @@ class Meter:
         self.usage.add(call)
         self._chars = 0
 
+    def restart(self, failed: ModelResponse, request: ModelRequest) -> None:
+        """Failover after the first byte: the failed attempt is counted (it was billed),
+        and the replacement is a model call of its own."""
+        self.end(failed, partial=True)
+        self.begin(request)
+
     def _answering(self, model_id: str | None) -> ModelInfo:
         """The model that answered: a fallback's calls are booked (and priced) as its own."""
         return next((m for m in self.fallbacks if m.id == model_id), self.model)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from app.domain.parts import Part, ToolPart, cancel_unfinished
 from app.domain.text import valid_json
 
@@ -14,6 +16,7 @@ DATA_FIELDS = {
     "mutates": "mutates",
     "approval_id": "approvalId",
 }
+MAX_NAMES_LISTED = 40
 
 
 def valid_args(part: Part) -> Part:
@@ -30,4 +33,24 @@ def close_dangling(part: Part, *, force: bool = False) -> Part:
     """A tool call without a result, closed as cancelled (a run cut short)."""
     return cancel_unfinished(
         part, "cancelled before it finished", body_content="Cancelled.", force=force
+    )
+
+
+def unknown_tool(name: str, names: set[str]) -> str:
+    """The error the model reads back: what it called, and what it may call instead."""
+    ordered = sorted(names)
+    listed = ", ".join(f"`{n}`" for n in ordered[:MAX_NAMES_LISTED])
+    extra = len(ordered) - MAX_NAMES_LISTED
+    more = f" and {extra} more" if extra > 0 else ""
+    return f"There is no tool named `{name}`; the tools are {listed or 'none'}{more}."
+
+
+def none_usable(
+    calls: list[ToolPart], client_names: set[str], knows: Callable[[str], bool]
+) -> bool:
+    """True when no call of an answer can run: each is unreadable or unknown."""
+    return all(
+        p.data.status == "error"
+        or (p.data.toolName not in client_names and not knows(p.data.toolName))
+        for p in calls
     )

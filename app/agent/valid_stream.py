@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-from app.domain.stream import ProviderEvent, TextDelta, ThinkingDelta, ToolCallDelta
+from app.domain.stream import ProviderEvent, StreamReset, TextDelta, ThinkingDelta, ToolCallDelta
 from app.domain.text import SurrogateJoiner, valid_text
 
 
@@ -27,6 +27,10 @@ async def valid_events(events: AsyncIterator[ProviderEvent]) -> AsyncIterator[Pr
         if isinstance(event, ThinkingDelta):
             fixed = thinking.feed(event.text)
             yield event if fixed == event.text else replace(event, text=fixed)
+            continue
+        if isinstance(event, StreamReset):  # what was held back belongs to a void attempt
+            text, thinking = SurrogateJoiner(), SurrogateJoiner()
+            yield event
             continue
         # Anything else ends a run of text: a half pair still held back has no partner.
         if rest := text.flush():

@@ -189,6 +189,21 @@ class PartChange:
     cause: PartUpdateCause
 
 
+class StepReset(_Event):
+    """The model call streaming into this message failed after its first byte and
+    `model` answers instead: drop everything this call streamed (text, thinking, tool
+    calls) by replacing your copy of the message with `message`, then keep applying the
+    events that follow. Sent only when the deployment allows failover after the first
+    byte; the stored message holds only the replacement's answer."""
+
+    type: Literal["step_reset"] = Field(default="step_reset", description="The event name.")
+    message_id: str = Field(description="The assistant message being written.")
+    message: Message = Field(description="The message without the failed call's parts.")
+    model: str = Field(description="Catalogue id of the model answering from here on.")
+    failed_model: str = Field(description="Catalogue id of the model whose stream failed.")
+    code: str = Field(description="Why it failed, e.g. `provider_unavailable`.")
+
+
 class MessageEnd(_Event):
     """The whole assistant message as stored, typed parts and all."""
 
@@ -240,6 +255,7 @@ RunEvent = Annotated[
     | ToolEnd
     | ToolError
     | PartUpdate
+    | StepReset
     | MessageEnd
     | RunEnd
     | ErrorEvent,

@@ -40,6 +40,12 @@ class ModelInfo(BaseModel):
         "its first byte (5xx, 429, timeout, connection failure); a fallback the caller's "
         "roles do not allow is skipped.",
     )
+    failover_after_first_byte: bool | None = Field(
+        default=None,
+        description="Whether a stream of this model that fails after its first byte may be "
+        "answered again by a fallback (the partial attempt retracted); the deployment's "
+        "FAILOVER_AFTER_FIRST_BYTE when absent.",
+    )
     tool_router: Literal["on", "off", "auto"] | None = Field(
         default=None,
         description="Offer this model only the tools its request needs: on, off, or auto "

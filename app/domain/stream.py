@@ -139,4 +139,17 @@ class ResponseMeta:
     model_id: str | None = None
 
 
-ProviderEvent = TextDelta | ThinkingDelta | ToolCallDelta | Usage | Finish | ResponseMeta
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamReset:
+    """Failover after the first byte: the call streaming so far failed and everything it
+    streamed is void; the events that follow are the replacement's, from its start."""
+
+    type: Literal["stream_reset"] = "stream_reset"
+    failed_model_id: str  # our catalogue id of the model whose stream failed
+    model_id: str  # our catalogue id of the model answering instead
+    code: str  # the failure's error code, e.g. provider_unavailable
+
+
+ProviderEvent = (
+    TextDelta | ThinkingDelta | ToolCallDelta | Usage | Finish | ResponseMeta | StreamReset
+)

@@ -5,13 +5,21 @@ that answers.
     for each entry, skipping providers whose circuit is open (unless nothing else is left):
         call it; a 5xx, 429, timeout or connection failure BEFORE its first event
         -> count a failure against its provider and try the next entry
-        anything after the first event, or another error (400, 401) -> raised as is
+        the same failure AFTER its first event
+        -> with `after_first_byte`: count it, try the next entry, and start that one's
+           stream with `StreamReset` (the partial attempt is void)
+        -> without: raised as is
+        another error (400, 401) -> raised as is
 
 The answer says who gave it: a fallback's stream starts with `ResponseMeta(model_id=...)`
 (our catalogue id), which the agent records in the message's metadata (`model`,
-`fallback_from`). A stream that fails after its first event is not replayed on a
-fallback: the client has already seen part of one answer, and gluing a second onto it
-would be worse than the error.
+`fallback_from`). Without `after_first_byte` (the default) a stream that fails after its
+first event is not replayed: the client has already seen part of one answer, and gluing a
+second onto it would be worse than the error. With it, the reset is announced only once
+the replacement streams (a fallback failing before its first byte announces nothing), so
+a consumer drops the partial attempt exactly when the new one begins; the agent turns it
+into the `step_reset` run event. Only runs whose readers can retract text get it
+(`app.runs.requests`).
 
 The circuit breaker is per provider name and per process: after `FAILURES_TO_OPEN`
 failures in a row the provider is skipped for `OPEN_SECONDS`, then tried again (one
@@ -26,7 +34,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 
 from app.domain.errors import ProviderRateLimited, ProviderTimeout, ProviderUnavailable
 from app.domain.models import ModelInfo
-from app.domain.stream import ModelRequest, ProviderEvent, ResponseMeta
+from app.domain.stream import ModelRequest, ProviderEvent, ResponseMeta, StreamReset
 from app.providers.base import Provider
 
 log = logging.getLogger("chat_bff.providers")
@@ -76,12 +84,17 @@ class FailoverProvider:
     service's one breaker."""
 
     def __init__(
-        self, chain: Sequence[tuple[ModelInfo, Provider]], breaker: CircuitBreaker
+        self,
+        chain: Sequence[tuple[ModelInfo, Provider]],
+        breaker: CircuitBreaker,
+        *,
+        after_first_byte: bool = False,
     ) -> None:
         if not chain:
             raise ValueError("a failover chain needs at least one model")
         self._chain = list(chain)
         self._breaker = breaker
+        self._after_first_byte = after_first_byte
         first = self._chain[0][1]
         self.name = first.name
         # Options are checked against the primary; a fallback that cannot forward one of
@@ -99,6 +112,7 @@ class FailoverProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
         candidates = self._candidates(request)
+        reset: StreamReset | None = None  # announced when the replacement's first event comes
         for position, (index, info, provider) in enumerate(candidates):
             last = position == len(candidates) - 1
             upstream = {"model": info.upstream_model}
@@ -109,16 +123,29 @@ class FailoverProvider:
                 async for event in events:
                     if not started:
                         started = True
+                        if reset is not None:
+                            yield StreamReset(
+                                failed_model_id=reset.failed_model_id,
+                                model_id=info.id,
+                                code=reset.code,
+                            )
                         if index > 0:
                             yield ResponseMeta(model_id=info.id)
                     yield event
             except FAILOVER_ERRORS as exc:
                 self._breaker.failed(provider.name)
-                if started or last:
+                if last or (started and not self._after_first_byte):
                     raise
+                if started:
+                    reset = StreamReset(failed_model_id=info.id, model_id="", code=exc.code)
                 log.warning(
-                    "model call failed before its first byte: trying the next fallback",
-                    extra={"model": info.id, "provider": provider.name, "code": exc.code},
+                    "model call failed: trying the next fallback",
+                    extra={
+                        "model": info.id,
+                        "provider": provider.name,
+                        "code": exc.code,
+                        "after_first_byte": started,
+                    },
                 )
                 continue
             finally:

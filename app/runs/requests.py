@@ -34,6 +34,10 @@ class TurnInput:
     temperature: float | None = None
     parallel_tool_calls: bool | None = None
     options: GenerationOptions = field(default_factory=GenerationOptions)
+    # Whether every reader of this turn's answer can take back streamed text (native SSE,
+    # Vercel v7's `reset-step`, an answer sent whole): only then may a stream that failed
+    # after its first byte be answered again by a fallback.
+    retractable: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,14 @@ class RunRequests:
         providers: dict[str, Provider],
         tools: ToolRuntime,
         breaker: CircuitBreaker | None = None,
+        *,
+        failover_after_first_byte: bool = False,
     ) -> None:
         self._catalog = catalog
         self._providers = providers
         self._tools = tools
         self._breaker = breaker or CircuitBreaker()
+        self._after_first_byte = failover_after_first_byte
 
     def build(
         self,
@@ -75,7 +82,11 @@ class RunRequests:
         fallbacks = self._catalog.usable(model.fallbacks, caller.roles)
         if fallbacks:
             chain = failover_chain(model, fallbacks, self._providers)
-            provider = FailoverProvider(chain, self._breaker)
+            allowed = model.failover_after_first_byte
+            after_first_byte = self._after_first_byte if allowed is None else allowed
+            provider = FailoverProvider(
+                chain, self._breaker, after_first_byte=after_first_byte and turn.retractable
+            )
         refused = [name for name in turn.options.named() if name not in provider.supports]
         if refused:
             raise InvalidRequest(

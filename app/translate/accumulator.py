@@ -10,7 +10,7 @@ is no second way to build parts that could drift from this one.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import assert_never
 
 from app.domain.parts import (
@@ -27,6 +27,7 @@ from app.domain.stream import (
     FinishReason,
     ProviderEvent,
     ResponseMeta,
+    StreamReset,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
@@ -105,6 +106,11 @@ class PartsBuilder:
             self.response_id = event.response_id or self.response_id
             self.model = event.model or self.model
             self.model_id = event.model_id or self.model_id
+        elif isinstance(event, StreamReset):
+            # Failover after the first byte: what came so far is void, the rest is new.
+            fresh = PartsBuilder()
+            for name in (f.name for f in fields(self)):
+                setattr(self, name, getattr(fresh, name))
         else:
             assert_never(event)
         return None

@@ -18,7 +18,9 @@ import pytest
 from openapi_schema_validator import OAS31Validator
 
 from app.api.encoders import native
-from app.domain.events import ErrorEvent
+from app.domain.events import ErrorEvent, SequencedEvent, StepReset
+from app.domain.messages import Message
+from app.domain.parts import TextData, TextPart
 from app.openapi_dump import TARGET
 from app.providers.scripted import ScriptedError, ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
@@ -38,6 +40,7 @@ EVERY_KIND = {
     "tool_error",
     "confirm_required",
     "part_update",
+    "step_reset",
     "message_end",
     "error",
     "run_end",
@@ -119,11 +122,35 @@ async def test_every_native_event_of_a_real_run_matches_the_documented_schema(
     frames = await _run_every_kind(client)
 
     _check(frames, _validator(_documented(EVENTS_PATH, "get")))
-    assert {f.event for f in frames} == EVERY_KIND
+    # A failover after the first byte needs two real providers: its run is
+    # tests/api/test_failover_after_first_byte.py; its frame is checked below.
+    assert {f.event for f in frames} == EVERY_KIND - {"step_reset"}
     assert {f.data["kind"] for f in frames if f.event == "confirm_required"} == {
         "approval",
         "client_tool",
     }
+
+
+def test_a_step_reset_matches_the_schema() -> None:
+    kept = Message(
+        id="msg_1",
+        role="assistant",
+        content=[TextPart(data=TextData(text="Before the tools."))],
+        metadata={"model": "claude", "fallback_from": "gpt"},
+    )
+    reset = StepReset(
+        run_id="run_1",
+        message_id="msg_1",
+        message=kept,
+        model="claude",
+        failed_model="gpt",
+        code="provider_unavailable",
+    )
+
+    frames = parse(native.frame(SequencedEvent(seq=7, event=reset)).decode())
+
+    _check(frames, _validator(_documented(EVENTS_PATH, "get")))
+    assert frames[0].data["message"]["content"][0]["data"]["text"] == "Before the tools."
 
 
 def test_the_farewell_of_a_restarting_instance_matches_the_schema() -> None:

@@ -3,12 +3,10 @@ the real openai and anthropic SDKs, and the answer says which model gave it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
 from app.settings import Settings
 from tests.api.sse_frames import parse
@@ -16,36 +14,10 @@ from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
 from tests.fakes.db import ApiClient, MakeApi
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream, server_error
 
-CATALOGUE = [
-    {
-        "id": "gpt-main",
-        "provider": "openai",
-        "upstream_model": "gpt-4o-mini",
-        "fallbacks": ["claude-backup"],
-    },
-    {"id": "claude-backup", "provider": "anthropic", "upstream_model": "claude-haiku-4-5"},
-]
-
 
 @pytest.fixture
-async def api(
-    make_api: MakeApi,
-    app_settings: Settings,
-    openai_upstream: FakeOpenAIUpstream,
-    anthropic_upstream: AnthropicUpstream,
-) -> AsyncIterator[ApiClient]:
-    settings = app_settings.model_copy(
-        update={
-            "openai_api_key": SecretStr("sk-test-not-real"),
-            "openai_base_url": openai_upstream.base_url,
-            "anthropic_api_key": SecretStr("sk-ant-test-not-real"),
-            "anthropic_base_url": anthropic_upstream.base_url,
-            "models_json": json.dumps(CATALOGUE),
-            "default_model": "gpt-main",
-            "provider_max_retries": 0,
-        }
-    )
-    async with make_api(settings) as client:
+async def api(make_api: MakeApi, failover_settings: Settings) -> AsyncIterator[ApiClient]:
+    async with make_api(failover_settings) as client:
         yield client
 
 

@@ -4,7 +4,6 @@ allowed one or fails as the primary did."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +12,7 @@ from pydantic import SecretStr
 
 from app.settings import Settings
 from tests.auth.tokens import HS_SECRET, bearer, hs_token
+from tests.fakes import failover
 from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
 from tests.fakes.db import ApiClient, MakeApi
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream, server_error
@@ -22,43 +22,22 @@ STAFF = bearer(hs_token(sub="sam", roles=["user", "staff"]))
 ASK = {"messages": [{"role": "user", "content": "Hi"}]}
 
 
+STAFF_ONLY = {
+    "id": "claude-staff",
+    "provider": "anthropic",
+    "upstream_model": "claude-opus-4-1",
+    "roles": ["staff"],
+}
+BACKUP = {"id": "gpt-backup", "provider": "openai", "upstream_model": "gpt-4.1-nano"}
+
+
 def catalogue(*fallbacks: str) -> str:
-    return json.dumps(
-        [
-            {
-                "id": "gpt-main",
-                "provider": "openai",
-                "upstream_model": "gpt-4o-mini",
-                "fallbacks": list(fallbacks),
-            },
-            {
-                "id": "claude-staff",
-                "provider": "anthropic",
-                "upstream_model": "claude-opus-4-1",
-                "roles": ["staff"],
-            },
-            {"id": "gpt-backup", "provider": "openai", "upstream_model": "gpt-4.1-nano"},
-        ]
-    )
+    return failover.catalogue(STAFF_ONLY, BACKUP, fallbacks=list(fallbacks))
 
 
 @pytest.fixture
-def settings(
-    app_settings: Settings,
-    openai_upstream: FakeOpenAIUpstream,
-    anthropic_upstream: AnthropicUpstream,
-) -> Settings:
-    return app_settings.model_copy(
-        update={
-            "openai_api_key": SecretStr("sk-test-not-real"),
-            "openai_base_url": openai_upstream.base_url,
-            "anthropic_api_key": SecretStr("sk-ant-test-not-real"),
-            "anthropic_base_url": anthropic_upstream.base_url,
-            "jwt_secret": SecretStr(HS_SECRET),
-            "default_model": "gpt-main",
-            "provider_max_retries": 0,
-        }
-    )
+def settings(failover_settings: Settings) -> Settings:
+    return failover_settings.model_copy(update={"jwt_secret": SecretStr(HS_SECRET)})
 
 
 @pytest.fixture

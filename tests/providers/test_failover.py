@@ -22,6 +22,7 @@ from app.domain.stream import (
     ModelRequest,
     ProviderEvent,
     ResponseMeta,
+    StreamReset,
     TextDelta,
 )
 from app.providers.failover import CircuitBreaker, FailoverProvider
@@ -110,6 +111,45 @@ async def test_a_failure_after_the_first_byte_is_raised_not_glued_to_another_ans
     with pytest.raises(ProviderUnavailable):
         await collect(FailoverProvider(chain, CircuitBreaker()))
     assert fallback.models == []
+
+
+async def test_with_after_first_byte_a_cut_stream_is_reset_and_answered_by_the_fallback() -> None:
+    broken = Fake("p", text="half an answer", error=ProviderUnavailable("cut", provider="p"))
+    broken.after = 1
+    fallback = Fake("q", text="whole answer")
+    chain = [(info("primary"), broken), (info("backup"), fallback)]
+
+    events = await collect(FailoverProvider(chain, CircuitBreaker(), after_first_byte=True))
+
+    assert events == [
+        TextDelta(text="half"),
+        StreamReset(failed_model_id="primary", model_id="backup", code="provider_unavailable"),
+        ResponseMeta(model_id="backup"),
+        TextDelta(text="whole"),
+        TextDelta(text="answer"),
+    ]
+
+
+async def test_the_reset_names_the_fallback_that_streams_not_one_that_failed_silently() -> None:
+    broken = Fake("p", text="half an answer", error=ProviderTimeout("cut", provider="p"))
+    broken.after = 1
+    chain = [(info("primary"), broken), (info("dead"), down("q")), (info("last"), Fake("r"))]
+
+    events = await collect(FailoverProvider(chain, CircuitBreaker(), after_first_byte=True))
+
+    resets = [e for e in events if isinstance(e, StreamReset)]
+    assert resets == [
+        StreamReset(failed_model_id="primary", model_id="last", code="provider_timeout")
+    ]
+
+
+async def test_with_after_first_byte_the_last_models_cut_stream_is_still_raised() -> None:
+    broken = Fake("q", text="half an answer", error=ProviderUnavailable("cut", provider="q"))
+    broken.after = 1
+    chain = [(info("primary"), down("p")), (info("backup"), broken)]
+
+    with pytest.raises(ProviderUnavailable):
+        await collect(FailoverProvider(chain, CircuitBreaker(), after_first_byte=True))
 
 
 async def test_a_bad_request_is_the_requests_fault_and_is_not_retried_elsewhere() -> None:

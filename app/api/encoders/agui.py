@@ -81,6 +81,7 @@ from app.domain.events import (
     RunEnd,
     RunStart,
     SequencedEvent,
+    StepReset,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolArgsDelta,
@@ -159,8 +160,9 @@ class AguiEncoder:
                 return self._tool_start(part)
             case ToolArgsDelta(tool_call_id=call_id, delta=delta):
                 return self._args(call_id, delta)
-            case ConfirmRequired() | PartUpdate() as event:
+            case ConfirmRequired() | PartUpdate() | StepReset() as event:
                 # An update is of an earlier message's part: no event of this run's message.
+                # AG-UI runs never fail over after the first byte (README): no reset either.
                 return self._confirm(event) if isinstance(event, ConfirmRequired) else b""
             case ToolEnd(part=part):
                 return self._result(part, error=None)

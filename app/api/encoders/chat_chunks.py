@@ -4,6 +4,10 @@ Fed by the same run events as the native protocol. Only the client's own tools s
 as `tool_calls`: server tools run inside the loop and an OpenAI client that saw them
 would try to run them itself. Text from successive model calls is joined with a blank
 line, exactly as the non-streaming answer joins it, so both paths read the same.
+
+Streamed text cannot be taken back on this wire, so a streamed Chat Completions run never
+fails over after its first byte (the non-streamed answer is the stored message, which
+holds only the replacement's); a `step_reset` of a run another wire started writes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from app.domain.events import (
     RunEnd,
     RunStart,
     SequencedEvent,
+    StepReset,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolArgsDelta,
@@ -109,7 +114,7 @@ class ChatChunkEncoder:
             return self._message_end(event.message.metadata or {})
         if isinstance(event, ToolEnd | ToolError):
             return self._tool_done(event.part)
-        if isinstance(event, ConfirmRequired | PartUpdate):
+        if isinstance(event, ConfirmRequired | PartUpdate | StepReset):
             # A card waits (text after it is a new paragraph); an update is of an earlier
             # message's card, nothing of this answer.
             self._separator_due = self._separator_due or isinstance(event, ConfirmRequired)

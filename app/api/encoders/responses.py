@@ -24,10 +24,10 @@ Output items, in the order they happen, each added and then done before the run 
   then `response.failed` (AIKit stops at `error`, SDK readers get the `response.error`).
   Every terminal response carries the full `output` and `usage`.
 
-Ids are derived from the run (`resp_<run>`, `msg_<run>_<n>`, `rs_<run>_<n>`, `fc_<call id>`;
-an `mcp_call` keeps our tool call id), so the encoder is deterministic: the non-streaming
-answer is this encoder's final response for the same events, identical by construction.
-"""
+Ids come from the run (`resp_<run>`, `msg_<run>_<n>`, `rs_<run>_<n>`, `fc_<call id>`; an
+`mcp_call` keeps our id): the non-streaming answer is this encoder's final response for the
+same events. Output cannot be taken back: Responses runs never fail over after the first
+byte, and a `step_reset` of a run another wire started writes nothing (see the README)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ from app.domain.events import (
     RunEnd,
     RunStart,
     SequencedEvent,
+    StepReset,
     TextDeltaEvent,
     ThinkingDeltaEvent,
 )
@@ -90,6 +91,8 @@ class ResponsesEncoder(ResponsesToolItems):
             return self._thinking_delta(event.delta)
         if isinstance(event, ToolEvent):
             return self._tool_event(event)
+        if isinstance(event, StepReset):  # never for runs this wire started (see above)
+            return b""
         if isinstance(event, MessageEnd):
             metadata = event.message.metadata or {}
             self._refused = metadata.get("finish_reason") == "content_filter"

@@ -23,8 +23,14 @@ writes into something:
   approval id; the client's approval response decides it). v5 has no approval chunk, so it
   gets a `data-approval` part (`{approvalId, toolCallId, toolName, summary, expiresAt}`)
   to decide through `POST /api/approvals/{id}`. v5 never gets `tool-approval-request`,
-  `tool-output-denied`, `custom` or `reset-step`; this encoder writes no `custom` or
-  `reset-step` to any version.
+  `tool-output-denied`, `custom` or `reset-step`; this encoder writes no `custom`, and
+  `reset-step` only to v7.
+- failover after the first byte (`step_reset`): v7 gets `reset-step`, which drops the
+  failed call's parts from the client's message, then `message-metadata` naming the model
+  answering now; v5/v6 have no way to take parts back, so their open blocks and calls are
+  closed (calls as errors) and the replacement follows as a new step. A run is only
+  allowed this failover when it was started by a reader that can retract (v7 here), so
+  v5/v6 meet it only when they resume a run another client started.
 - the end: `finish` (`finishReason` stop / tool-calls / other / error, `messageMetadata`
   with the run's `usage`), or `abort` when the run was cancelled or interrupted (a stop is
   not an error), or `error` + `finish` when it failed; always `data: [DONE]` last.
@@ -47,9 +53,11 @@ from app.api.schemas.ui_chunks import (
     ErrorChunk,
     FinishChunk,
     FinishStepChunk,
+    MessageMetadataChunk,
     ReasoningDeltaChunk,
     ReasoningEndChunk,
     ReasoningStartChunk,
+    ResetStepChunk,
     StartChunk,
     StartStepChunk,
     TextDeltaChunk,
@@ -73,6 +81,7 @@ from app.domain.events import (
     RunStart,
     RunStatus,
     SequencedEvent,
+    StepReset,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolArgsDelta,
@@ -95,6 +104,7 @@ _FINISH: dict[RunStatus, str] = {
     "running": "other",
 }
 _UNFINISHED = "The run ended before this call finished."
+_REPLACED = "The model's stream failed; another model answers instead."
 
 
 def chunk(body: BaseModel) -> bytes:
@@ -163,10 +173,11 @@ class VercelEncoder:
             case ConfirmRequired() | PartUpdate() as event:
                 # An update is of an earlier message's part: no chunk of this message.
                 return self._confirm(event) if isinstance(event, ConfirmRequired) else b""
-            case ToolEnd(part=part):
-                return self._tool_done(part, error=None)
-            case ToolError(part=part, error=error):
-                return self._tool_done(part, error=error)
+            case ToolEnd() | ToolError() as event:
+                error = event.error if isinstance(event, ToolError) else None
+                return self._tool_done(event.part, error=error)
+            case StepReset() as event:
+                return self._reset(event)
             case MessageEnd():
                 return self._close_blocks()
             case ErrorEvent(message=message):
@@ -314,16 +325,36 @@ class VercelEncoder:
         )
         return out + chunk(DataApprovalChunk(id=event.approval_id, data=data))
 
+    # -- failover after the first byte -----------------------------------------------
+
+    def _reset(self, event: StepReset) -> bytes:
+        metadata = event.message.metadata or {}
+        fields = {"model": event.model, "fallbackFrom": metadata.get("fallback_from")}
+        fields["replacedAttempts"] = metadata.get("replaced_attempts", [])
+        note = MessageMetadataChunk(messageMetadata={k: v for k, v in fields.items() if v})
+        self._after_tools = False
+        if self.major >= 7:  # the client drops the step's parts and their open blocks
+            self._text = self._reasoning = None
+            self._calls.clear()
+            return chunk(ResetStepChunk()) + chunk(note)
+        out = self._close_blocks() + self._abandon_calls(_REPLACED)
+        return out + chunk(FinishStepChunk()) + chunk(StartStepChunk()) + chunk(note)
+
+    def _abandon_calls(self, error: str) -> bytes:
+        """Calls that will never finish, closed as errors so no card keeps spinning."""
+        out = b""
+        for call_id, call in list(self._calls.items()):
+            del self._calls[call_id]
+            flags = _server_flags(call.server)
+            out += chunk(ToolOutputErrorChunk(toolCallId=call_id, errorText=error, **flags))
+        return out
+
     # -- the end ---------------------------------------------------------------------
 
     def _end(self, event: RunEnd) -> bytes:
         status, usage = event.status, event.usage
         self._ended = True
-        out = self._close_blocks()
-        for call_id, call in list(self._calls.items()):
-            del self._calls[call_id]
-            flags = _server_flags(call.server)
-            out += chunk(ToolOutputErrorChunk(toolCallId=call_id, errorText=_UNFINISHED, **flags))
+        out = self._close_blocks() + self._abandon_calls(_UNFINISHED)
         if self._step_open:
             out += chunk(FinishStepChunk())
         if status in ("cancelled", "interrupted"):

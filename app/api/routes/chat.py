@@ -106,6 +106,7 @@ async def chat(
             model_id=body.model,
             max_output_tokens=body.max_tokens,
             temperature=body.temperature,
+            retractable=True,  # native SSE says `step_reset`; a whole answer is the stored one
         ),
         stream=wants_stream(request, body.stream),
         cancel_on_hangup=body.on_disconnect == "cancel",

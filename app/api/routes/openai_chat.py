@@ -98,6 +98,7 @@ async def chat_completions(
             temperature=body.temperature,
             parallel_tool_calls=body.parallel_tool_calls,
             options=chat_options(body),
+            retractable=not body.stream,  # streamed chunks cannot be taken back
         ),
         stream=body.stream,
     )

@@ -111,7 +111,10 @@ def _answer(
 def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
     specs = tools_from_openai([t.model_dump(exclude_none=True) for t in tools or []])
     return TurnInput(
-        client_tools=specs, tool_choice=tool_choice_from_openai(tool_choice), model_id=model
+        client_tools=specs,
+        tool_choice=tool_choice_from_openai(tool_choice),
+        model_id=model,
+        retractable=True,  # native readers replace the message on `step_reset`
     )
 
 
@@ -255,7 +258,7 @@ async def regenerate(
 ) -> Response:
     body = body or Regenerate()  # every option is optional, so is the body
     run = await runs.regenerate(
-        caller, conversation_id, TurnInput(client_tools=[], model_id=body.model)
+        caller, conversation_id, TurnInput(client_tools=[], model_id=body.model, retractable=True)
     )
     return _answer(request, run, caller, body.stream, config, auth)
 
@@ -282,6 +285,6 @@ async def edit_message(
         conversation_id,
         message_id,
         body.content,
-        TurnInput(client_tools=[], model_id=body.model),
+        TurnInput(client_tools=[], model_id=body.model, retractable=True),
     )
     return _answer(request, run, caller, body.stream, config, auth)

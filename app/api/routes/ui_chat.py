@@ -80,7 +80,8 @@ async def ui_chat(
     v: Major = "5",
 ) -> Response:
     conversation = await chat_conversation(db, caller, body.id)
-    turn = TurnInput(client_tools=[], model_id=body.model)
+    # Only v7 can take back a failed call's parts (`reset-step`).
+    turn = TurnInput(client_tools=[], model_id=body.model, retractable=MAJORS[v] >= 7)
     last = body.last()
     if body.trigger == "regenerate-message":
         run = await runs.regenerate(caller, conversation.id, turn)

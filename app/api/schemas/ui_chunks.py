@@ -56,6 +56,22 @@ class FinishStepChunk(BaseModel):
     type: Literal["finish-step"] = _kind("finish-step")
 
 
+class ResetStepChunk(BaseModel):
+    """ai v7: drop every part of the current step; the model call streaming it failed and
+    another model answers it again (failover after the first byte)."""
+
+    type: Literal["reset-step"] = _kind("reset-step")
+
+
+class MessageMetadataChunk(BaseModel):
+    """Metadata merged into the message's (after a `reset-step`: which model answers now)."""
+
+    type: Literal["message-metadata"] = _kind("message-metadata")
+    messageMetadata: dict[str, Any] = Field(
+        description="`{model, fallbackFrom, replacedAttempts: [{model, error}]}`."
+    )
+
+
 class TextStartChunk(BaseModel):
     """A text block begins."""
 
@@ -224,6 +240,8 @@ UIMessageChunk = Annotated[
     StartChunk
     | StartStepChunk
     | FinishStepChunk
+    | ResetStepChunk
+    | MessageMetadataChunk
     | TextStartChunk
     | TextDeltaChunk
     | TextEndChunk

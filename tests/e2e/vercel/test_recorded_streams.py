@@ -78,3 +78,19 @@ def test_a_continuation_settles_the_calls_the_client_holds(
     denied = "output-denied" if major >= 6 else "output-error"
     assert states == {"call_a1": "output-available", "call_a2": denied, "call_a3": "output-error"}
     assert results["cancelled-mid-tool"]["ok"]
+
+
+def test_a_failover_mid_stream_leaves_v7_only_the_replacement(
+    replayed: tuple[int, dict[str, Any]],
+) -> None:
+    major, results = replayed
+    message = results["failover-mid-stream"]["message"]
+    text = "".join(p["text"] for p in message["parts"] if p["type"] == "text")
+    assert message["metadata"]["model"] == "claude"
+    if major >= 7:  # `reset-step` dropped the failed call's text and tool call
+        assert text == "Whole answer."
+        assert not [p for p in message["parts"] if "toolCallId" in p]
+    else:  # no way to retract: the replacement follows as a step of its own
+        assert text == "Half anWhole answer."
+        [call] = [p for p in message["parts"] if "toolCallId" in p]
+        assert call["state"] == "output-error"

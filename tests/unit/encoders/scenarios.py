@@ -17,6 +17,7 @@ from app.domain.events import (
     RunEvent,
     RunStart,
     RunStatus,
+    StepReset,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolArgsDelta,
@@ -79,11 +80,34 @@ def end(status: RunStatus, *, error: dict[str, Any] | None = None) -> list[RunEv
     ]
 
 
+def step_reset() -> StepReset:
+    """The call streaming so far failed and `claude` answers it again (failover)."""
+    kept = Message(id=MESSAGE, role="assistant", content=[], metadata={"model": "claude"})
+    return StepReset(
+        run_id=RUN,
+        message_id=MESSAGE,
+        message=kept,
+        model="claude",
+        failed_model="gpt",
+        code="provider_unavailable",
+    )
+
+
 def _weather_result() -> ToolPart:
     return tool("call_s1", "find_nodes", status="success", args={"q": "é"}, result={"nodes": []})
 
 
 SCENARIOS: dict[str, list[RunEvent]] = {
+    # Failover after the first byte: the failed call's text and tool call are taken back.
+    "failover-mid-stream": [
+        start(),
+        text("Half an"),
+        tool_start("call_f1", "find_nodes"),
+        args("call_f1", '{"q": '),
+        step_reset(),
+        text("Whole answer."),
+        *end("completed"),
+    ],
     "text": [start(), text("Hel"), text("lo, "), text("wörld\n\nevent: x"), *end("completed")],
     "thinking-then-text": [
         start(),

@@ -30,7 +30,7 @@ _COMMON = {
 KNOWN: dict[int, set[str]] = {
     5: _COMMON,
     6: _COMMON | {"tool-approval-request", "tool-output-denied"},
-    7: _COMMON | {"tool-approval-request", "tool-output-denied"},
+    7: _COMMON | {"tool-approval-request", "tool-output-denied", "reset-step"},
 }
 
 
@@ -73,6 +73,8 @@ def check_client_rules(stream: list[dict[str, Any]], major: int) -> None:
             assert body["id"] in reasoning
         elif kind == "tool-input-start":
             calls.add(body["toolCallId"])
+        elif kind == "reset-step":  # the step's blocks and calls are gone
+            texts, reasoning, calls = set(), set(), set()
         elif kind.startswith("tool-"):
             assert body["toolCallId"] in calls, body
         if kind.endswith("-end"):

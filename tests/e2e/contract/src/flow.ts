@@ -100,6 +100,14 @@ async function readRun(eventsUrl: string): Promise<Seen> {
         // A card of an earlier message changed (an approval decided, proposals applied).
         seen.updates.push(`${event.part.data.toolName}:${event.cause}`);
         break;
+      case "step_reset": {
+        // Failover after the first byte: the message as it stands replaces what streamed.
+        const content = event.message.content;
+        seen.text = typeof content === "string"
+          ? content
+          : content.map((part) => (part.type === "text" ? part.data.text : "")).join("");
+        break;
+      }
       case "message_end":
         seen.messageParts = typeof event.message.content === "string" ? 1 : event.message.content.length;
         break;

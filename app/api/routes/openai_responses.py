@@ -66,8 +66,9 @@ router = api_router(prefix="/v1", tags=["openai-compatible"])
 def _refuse_stateful(body: ResponsesRequest) -> None:
     if body.previous_response_id is not None:
         raise InvalidRequest(
-            "previous_response_id is not supported: chat-bff does not store responses; "
-            "send the whole history as input items, or continue a `conversation`.",
+            "previous_response_id is not supported: send the whole history as input "
+            "items, or continue a `conversation` (its responses are stored and "
+            "retrievable).",
             param="previous_response_id",
         )
     if body.background:

@@ -78,7 +78,9 @@ class ResponsesRequest(BaseModel):
         default=None, description="Accepted: history is always fitted to the context window."
     )
     store: bool | None = Field(
-        default=None, description="Accepted; the upstream provider is never asked to store."
+        default=None,
+        description="Accepted and ignored: the upstream provider is never asked to store, "
+        "and only responses of a `conversation` are stored here (GET /v1/responses/{id}).",
     )
     include: list[str] | None = Field(
         default=None, description="Only empty: no extra output data is produced."

@@ -23,7 +23,7 @@ from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
-CONVERSATIONS = 30
+CONVERSATIONS = 100
 Cluster = tuple[httpx.AsyncClient, list[Service]]
 
 
@@ -55,6 +55,8 @@ async def follow_to_the_end(http: httpx.AsyncClient, url: str) -> tuple[list[Fra
                     await asyncio.sleep(0.2)  # 503 while an instance drains
                     continue
                 async for sse in source.aiter_sse():
+                    if not sse.data:
+                        continue  # a heartbeat comment's blank line: EventSource ignores it
                     frame = Frame(int(sse.id) if sse.id else None, sse.event, json.loads(sse.data))
                     if frame.event == "error" and frame.data["code"] == "shutting_down":
                         continue  # "this instance stops: reconnect", not an event of the run

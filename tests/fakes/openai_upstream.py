@@ -16,6 +16,7 @@ them costs only socket writes (`delay=0` is the fast path for the benchmark).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -425,6 +426,10 @@ class FakeOpenAIUpstream:
             outcome = await _stream_frames(reply, writer, hangup)
         finally:
             hangup.cancel()
+            # Wait for the cancelled read to let go of the reader: the next request on this
+            # keep-alive connection is read from it right after.
+            with contextlib.suppress(asyncio.CancelledError):
+                await hangup
             with self._lock:
                 log.outcome = outcome
                 log.closed_at = time.monotonic()

@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from app.agent.ports import ToolRuntime
@@ -157,6 +157,16 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
         settings.rate_limit_roles,
     )
     return Limiter(policy, backend, metrics, run_lease_seconds=settings.run_lease_seconds)
+
+
+def announcer(bus: Bus) -> Callable[[Collection[str]], Awaitable[None]]:
+    """Committed changes wake their readers (the conversation's followers) through the bus."""
+
+    async def announce(topics: Collection[str]) -> None:
+        for topic in topics:
+            await bus.publish(topic, b"changed")
+
+    return announce
 
 
 def build_bus(settings: Settings) -> Bus:
@@ -323,6 +333,7 @@ async def build_services(
     files = build_files(settings, db)
     attachments = Attachments(files)
     bus = build_bus(settings)
+    db.announce = announcer(bus)
     router = build_router(settings, tool_catalog)
     usage = UsageBook(db, settings.budget_policy(), observe=metrics.usage_recorded)
     manager = RunManager(

@@ -25,6 +25,7 @@ from app.api.routes import (
     chat,
     conversations,
     files,
+    follow,
     health,
     models,
     openai_chat,
@@ -123,6 +124,7 @@ def create_app(
     app.include_router(conversations.router)
     app.include_router(files.router)
     app.include_router(runs.router)
+    app.include_router(follow.router)
     app.include_router(tools.router)
     app.include_router(approvals.router)
     app.include_router(proposals.router)

@@ -9,6 +9,7 @@ at start-up, by the composition root (`app.container`) and hung on `app.state` b
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -21,9 +22,11 @@ from app.domain.models import Catalog
 from app.files.service import Files
 from app.observability.logging import user_id_var
 from app.routing.router import ToolRouter
+from app.runs.following import ConversationFollow
 from app.runs.turns import Runs
 from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.expired_parts import expire_due
 from app.toolruntime.proposals import ProposalService
 from app.toolruntime.queue import ReviewQueue
 from app.toolruntime.undo import BatchUndo
@@ -76,6 +79,12 @@ def get_review_queue(request: Request) -> ReviewQueue:
     return ReviewQueue(get_services(request).db)
 
 
+def get_follow(request: Request) -> ConversationFollow:
+    services = get_services(request)
+    db = services.db
+    return ConversationFollow(db, services.runs, services.bus, expire=partial(expire_due, db))
+
+
 def get_tool_catalog(request: Request) -> ToolCatalog:
     return get_services(request).tool_catalog
 
@@ -102,6 +111,7 @@ StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
 ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
 QueueDep = Annotated[ReviewQueue, Depends(get_review_queue)]
+FollowDep = Annotated[ConversationFollow, Depends(get_follow)]
 UndoDep = Annotated[BatchUndo, Depends(get_undo)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 FilesDep = Annotated[Files, Depends(get_files)]

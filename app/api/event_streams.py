@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from app.api.schemas.follow import CONVERSATION_EVENT_ADAPTER
 from app.api.schemas.openai_chunks import CHUNK_EVENTS_ADAPTER
 from app.api.schemas.queue import QUEUE_EVENT_ADAPTER
 from app.api.schemas.responses_events import RESPONSE_EVENTS_ADAPTER
@@ -55,6 +56,13 @@ EVENT_STREAMS: dict[str, EventUnion] = {
         "One event of the native SSE stream. On the wire each frame is `id:` (the event's "
         "sequence number in its run, from 1; send it back as Last-Event-ID), `event:` (the "
         "event's `type`) and `data:` (this object as JSON). Discriminated on `type`.",
+    ),
+    "ConversationEvent": EventUnion(
+        CONVERSATION_EVENT_ADAPTER,
+        "One event of a conversation's follow stream: `follow` first, then the native "
+        "events of every run of the conversation as it happens and `part_update` for tool "
+        "parts changed outside a run. `id:` is the reader's position `<feed>.<seq>`; send "
+        "it back as Last-Event-ID. Discriminated on `type`.",
     ),
     "ChatCompletionStreamEvent": EventUnion(
         CHUNK_EVENTS_ADAPTER,

@@ -49,6 +49,7 @@ OPERATION_IDS: dict[str, str] = {
     "edit_message": "editMessage",
     "regenerate": "regenerateMessage",
     "run_events": "streamRunEvents",
+    "follow_conversation": "followConversation",
     "cancel_run": "cancelRun",
     "submit_tool_results": "submitToolResults",
     # files

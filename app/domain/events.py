@@ -165,13 +165,19 @@ class ToolError(_Event):
 
 
 PartUpdateCause = Literal[
-    "approval_approved", "approval_rejected", "proposal_applied", "proposal_rejected"
+    "approval_approved",
+    "approval_rejected",
+    "approval_expired",
+    "proposal_applied",
+    "proposal_rejected",
+    "proposal_undone",
 ]
 
 
 class PartUpdate(_Event):
     """A tool part of an earlier message changed after its run paused or ended: a human
-    decided its approval, or its proposal batch was applied or rejected. Upsert it by
+    decided its approval (or it expired), or its proposal batch was applied, rejected or
+    undone. Upsert it by
     `part.id` in the message `message_id`; the stored message already says the same."""
 
     type: Literal["part_update"] = Field(default="part_update", description="The event name.")

@@ -102,6 +102,8 @@ class RunJournal:
                 options=options,
                 instance_id=self.instance_id,
             )
+            # Announced to the conversation's followers (other tabs) once this commits.
+            await tx.feed.record_run(conversation_id, run_id)
             # The claim found the conversation and its owner: no need to look again.
             history = await messages.history(owner_id, conversation_id, checked=True)
             await tx.commit()

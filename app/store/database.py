@@ -17,7 +17,8 @@ pooled connection for minutes). A unit that must decide mid-way (the run claim) 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import cached_property
 from typing import Any
@@ -30,6 +31,7 @@ from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.audit import AuditPage, list_audit, record_audit
 from app.store.repos.conversations import ConversationRepo
 from app.store.repos.events import EventRepo
+from app.store.repos.feed import FeedRepo
 from app.store.repos.files import FileRepo
 from app.store.repos.messages import MessageRepo
 from app.store.repos.proposals import ProposalRepo
@@ -37,12 +39,20 @@ from app.store.repos.queue import QueueRepo
 from app.store.repos.runs import RunRepo
 from app.store.repos.usage import UsageRepo
 
+log = logging.getLogger("chat_bff.store")
+
+# Told the topics a unit touched, once it committed (the live bus, wired by the container).
+Announce = Callable[[Collection[str]], Awaitable[None]]
+
 
 class Tx:
     """A unit of work: the repositories of one session, created on first use."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, announce: Announce | None = None) -> None:
         self.session = session  # for repositories of tool modules that keep their own tables
+        # Topics whose readers should look again once this unit commits (`FeedRepo`).
+        self.touched: set[str] = set()
+        self._announce = announce
 
     @cached_property
     def conversations(self) -> ConversationRepo:
@@ -75,6 +85,10 @@ class Tx:
     @cached_property
     def queue(self) -> QueueRepo:
         return QueueRepo(self.session)
+
+    @cached_property
+    def feed(self) -> FeedRepo:
+        return FeedRepo(self.session, self.touched)
 
     @cached_property
     def files(self) -> FileRepo:
@@ -126,15 +140,29 @@ class Tx:
 
     async def commit(self) -> None:
         await self.session.commit()
+        await self.announce()
 
     async def rollback(self) -> None:
         await self.session.rollback()
+        self.touched.clear()
+
+    async def announce(self) -> None:
+        """Tell the live bus what this unit committed; the durable rows already say it, so
+        a failure here only delays readers until they look again."""
+        topics, self.touched = set(self.touched), set()
+        if not topics or self._announce is None:
+            return
+        try:
+            await self._announce(topics)
+        except Exception:  # noqa: BLE001
+            log.warning("could not announce committed changes", extra={"topics": sorted(topics)})
 
 
 class Database:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.sessions: async_sessionmaker[AsyncSession] = session_factory(engine)
+        self.announce: Announce | None = None
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Tx]:
@@ -146,13 +174,15 @@ class Database:
     async def unit(self) -> AsyncIterator[Tx]:
         """A unit that decides itself: nothing is kept unless it calls `tx.commit()`."""
         async with self.sessions() as session:
-            yield Tx(session)
+            yield Tx(session, self.announce)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
         """One transaction: committed when the block ends, rolled back when it raises."""
         async with self.sessions.begin() as session:
-            yield Tx(session)
+            tx = Tx(session, self.announce)
+            yield tx
+        await tx.announce()
 
     async def answers(self) -> bool:
         """Whether one round trip succeeds (readiness)."""

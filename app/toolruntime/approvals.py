@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from app.domain.errors import ChatBffError, Conflict, NotFound
+from app.domain.events import PartChange, PartUpdateCause
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
@@ -33,6 +34,7 @@ from app.store.repos.messages import MessageRepo
 from app.toolruntime.asking import approval_answer
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
+from app.toolruntime.settled_parts import feed_entry
 from app.tools.base import visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
@@ -211,7 +213,7 @@ class ApprovalService:
         if record.conversation_id is None:
             return
         async with self.db.read() as tx:
-            found = await _find_part(tx.messages, record)
+            found = await find_part(tx.messages, record)
         if found is None:
             raise Conflict(
                 "The tool call is not stored yet; retry in a moment.",
@@ -256,7 +258,7 @@ class ApprovalService:
                 # Take the conversation's write lock first, so two decisions on one message
                 # queue up instead of overwriting each other's part.
                 await tx.conversations.lock(owner, record.conversation_id)
-                found = await _find_part(tx.messages, record)
+                found = await find_part(tx.messages, record)
                 if found is not None:
                     message, run_id = found[0]
                     part = _updated_part(found[1], outcome)
@@ -273,6 +275,12 @@ class ApprovalService:
                         del metadata["finish_reason"]  # nothing waits for a human any more
                     updated = message.model_copy(update={"content": content, "metadata": metadata})
                     await tx.messages.upsert(owner, record.conversation_id, updated, run_id=run_id)
+                    cause: PartUpdateCause = (
+                        "approval_approved" if decision == "approve" else "approval_rejected"
+                    )
+                    change = PartChange(message.id, part, cause)
+                    entry = feed_entry(f"approval:{record.id}", record.run_id, change)
+                    await tx.feed.record_parts(record.conversation_id, [entry])
             await tx.audit(
                 actor_id=owner,
                 action=f"approval.{decision}",
@@ -317,7 +325,7 @@ def _updated_part(part: ToolPart, outcome: ToolOutcome) -> ToolPart:
     return ToolPart(id=part.id, data=data)
 
 
-async def _find_part(
+async def find_part(
     messages: MessageRepo, record: ApprovalRecord
 ) -> tuple[tuple[Message, str | None], ToolPart] | None:
     """The newest current message holding the tool part of this approval's call."""

@@ -1,5 +1,5 @@
-"""The stored tool parts of calls a human settled after their run: a proposal batch applied
-or rejected. The part then says what happened (a reload shows the decided card, and the
+"""The stored tool parts of calls a human settled after their run: a proposal batch applied,
+rejected or undone. The part then says what happened (a reload shows the decided card, and the
 model reads it on the next turn), not the receipt's "Not applied yet"."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from typing import Any
 from app.domain.events import PartChange, PartUpdateCause
 from app.domain.parts import ToolPart
 from app.store.database import Tx
+from app.store.repos.feed import PartEntry
 from app.store.repos.proposals import ProposalRecord
 
 APPLIED_NOTE = "Applied: a human approved the proposal queue."
 REJECTED_NOTE = "Rejected: a human declined the proposal; nothing was applied."
+UNDONE_NOTE = "Undone: a human took the applied change back."
 
 
 async def settle_proposal_parts(
@@ -26,6 +28,7 @@ async def settle_proposal_parts(
     """Rewrite the parts of `settled` (tool call id -> (proposal, applied result)) in the
     conversation's stored messages; returns the changed parts."""
     changes: list[PartChange] = []
+    entries: list[PartEntry] = []
     for stored in await tx.messages.records(owner_id, conversation_id):
         message = stored.message
         if message.role != "assistant":
@@ -38,11 +41,26 @@ async def settle_proposal_parts(
                 settled_part = _settled(part, proposal, result, cause)
                 content[index] = settled_part
                 changes.append(PartChange(message.id, settled_part, cause))
+                entries.append(feed_entry(f"{cause}:{proposal.id}", proposal.run_id, changes[-1]))
                 hit = True
         if hit:
             updated = message.model_copy(update={"content": content})
             await tx.messages.upsert(owner_id, conversation_id, updated, run_id=stored.run_id)
+    if entries:  # every open tab upserts them; the lock numbers the feed in commit order
+        await tx.conversations.lock(owner_id, conversation_id)
+        await tx.feed.record_parts(conversation_id, entries)
     return changes
+
+
+def feed_entry(key: str, run_id: str | None, change: PartChange) -> PartEntry:
+    """The feed's record of a changed part (`key` names the change, so it is written once)."""
+    return PartEntry(
+        key=key,
+        run_id=run_id,
+        message_id=change.message_id,
+        part=change.part.model_dump(mode="json"),
+        cause=change.cause,
+    )
 
 
 def _settled(part: ToolPart, proposal: ProposalRecord, result: Any, cause: str) -> ToolPart:
@@ -50,6 +68,11 @@ def _settled(part: ToolPart, proposal: ProposalRecord, result: Any, cause: str) 
     if cause == "proposal_applied":
         answer = {**receipt, "applied": True, "result": result, "note": APPLIED_NOTE}
         data = part.data.model_copy(update={"status": "success", "result": answer})
+    elif cause == "proposal_undone":
+        answer = {**receipt, "undone": True, "note": UNDONE_NOTE}
+        data = part.data.model_copy(
+            update={"status": "cancelled", "result": answer, "bodyContent": UNDONE_NOTE}
+        )
     else:
         answer = {**receipt, "rejected": True, "note": REJECTED_NOTE}
         data = part.data.model_copy(

@@ -33,6 +33,7 @@ from app.store.repos.proposals import BatchRecord, ProposalRecord
 from app.toolruntime.outcomes import stored_site
 from app.toolruntime.proposals import substitute
 from app.toolruntime.runtime import ServerToolRuntime
+from app.toolruntime.settled_parts import settle_proposal_parts
 from app.tools.base import Inverse, ToolContext, ToolFailure
 from app.tools.pinning import InvalidArguments, pin_and_validate
 
@@ -115,6 +116,10 @@ class BatchUndo:
                 await _check(step)
             for step in reversed(steps):
                 await _revert(step)
+            settled = {p.tool_call_id: (p, None) for p in proposals}
+            await settle_proposal_parts(
+                tx, batch.owner_id, batch.conversation_id, settled, "proposal_undone"
+            )
             undone = [
                 UndoneChange(s.proposal.id, s.proposal.tool_name, sorted(s.state)) for s in steps
             ]

@@ -93,9 +93,9 @@ def test_operations_with_ids_or_a_model_document_404() -> None:
 
 # What an operation id may start with: a verb, so a generated client reads as calls.
 VERBS = frozenset(
-    {"approve", "cancel", "check", "create", "decide", "delete", "download", "edit", "get"}
-    | {"list", "regenerate", "reject", "resume", "retrieve", "revoke", "run", "send", "stop"}
-    | {"stream", "submit", "undo", "update", "upload"}
+    {"approve", "cancel", "check", "create", "decide", "delete", "download", "edit"}
+    | {"follow", "get", "list", "regenerate", "reject", "resume", "retrieve", "revoke", "run"}
+    | {"send", "stop", "stream", "submit", "undo", "update", "upload"}
 )
 
 

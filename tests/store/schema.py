@@ -23,6 +23,7 @@ CORE_TABLES = {
     "api_keys",
     "queue_heads",
     "queue_events",
+    "conversation_feed",
     "usage_records",
 }
 GRAPH_TABLES = {"graph_nodes", "graph_edges"}

@@ -152,6 +152,22 @@ class ApprovalRepo:
         )
         return [_record(r) for r in rows]
 
+    async def due(
+        self, owner_id: str, conversation_id: str, *, now: datetime
+    ) -> list[ApprovalRecord]:
+        """The conversation's undecided approvals whose time ran out, oldest first."""
+        rows = await self._session.scalars(
+            select(ApprovalRow)
+            .where(
+                ApprovalRow.owner_id == owner_id,
+                ApprovalRow.conversation_id == conversation_id,
+                ApprovalRow.status == "pending",
+                ApprovalRow.expires_at <= now,
+            )
+            .order_by(ApprovalRow.expires_at, ApprovalRow.id)
+        )
+        return [_record(r) for r in rows]
+
     async def claim(
         self,
         owner_id: str,

@@ -151,3 +151,30 @@ async def test_a_decided_approval_retrieves_with_the_finished_call(
     assert got.output_text == "Ok."
     # The paused response stays what it was: the call waiting, the approval asked.
     assert [i.type for i in before.output] == ["mcp_call", "mcp_call", "mcp_approval_request"]
+
+
+async def test_a_running_response_is_retrieved_in_progress_then_ended(
+    users_api: ApiClient, me: openai.AsyncOpenAI
+) -> None:
+    """Any run of a conversation is a stored response, here one started natively."""
+    users_api.services.providers["scripted"] = ScriptedProvider(
+        Script(mode="sequence", turns=[ScriptedTurn(stall_seconds=3.0, text="Late but here.")]),
+        delay_ms=0,
+    )
+    conversation = await me.conversations.create()
+    headers = {"Authorization": f"Bearer {me.api_key}"}
+    started = await users_api.post(
+        f"/api/conversations/{conversation.id}/messages",
+        json={"content": "take your time"},
+        headers=headers,
+    )
+    assert started.status_code == 202, started.text
+    response_id = "resp_" + started.json()["run_id"].removeprefix("run_")
+
+    running = await me.responses.retrieve(response_id)
+    await users_api.get(started.json()["events_url"], headers=headers)  # to the run's end
+    ended = await me.responses.retrieve(response_id)
+
+    assert (running.status, running.output) == ("in_progress", [])
+    assert ended.status == "completed"
+    assert ended.output_text == "Late but here."

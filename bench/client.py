@@ -91,6 +91,13 @@ class Conn(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def partial(self, reason: str) -> Result:
+        """What has arrived of the request in flight, marked failed: a run bounded in time
+        still counts the chunks that arrived before the bound."""
+        self._result.error = reason
+        self._result.done_at = time.perf_counter()
+        return self._result
+
     def _fail(self, reason: str) -> None:
         if self._future is not None and not self._future.done():
             self._result.error = reason
@@ -202,7 +209,7 @@ async def run_requests(
             try:
                 results[index] = await asyncio.wait_for(future, remaining)
             except TimeoutError:
-                results[index] = Result(error="timeout")
+                results[index] = conn.partial("timeout")
                 conn.close()
                 return
             if results[index].error is not None:

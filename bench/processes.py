@@ -128,9 +128,18 @@ async def http_status(port: int, path: str) -> int:
 
 
 async def start_service(
-    *, upstream: Upstream, database_url: str, models_json: str, app_spec: list[str], tag: str
+    *,
+    upstream: Upstream,
+    database_url: str,
+    models_json: str,
+    app_spec: list[str],
+    tag: str,
+    workers: int = 1,
+    port: int | None = None,
+    settings: dict[str, str] | None = None,
+    start_limit_s: float = 30.0,
 ) -> Service:
-    port = free_port()
+    port = port or free_port()
     env = {
         k: v
         for k, v in os.environ.items()
@@ -150,6 +159,7 @@ async def start_service(
         RATE_LIMIT_CONCURRENT_RUNS="0",
         EXAMPLE_TOOLS_ENABLED="false",
     )
+    env.update(settings or {})
     flags = uvicorn_flags()
     args = [
         sys.executable,
@@ -161,7 +171,7 @@ async def start_service(
         "--port",
         str(port),
         "--workers",
-        "1",
+        str(workers),
         "--log-level",
         "warning",
         "--no-access-log",
@@ -171,7 +181,7 @@ async def start_service(
     started = time.perf_counter()
     with log.open("wb") as out:
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = started + 30
+    deadline = started + start_limit_s
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"chat-bff exited during start-up; see {log}")
@@ -179,7 +189,9 @@ async def start_service(
             break
         if time.perf_counter() > deadline:
             proc.kill()
-            raise RuntimeError(f"chat-bff did not answer /healthz within 30 s; see {log}")
+            raise RuntimeError(
+                f"chat-bff did not answer /healthz within {start_limit_s:.0f} s; see {log}"
+            )
         await asyncio.sleep(0.01)
     startup = time.perf_counter() - started
     await asyncio.sleep(0.3)

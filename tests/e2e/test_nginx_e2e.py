@@ -5,8 +5,6 @@ whichever, and the per-user run limit held across both. Skipped without nginx.""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.nginx import installed
+from bench.nginx import nginx as start_nginx
 from tests.e2e.conftest import Launch, free_port
 from tests.e2e.test_instances_e2e import shared
 from tests.e2e.test_resume_e2e import LONG, assert_gap_free, read_events, start_run, text_of
@@ -22,59 +22,15 @@ from tests.support.required import unavailable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-
-# What the README asks of a proxy in front of chat-bff (SSE); the rest is Debian's default.
-CONFIG = """
-worker_processes 1;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{}}
-http {{
-    access_log off;
-    client_body_temp_path {dir}/body;
-    proxy_temp_path {dir}/proxy;
-    fastcgi_temp_path {dir}/fastcgi;
-    uwsgi_temp_path {dir}/uwsgi;
-    scgi_temp_path {dir}/scgi;
-    upstream chat_bff {{
-{servers}
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            include /etc/nginx/proxy_params;
-            proxy_pass http://chat_bff;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_read_timeout 1h;
-        }}
-    }}
-}}
-"""
-
 
 @pytest.fixture
 def nginx(tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
     """(nginx's port, its upstream ports): start the instances on the upstream ports."""
-    if not Path(NGINX).exists():
+    if not installed():
         unavailable("nginx is not installed (apt-get install nginx-light)")
     port, upstreams = free_port(), [free_port(), free_port()]
-    servers = "\n".join(f"        server 127.0.0.1:{p};" for p in upstreams)
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(CONFIG.format(dir=tmp_path, servers=servers, port=port))
-    with (tmp_path / "nginx.out").open("wb") as out:
-        proc = subprocess.Popen(
-            [NGINX, "-c", str(conf), "-p", str(tmp_path), "-g", "daemon off;"],
-            stderr=subprocess.STDOUT,
-            stdout=out,
-        )
-    try:
+    with start_nginx(tmp_path, port, upstreams):
         yield port, upstreams
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @pytest.fixture

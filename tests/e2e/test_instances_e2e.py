@@ -1,6 +1,8 @@
 """Two chat-bff processes on one Postgres database and one Redis: a run started on A is
 followed on B live, gap-free and in order, resumed on B with Last-Event-ID, cancelled
-through B; a purge through B leaves nothing of it served by A."""
+through B; a purge through B leaves nothing of it served by A. A conversation followed on
+B (`/api/conversations/{id}/events`) sees A's runs start, stream and end live, and
+resumes on A across runs."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import Launch, openai_backed
+from tests.e2e.test_follow_e2e import follow, run_ends
 from tests.e2e.test_resume_e2e import LONG, assert_gap_free, read_events, start_run, text_of
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
 from tests.limits.conftest import reachable_redis_url
@@ -86,3 +89,26 @@ async def test_a_cancel_through_b_stops_the_run_on_a_and_a_purge_through_b_forge
     purged = await on_b.delete(f"/api/conversations/{cid}", params={"purge": "true"})
     assert purged.status_code == 204
     assert (await on_a.get(url)).status_code == 404
+
+
+async def test_a_conversation_followed_on_b_sees_the_runs_of_a_live_and_resumes_on_a(
+    pair: Pair, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    on_a, on_b = pair
+    openai_upstream.enqueue(Completion(text=LONG, delay=0.01), Completion(text="And more."))
+    cid = (await on_a.post("/api/conversations", json={})).json()["id"]
+
+    async with follow(on_b, cid) as tab:
+        await tab.wait_for(lambda events: len(events) >= 1)
+        first = await on_a.post(f"/api/conversations/{cid}/messages", json={"content": "1"})
+        await tab.wait_for(lambda events: run_ends(events) == ["completed"])
+        second = await on_a.post(f"/api/conversations/{cid}/messages", json={"content": "2"})
+        seen = await tab.wait_for(lambda events: run_ends(events) == ["completed"] * 2)
+
+    starts = [e.data["run_id"] for e in seen if e.event == "run_start"]
+    assert starts == [first.json()["run_id"], second.json()["run_id"]]
+    assert "".join(e.data["delta"] for e in seen if e.event == "text_delta") == LONG + "And more."
+    cut = 12  # in the middle of the first run
+    async with follow(on_a, cid, last_event_id=seen[cut - 1].id) as again:
+        rest = await again.wait_for(lambda events: len(events) >= 1 + len(seen) - cut)
+    assert rest[1:] == seen[cut:]

@@ -1,7 +1,8 @@
 """Two instances behind Debian's nginx (its `proxy_params` plus the README's SSE lines),
 round-robin, so consecutive requests land on alternate instances: a conversation created on
 one, its message sent to the other, its events read and resumed through both, a cancel on
-whichever, and the per-user run limit held across both. Skipped without nginx."""
+whichever, the per-user run limit held across both, and a conversation followed through
+the proxy while its runs start on either instance. Skipped without nginx."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from bench.nginx import installed
 from bench.nginx import nginx as start_nginx
 from tests.e2e.conftest import Launch, free_port
+from tests.e2e.test_follow_e2e import follow, run_ends
 from tests.e2e.test_instances_e2e import shared
 from tests.e2e.test_resume_e2e import LONG, assert_gap_free, read_events, start_run, text_of
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
@@ -75,3 +77,24 @@ async def test_runs_behave_as_on_one_process_behind_a_round_robin_proxy(
         cancelled = await proxied.post(f"/api/conversations/{cid}/runs/{run_id}/cancel")
         assert cancelled.json()["status"] == "cancelled"
     assert (await read_events(proxied, url))[-1].data["status"] == "cancelled"
+
+
+async def test_a_conversation_is_followed_through_the_proxy_across_runs_on_both_instances(
+    proxied: httpx.AsyncClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(*(Completion(text=f"Answer {i}.", delay=0.01) for i in range(3)))
+    cid = (await proxied.post("/api/conversations", json={})).json()["id"]
+
+    async with follow(proxied, cid) as tab:
+        for i in range(3):  # round-robin: the runs start on alternate instances
+            sent = await proxied.post(f"/api/conversations/{cid}/messages", json={"content": "x"})
+            assert sent.status_code == 202, sent.text
+            await tab.wait_for(lambda events, n=i + 1: len(run_ends(events)) == n)  # type: ignore[misc]
+        seen = list(tab.events)
+
+    text = "".join(e.data["delta"] for e in seen if e.event == "text_delta")
+    assert text == "Answer 0.Answer 1.Answer 2."
+    assert run_ends(seen) == ["completed"] * 3
+    async with follow(proxied, cid, last_event_id=seen[3].id) as again:
+        rest = await again.wait_for(lambda events: len(events) >= 1 + len(seen) - 4)
+    assert rest[1:] == seen[4:]

@@ -15,8 +15,9 @@ through the same approval service, audited `via: "responses"`:
   with the call's name and arguments hashing to the digest it was asked with (409
   `approval_args_mismatch`). An answer on a call that is no server tool of ours is 404.
 - in a `conversation`: the stored call is the truth, so the input is only the answers.
-  Each names an approval of this conversation (else 404), every approval pending in it
-  is answered (else 409 `approval_pending`, nothing decided), then each is decided once
+  Each names an approval of this conversation (else 404) that can still be decided (else
+  409), every approval pending in it is answered (else 409 `approval_pending`): all checked
+  before anything is decided; then each is decided once
   (the service re-checks the stored call and its digest) and the conversation resumes.
 """
 
@@ -113,6 +114,7 @@ async def decide_in_conversation(
         record = await approvals.get(caller, answer.approval_id)  # another user's: 404
         if record.conversation_id != conversation_id:
             raise _not_found()
+        approvals.ensure_open(record)  # decided or expired: 409 before anything is decided
     answered = {a.approval_id for a in answers}
     waiting = [
         a.id

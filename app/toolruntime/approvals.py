@@ -194,6 +194,10 @@ class ApprovalService:
             return False
         return args_hash(pinned) == record.args_hash
 
+    def ensure_open(self, record: ApprovalRecord) -> None:
+        """409 `approval_expired` / `already_decided` unless the approval can be decided."""
+        self._refuse_if_closed(record)
+
     def _refuse_if_closed(self, record: ApprovalRecord, *, now: datetime | None = None) -> None:
         if record.status == "pending" and record.expires_at <= (now or _now()):
             raise Conflict(

@@ -47,6 +47,15 @@ async def decisions(users_api: ApiClient) -> list[dict[str, Any]]:
     return [{"action": r.action, **(r.details or {})} for r in rows]
 
 
+async def expire(api: ApiClient, approval_id: str) -> None:
+    async with api.services.db.sessions() as s:
+        past = datetime.now(UTC) - timedelta(seconds=1)
+        await s.execute(
+            update(ApprovalRow).where(ApprovalRow.id == approval_id).values(expires_at=past)
+        )
+        await s.commit()
+
+
 def answer(approval_id: str, approve: bool = True, **extra: Any) -> dict[str, Any]:
     return {
         "type": "mcp_approval_response",
@@ -219,12 +228,7 @@ async def test_forged_answers_are_refused(users_api: ApiClient, me: openai.Async
 async def test_an_expired_approval_is_409(users_api: ApiClient, me: openai.AsyncOpenAI) -> None:
     script(users_api)
     history, approval_id = await paused(me)
-    async with users_api.services.db.sessions() as s:
-        past = datetime.now(UTC) - timedelta(seconds=1)
-        await s.execute(
-            update(ApprovalRow).where(ApprovalRow.id == approval_id).values(expires_at=past)
-        )
-        await s.commit()
+    await expire(users_api, approval_id)
 
     refused = me.responses.create(
         model="scripted", input=cast(Any, [*history, answer(approval_id)])
@@ -319,4 +323,45 @@ async def test_a_conversation_refuses_foreign_and_unknown_answers(
     )
     await _refused(mixed, 400, "invalid_request")
     assert await nodes(users_api) == ["Ada"]
+    assert await decisions(users_api) == []
+
+
+async def test_a_conversation_decides_nothing_when_one_answer_is_expired(
+    users_api: ApiClient, me: openai.AsyncOpenAI
+) -> None:
+    calls = [
+        ScriptedToolCall(name="add_node", id="call_a", args={"label": "P", "name": "Ada"}),
+        ScriptedToolCall(name="add_node", id="call_b", args={"label": "P", "name": "Bob"}),
+    ]
+    deletes = [
+        ScriptedToolCall(name="delete_node", id="call_da", args={"id": "Ada"}),
+        ScriptedToolCall(name="delete_node", id="call_db", args={"id": "Bob"}),
+    ]
+    users_api.services.providers["scripted"] = ScriptedProvider(
+        Script(
+            mode="sequence",
+            turns=[ScriptedTurn(tool_calls=calls), ScriptedTurn(tool_calls=deletes)],
+        ),
+        delay_ms=0,
+    )
+    conversation = await me.conversations.create()
+    paused = await me.responses.create(
+        model="scripted", input="delete both", conversation=conversation.id
+    )
+    asked = [i.id for i in paused.output if i.type == "mcp_approval_request"]
+    assert len(asked) == 2
+    async with users_api.services.db.sessions() as s:
+        past = datetime.now(UTC) - timedelta(seconds=1)
+        await s.execute(
+            update(ApprovalRow).where(ApprovalRow.id == asked[1]).values(expires_at=past)
+        )
+        await s.commit()
+
+    both = me.responses.create(
+        model="scripted",
+        input=cast(Any, [answer(asked[0]), answer(asked[1])]),
+        conversation=conversation.id,
+    )
+    await _refused(both, 409, "approval_expired")
+    assert await nodes(users_api) == ["Ada", "Bob"]
     assert await decisions(users_api) == []

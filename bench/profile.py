@@ -1,13 +1,13 @@
 """Where chat-bff spends its CPU under one benchmark load: py-spy on the real process.
 
     .venv/bin/pip install py-spy        # not a project dependency
-    .venv/bin/python -m bench.profile chat|v1|nonstream|single|persisted [--seconds 8]
+    .venv/bin/python -m bench.profile chat|v1|nonstream|v1-nonstream|single|persisted [--seconds 8]
 
 Starts the fake upstream and chat-bff (as `bench.run` does), warms up, then samples the
 service with `py-spy record --format raw` while driving the load, and prints the frames
 with the most samples: self (where the CPU is) and inclusive (which call paths).
-`chat`/`v1`: 50 concurrent streams of 200 chunks; `nonstream`: non-streaming /api/chat at
-concurrency 50; `single`: one 5-chunk stream at a time (the time-to-first-token path);
+`chat`/`v1`: 50 concurrent streams of 200 chunks; `nonstream`/`v1-nonstream`: non-streaming
+/api/chat or /v1/chat/completions at concurrency 50; `single`: one 5-chunk stream at a time (the time-to-first-token path);
 `persisted`: conversation runs of 500 chunks, 20 at a time, on SQLite.
 Samples of idle threads (a thread pool worker waiting on its queue) are left out.
 """
@@ -75,12 +75,12 @@ async def profile(kind: str, seconds: float, top: int) -> None:
             tag="profile",
         )
         port = service.port
-        target = V1 if kind == "v1" else CHAT
+        target = V1 if kind.startswith("v1") else CHAT
         if kind == "persisted":
             ids = await create_conversations(port, 400, 500)
             requests = send_requests(port, ids, 500)
             concurrency, marker = 20, NATIVE_MARK
-        elif kind == "nonstream":
+        elif kind.endswith("nonstream"):
             requests = [target.request(port, 20, 0, stream=False)] * 100_000
             concurrency, marker = 50, b""
         elif kind == "single":
@@ -117,7 +117,7 @@ async def profile(kind: str, seconds: float, top: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kind", choices=["chat", "v1", "nonstream", "single", "persisted"])
+    parser.add_argument("kind", choices=["chat", "v1", "nonstream", "v1-nonstream", "single", "persisted"])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()

@@ -21,6 +21,7 @@ class RunLog:
         self._base = first_seq - 1  # seq of the event before the first one held here
         self.events: list[SequencedEvent] = []
         self._changed = asyncio.Event()
+        self._waiting = 0  # readers parked on `_changed`
         self.closed = False
 
     @property
@@ -40,8 +41,11 @@ class RunLog:
         self._wake()
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+        # Most appends find the reader busy sending the last batch: nothing to wake, and
+        # no new Event per token (the profile showed both).
+        if self._waiting:
+            self._changed.set()
+            self._changed = asyncio.Event()
 
     def holds(self, after: int) -> bool:
         """Whether this log can serve a reader that has seen up to `after`."""
@@ -71,7 +75,11 @@ class RunLog:
                 continue
             if self.closed:
                 return
-            await self._changed.wait()
+            self._waiting += 1
+            try:
+                await self._changed.wait()
+            finally:
+                self._waiting -= 1
 
     def _release(self, upto: int) -> None:
         """Drop the events with seq <= upto; readers behind that can no longer be served

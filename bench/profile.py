@@ -7,8 +7,9 @@ Starts the fake upstream and chat-bff (as `bench.run` does), warms up, then samp
 service with `py-spy record --format raw` while driving the load, and prints the frames
 with the most samples: self (where the CPU is) and inclusive (which call paths).
 `chat`/`v1`: 50 concurrent streams of 200 chunks; `nonstream`/`v1-nonstream`: non-streaming
-/api/chat or /v1/chat/completions at concurrency 50; `single`: one 5-chunk stream at a time (the time-to-first-token path);
-`persisted`: conversation runs of 500 chunks, 20 at a time, on SQLite.
+/api/chat or /v1/chat/completions at concurrency 50; `single`: one 5-chunk stream at a
+time (the time-to-first-token path); `persisted`: conversation runs of 500 chunks, 20 at
+a time, on SQLite.
 Samples of idle threads (a thread pool worker waiting on its queue) are left out.
 """
 
@@ -117,7 +118,9 @@ async def profile(kind: str, seconds: float, top: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kind", choices=["chat", "v1", "nonstream", "v1-nonstream", "single", "persisted"])
+    parser.add_argument(
+        "kind", choices=["chat", "v1", "nonstream", "v1-nonstream", "single", "persisted"]
+    )
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()

@@ -1,10 +1,15 @@
 // chat-bff's built-in page: plain JavaScript, no build step, nothing from a CDN.
-// It uses only the public API: conversations, messages (202 + EventSource), approvals,
-// cancel. A reload resumes the conversation's active run by replaying it from the start.
+// It uses only the public API: conversations, messages (202), one EventSource per open
+// conversation (GET /api/conversations/{id}/events: every run as it happens, and cards
+// decided anywhere), approvals, cancel. A second tab shows the same runs and cards live;
+// a reload reads the run in progress from its start.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { conversation: null, run: null, source: null, cards: new Map(), text: null };
+const state = {
+  conversation: null, run: null, source: null, cards: new Map(), boxes: new Map(), box: null,
+  text: null, queue: [], ready: false, pumping: false,
+};
 
 function token() {
   return sessionStorage.getItem("chatbff.token") || "";
@@ -63,18 +68,19 @@ async function openConversation(id) {
   closeStream();
   state.conversation = id;
   state.cards.clear();
+  state.boxes.clear();
   location.hash = id;
+  // Follow first, then read: whatever happens in between arrives on the stream, held back
+  // until the stored messages are on the page.
+  await follow(id);
   const detail = await api("GET", `/api/conversations/${encodeURIComponent(id)}`);
   $("messages").replaceChildren();
   for (const message of detail.messages) renderMessage(message);
   for (const li of $("conversations").children) li.classList.toggle("active", li.dataset.id === id);
   await showPendingApprovals();
-  if (detail.active_run_id) {
-    status("Resuming the answer in progress…");
-    await follow(detail.active_run_id, null);
-  } else {
-    status("");
-  }
+  status(detail.active_run_id ? "Resuming the answer in progress…" : "");
+  state.ready = true;
+  pump();
 }
 
 // -- rendering ---------------------------------------------------------------------
@@ -86,6 +92,7 @@ function partsOf(message) {
 
 function renderMessage(message) {
   const box = element("div", `msg ${message.role}`);
+  if (message.id) state.boxes.set(message.id, box);
   for (const part of partsOf(message)) {
     if (part.type === "text" && message.role === "user") box.append(element("div", "bubble", part.data.text));
     else if (part.type === "text") box.append(element("div", "text", part.data.text));
@@ -122,10 +129,8 @@ function askApproval(node, approvalId, summary) {
     approve.disabled = reject.disabled = true;
     try {
       const decided = await api("POST", `/api/approvals/${encodeURIComponent(approvalId)}`, { decision });
-      if (decided.part) card(decided.part);
+      if (decided.part) card(decided.part); // the follow stream says the same, in every tab
       actions.remove();
-      node.append(element("div", "decided", decision === "approve" ? "Approved" : "Rejected"));
-      if (decided.run_id && decided.run_id !== state.run) await follow(decided.run_id, null);
     } catch (error) {
       actions.replaceChildren(element("span", "note", error.message));
     }
@@ -151,59 +156,103 @@ function scrollDown() {
   box.scrollTop = box.scrollHeight;
 }
 
-// -- a run's events ----------------------------------------------------------------
+// -- the conversation's events ------------------------------------------------------
 
-async function eventsUrl(runId, streamToken) {
-  let url = `/api/conversations/${encodeURIComponent(state.conversation)}/runs/${encodeURIComponent(runId)}/events`;
-  let minted = streamToken;
-  if (!minted && token()) minted = (await api("POST", "/api/stream-tokens", { run_id: runId })).token;
-  if (minted) url += `?token=${encodeURIComponent(minted)}`;
-  return url;
+async function eventsUrl(conversationId) {
+  const path = `/api/conversations/${encodeURIComponent(conversationId)}/events`;
+  if (!token()) return path;
+  const minted = await api("POST", "/api/stream-tokens", { path });
+  return `${path}?token=${encodeURIComponent(minted.token)}`;
 }
 
-async function follow(runId, streamToken) {
-  closeStream();
-  state.run = runId;
-  const box = element("div", "msg assistant");
-  $("messages").append(box);
-  state.text = null;
-  const source = new EventSource(await eventsUrl(runId, streamToken));
+const EVENTS = ["follow", "run_start", "text_delta", "thinking_delta", "tool_start", "tool_args_delta",
+  "tool_end", "tool_error", "confirm_required", "part_update", "run_end"];
+
+async function follow(conversationId) {
+  state.ready = false;
+  state.queue = [];
+  const source = new EventSource(await eventsUrl(conversationId));
   state.source = source;
-  setRunning(true);
-  const on = (name, handler) =>
+  for (const name of EVENTS) {
     source.addEventListener(name, (event) => {
-      if (state.source === source) handler(JSON.parse(event.data), box);
+      if (state.source !== source) return;
+      state.queue.push([name, JSON.parse(event.data)]);
+      if (state.ready) pump();
     });
-  on("run_start", () => status("Answering…"));
-  on("text_delta", (data) => appendText(box, data.delta));
-  on("thinking_delta", () => status("Thinking…"));
-  on("tool_start", (data) => { box.append(card(data.part)); state.text = null; });
-  on("tool_args_delta", () => status("Preparing a tool call…"));
-  on("tool_end", (data) => card(data.part));
-  on("tool_error", (data) => card(data.part));
-  on("confirm_required", (data) => {
-    const node = card(data.part);
-    if (!node.isConnected) box.append(node);
-    if (data.kind === "approval" && data.approval_id) askApproval(node, data.approval_id, data.summary);
-    else node.append(element("div", "note", "Waiting for the client to answer this tool call."));
-  });
-  on("run_end", (data) => {
-    const why = data.error ? ` (${data.error.message})` : "";
-    status(data.status === "completed" ? "" : `Run ${data.status}${why}`);
-    finish();
-    loadConversations();
-  });
+  }
   source.addEventListener("error", (event) => {
     if (state.source !== source) return;
     if (event.data) {
       const data = JSON.parse(event.data);
       status(`Error: ${data.message || data.code || "the run failed"}`);
-    } else if (source.readyState === EventSource.CLOSED) {
-      finish();
     } else {
       status("Connection lost, reconnecting…"); // EventSource resumes with Last-Event-ID
     }
   });
+}
+
+// Events are handled one at a time, in order, even when one has to read the server first.
+async function pump() {
+  if (state.pumping) return;
+  state.pumping = true;
+  try {
+    while (state.ready && state.queue.length) {
+      const [name, data] = state.queue.shift();
+      try {
+        await handle(name, data);
+      } catch (error) {
+        status(error.message);
+      }
+    }
+  } finally {
+    state.pumping = false;
+  }
+}
+
+async function handle(name, data) {
+  if (name === "follow") {
+    if (data.active_run_id) setRunning(true, data.active_run_id);
+  } else if (name === "run_start") {
+    if (!state.boxes.has(data.message_id)) await showNewMessages(data.message_id);
+    const box = state.boxes.get(data.message_id) || element("div", "msg assistant");
+    box.replaceChildren(); // a run replayed from its start rebuilds its message
+    state.boxes.set(data.message_id, box);
+    $("messages").append(box);
+    state.box = box;
+    state.text = null;
+    setRunning(true, data.run_id);
+    status("Answering…");
+  } else if (name === "text_delta") {
+    appendText(state.box, data.delta);
+  } else if (name === "thinking_delta") {
+    status("Thinking…");
+  } else if (name === "tool_start") {
+    state.box.append(card(data.part));
+    state.text = null;
+  } else if (name === "tool_args_delta") {
+    status("Preparing a tool call…");
+  } else if (name === "tool_end" || name === "tool_error" || name === "part_update") {
+    card(data.part); // upsert by id: a card decided in another tab changes here too
+  } else if (name === "confirm_required") {
+    const node = card(data.part);
+    if (!node.isConnected) state.box.append(node);
+    if (data.kind === "approval" && data.approval_id) askApproval(node, data.approval_id, data.summary);
+    else node.append(element("div", "note", "Waiting for the client to answer this tool call."));
+  } else if (name === "run_end") {
+    const why = data.error ? ` (${data.error.message})` : "";
+    status(data.status === "completed" ? "" : `Run ${data.status}${why}`);
+    setRunning(false, null);
+    loadConversations();
+  }
+}
+
+// A run started (here or in another tab): show the messages it answers that this page
+// has not shown yet (the user's message), from the stored conversation.
+async function showNewMessages(answerId) {
+  const detail = await api("GET", `/api/conversations/${encodeURIComponent(state.conversation)}`);
+  for (const message of detail.messages) {
+    if (message.id !== answerId && !state.boxes.has(message.id)) renderMessage(message);
+  }
 }
 
 function appendText(box, delta) {
@@ -218,15 +267,13 @@ function appendText(box, delta) {
 function closeStream() {
   if (state.source) state.source.close();
   state.source = null;
-  setRunning(false);
+  state.ready = false;
+  state.queue = [];
+  setRunning(false, null);
 }
 
-function finish() {
-  closeStream();
-  state.run = null;
-}
-
-function setRunning(running) {
+function setRunning(running, runId) {
+  state.run = runId;
   $("stop").hidden = !running;
   $("send").disabled = running;
 }
@@ -238,11 +285,10 @@ async function send(event) {
   const text = $("input").value.trim();
   if (!text) return;
   if (!state.conversation) await newConversation();
-  renderMessage({ role: "user", content: text });
   $("input").value = "";
   try {
-    const started = await api("POST", `/api/conversations/${encodeURIComponent(state.conversation)}/messages`, { content: text });
-    await follow(started.run_id, started.stream_token);
+    // The run (and the message it answers) comes back on the conversation's stream.
+    await api("POST", `/api/conversations/${encodeURIComponent(state.conversation)}/messages`, { content: text });
   } catch (error) {
     status(error.message);
   }

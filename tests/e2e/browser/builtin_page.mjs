@@ -1,6 +1,6 @@
 // Drives chat-bff's built-in page (GET /) in Debian's Chromium like a person would:
-// a server-tool turn, an approval decided in the page while a second tab looks on, and a
-// reload in the middle of a long answer. Prints what it saw as JSON; screenshots of each
+// a server-tool turn, an approval decided in the page while a second tab looks on (and
+// sees the decision live, without reloading), and a reload in the middle of a long answer. Prints what it saw as JSON; screenshots of each
 // step go to SCREENSHOTS (a directory). Usage: node builtin_page.mjs BASE_URL
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -74,14 +74,26 @@ try {
   await one.waitForFunction(() =>
     [...document.querySelectorAll(".tool")].some((n) => n.querySelector(".name").textContent === "delete_node" && n.dataset.status === "success"),
   );
+  // The run the decision resumed arrives on the follow stream (run_start, text, run_end).
+  await one.waitForFunction(() =>
+    [...document.querySelectorAll(".msg.assistant .text")].some((n) => n.textContent.includes("The tool card shows what happened")),
+  );
   await idle(one);
   seen.after_approval = { cards: await cards(one), texts: await assistantTexts(one) };
   await shot(one, "approved");
-  await two.reload();
+  // No reload: the second tab hears the decision and the run it resumed on the
+  // conversation's follow stream.
+  seen.second_tab_reloads = 0;
+  two.on("framenavigated", () => { seen.second_tab_reloads += 1; });
   await two.waitForFunction(() =>
     [...document.querySelectorAll(".tool")].some((n) => n.querySelector(".name").textContent === "delete_node" && n.dataset.status === "success"),
   );
+  await two.waitForFunction(() =>
+    [...document.querySelectorAll(".msg.assistant .text")].some((n) => n.textContent.includes("The tool card shows what happened")),
+  );
+  seen.second_tab_buttons = await two.$$eval(".tool button.approve", (nodes) => nodes.length);
   seen.second_tab_after = await cards(two);
+  seen.second_tab_texts = await assistantTexts(two);
   await shot(two, "second-tab-after-decision");
   await two.close();
 

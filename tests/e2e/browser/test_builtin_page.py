@@ -4,7 +4,8 @@
 would, against a live chat-bff on the offline scripted model (its demo script plus one
 long answer): a turn whose server tools show as finished cards; a `delete_node` call that
 waits for a human, shown as a card with Approve/Reject in this tab and in a second tab,
-approved in the page; and a long answer reloaded half-way that resumes to the stored text.
+approved in the page, the second tab seeing the decision live (the conversation's follow
+stream, no reload); and a long answer reloaded half-way that resumes to the stored text.
 Screenshots of each step are written to a temporary folder (printed on failure) for the
 record. Installation and skipping work as in test_browser_eventsource.py.
 """
@@ -82,7 +83,12 @@ def test_the_page_runs_tools_approvals_and_resumes_after_a_reload(
     assert _statuses(seen["second_tab_before"], "delete_node") == ["waitingConfirmation"]
     assert _statuses(seen["after_approval"]["cards"], "delete_node") == ["success"]
     assert any("The tool card shows what happened" in t for t in seen["after_approval"]["texts"])
+    # The second tab got the decision and the answer after it live, on the conversation's
+    # follow stream: no reload, no buttons left on the decided card.
     assert _statuses(seen["second_tab_after"], "delete_node") == ["success"]
+    assert seen["second_tab_reloads"] == 0
+    assert seen["second_tab_buttons"] == 0
+    assert any("The tool card shows what happened" in t for t in seen["second_tab_texts"])
 
     # Reloaded half-way, the answer resumed to exactly the stored text: no loss, no repeat.
     assert len(seen["before_reload"]) < len(STORY)

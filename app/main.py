@@ -36,6 +36,7 @@ from app.api.routes import (
     queue,
     runs,
     stream_tokens,
+    submissions,
     tools,
     ui_chat,
     usage,
@@ -127,6 +128,7 @@ def create_app(
     app.include_router(follow.router)
     app.include_router(tools.router)
     app.include_router(approvals.router)
+    app.include_router(submissions.router)
     app.include_router(proposals.router)
     app.include_router(queue.router)
     app.include_router(openai_chat.router)

@@ -19,7 +19,15 @@ from typing import Literal
 
 from app.agent.context import fit_history, routing_request
 from app.agent.metering import BudgetStop, Meter
-from app.agent.part_fixes import DATA_FIELDS, close_dangling, none_usable, unknown_tool, valid_args
+from app.agent.part_fixes import (
+    DATA_FIELDS,
+    close_dangling,
+    none_usable,
+    unknown_tool,
+    valid_args,
+    waiting_changes,
+    waits_for_human,
+)
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
 from app.agent.valid_stream import valid_events
 from app.domain.events import (
@@ -49,7 +57,7 @@ from app.domain.stream import (
     ToolChoice,
     ToolSpec,
 )
-from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
+from app.domain.tooling import ApprovalNeeded, InputNeeded, RunContext, ToolOutcome
 from app.domain.usage import Allowance, BudgetLimit
 from app.providers.base import Provider
 from app.translate.accumulator import PartsBuilder
@@ -298,23 +306,15 @@ class Agent:
                 await self._tool_error(self._find(part.id), problem)
         outcomes = await asyncio.gather(*(self.tools.invoke(p, self.ctx) for p in server))
         for part, outcome in zip(server, outcomes, strict=True):
-            if isinstance(outcome, ApprovalNeeded):
-                self._replace(
-                    part,
-                    status="waitingConfirmation",
-                    args=outcome.args if outcome.args is not None else part.data.args,
-                    body_content=outcome.summary,
-                    approval_id=outcome.approval_id,
-                )
+            if isinstance(outcome, ApprovalNeeded | InputNeeded):  # a person must act
+                changes, announced = waiting_changes(outcome, part)
+                self._replace(part, **changes)
                 await self.sink.emit(
                     ConfirmRequired(
                         run_id=self.ctx.run_id,
-                        kind="approval",
                         message_id=self.message_id,
-                        approval_id=outcome.approval_id,
                         part=self._find(part.id),
-                        summary=outcome.summary,
-                        expires_at=outcome.expires_at,
+                        **announced,
                     )
                 )
                 waiting = True
@@ -384,10 +384,7 @@ class Agent:
         if self.refused is not None:
             metadata["finish_reason"] = "content_filter"
             metadata["refusal"] = self.refused
-        if interrupted is None and any(
-            isinstance(p, ToolPart) and p.data.approvalId and p.data.status == "waitingConfirmation"
-            for p in parts
-        ):
+        if interrupted is None and any(waits_for_human(p) for p in parts):
             # The turn waits for a human's decision, not for the browser's tool results.
             metadata["finish_reason"] = "requires_action"
         if interrupted is not None:

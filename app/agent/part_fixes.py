@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from app.domain.parts import Part, ToolPart, cancel_unfinished
+from app.domain.parts import Elicitation, Part, ToolPart, cancel_unfinished
 from app.domain.text import valid_json
+from app.domain.tooling import ApprovalNeeded, InputNeeded
 
 # `Agent._replace`'s keyword names -> the ToolData fields they change.
 DATA_FIELDS = {
@@ -15,6 +17,7 @@ DATA_FIELDS = {
     "body_content": "bodyContent",
     "mutates": "mutates",
     "approval_id": "approvalId",
+    "elicitation": "elicitation",
 }
 MAX_NAMES_LISTED = 40
 
@@ -53,4 +56,48 @@ def none_usable(
         p.data.status == "error"
         or (p.data.toolName not in client_names and not knows(p.data.toolName))
         for p in calls
+    )
+
+
+def waiting_changes(
+    outcome: ApprovalNeeded | InputNeeded, part: ToolPart
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """For a server call that waits for a person: the `Agent._replace` changes of its part,
+    and the fields of the `confirm_required` event that says so."""
+    args = outcome.args if outcome.args is not None else part.data.args
+    changes: dict[str, Any]
+    if isinstance(outcome, ApprovalNeeded):
+        changes = {
+            "status": "waitingConfirmation",
+            "args": args,
+            "body_content": outcome.summary,
+            "approval_id": outcome.approval_id,
+        }
+        announced = {
+            "kind": "approval",
+            "approval_id": outcome.approval_id,
+            "summary": outcome.summary,
+            "expires_at": outcome.expires_at,
+        }
+        return changes, announced
+    asked = Elicitation(
+        id=outcome.elicitation_id, message=outcome.message, requestedSchema=outcome.requested_schema
+    )
+    changes = {
+        "status": "waitingSubmission",
+        "args": args,
+        "body_content": outcome.message,
+        "elicitation": asked,
+    }
+    return changes, {"kind": "input", "summary": outcome.message}
+
+
+def waits_for_human(part: Part) -> bool:
+    """A server call waiting for a person (an approval, or an answer to the tool's
+    question), not for the browser's tool result."""
+    if not isinstance(part, ToolPart):
+        return False
+    data = part.data
+    return bool(data.approvalId and data.status == "waitingConfirmation") or bool(
+        data.elicitation and data.status == "waitingSubmission"
     )

@@ -14,7 +14,7 @@ from app.domain.events import RunEvent
 from app.domain.models import ModelInfo
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
-from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
+from app.domain.tooling import ApprovalNeeded, InputNeeded, RunContext, ToolOutcome
 
 
 class ToolRuntime(Protocol):
@@ -26,7 +26,9 @@ class ToolRuntime(Protocol):
         """Whether `name` is a server tool (otherwise it belongs to the client)."""
         ...
 
-    async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
+    async def invoke(
+        self, part: ToolPart, ctx: RunContext
+    ) -> ToolOutcome | ApprovalNeeded | InputNeeded:
         """Pin scope args, validate, apply the policy, run with a timeout.
 
         Never raises for a tool's own failure: that is an error outcome for the model.

@@ -26,6 +26,7 @@ from app.runs.following import ConversationFollow
 from app.runs.turns import Runs
 from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.elicitations import ElicitationService
 from app.toolruntime.expired_parts import expire_due
 from app.toolruntime.proposals import ProposalService
 from app.toolruntime.queue import ReviewQueue
@@ -65,6 +66,10 @@ def get_db(request: Request) -> Database:
 
 def get_approvals(request: Request) -> ApprovalService:
     return get_services(request).approvals
+
+
+def get_submissions(request: Request) -> ElicitationService:
+    return ElicitationService(get_services(request).approvals.runtime)
 
 
 def get_proposals(request: Request) -> ProposalService:
@@ -110,6 +115,7 @@ CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
 ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
+SubmissionsDep = Annotated[ElicitationService, Depends(get_submissions)]
 QueueDep = Annotated[ReviewQueue, Depends(get_review_queue)]
 FollowDep = Annotated[ConversationFollow, Depends(get_follow)]
 UndoDep = Annotated[BatchUndo, Depends(get_undo)]

@@ -61,6 +61,7 @@ OPERATION_IDS: dict[str, str] = {
     "inbox": "listApprovals",
     "get_approval": "getApproval",
     "decide": "decideApproval",
+    "answer_submission": "answerSubmission",
     "list_proposals": "listProposals",
     "approve_proposals": "approveProposals",
     "reject_proposals": "rejectProposals",

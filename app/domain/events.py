@@ -130,14 +130,18 @@ class ConfirmRequired(_Event):
     """A human must act: approve a dangerous server tool, or answer a client tool card.
 
     `kind="approval"` carries the `approval_id` to decide through `/api/approvals`;
-    `kind="client_tool"` waits for the browser's result through `tool-results`.
+    `kind="client_tool"` waits for the browser's result through `tool-results`;
+    `kind="input"`: a server tool asks the user a question (`part.data.elicitation`),
+    answered through `POST /api/conversations/{id}/submissions/{toolCallId}`.
     """
 
     type: Literal["confirm_required"] = Field(
         default="confirm_required", description="The event name."
     )
-    kind: Literal["approval", "client_tool"] = Field(
-        default="approval", description="`approval`: decide it; `client_tool`: post a result."
+    kind: Literal["approval", "client_tool", "input"] = Field(
+        default="approval",
+        description="`approval`: decide it; `client_tool`: post a result; `input`: answer "
+        "the tool's question (a submission).",
     )
     message_id: str = Field(description="The assistant message being written.")
     approval_id: str | None = Field(default=None, description="Set when kind is approval.")

@@ -61,6 +61,16 @@ class ThinkingPart(_PartModel):
     data: ThinkingData = Field(description="The reasoning and its status.")
 
 
+class Elicitation(_PartModel):
+    """A question a tool asks the user mid-call (an MCP server's elicitation)."""
+
+    id: str = Field(description="The stored question's id.")
+    message: str = Field(description="What the tool asks, to show the user.")
+    requestedSchema: dict[str, Any] = Field(
+        description="JSON schema of the answer's `content` (flat object of primitives)."
+    )
+
+
 class ToolData(_PartModel):
     """A tool call's name, arguments, status and result (AIKit's tool part data)."""
 
@@ -82,6 +92,13 @@ class ToolData(_PartModel):
         exclude_if=lambda value: value is None,
         description="The approval a human decides for this call (sent only when set): "
         "`POST /api/approvals/{approvalId}`, or the decision in the next `/api/chat` turn.",
+    )
+    elicitation: Elicitation | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Set while the part is `waitingSubmission` because the tool asks the "
+        "user a question (sent only when set): answer it with "
+        "`POST /api/conversations/{id}/submissions/{toolCallId}`.",
     )
 
 

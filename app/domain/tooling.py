@@ -68,3 +68,15 @@ class ApprovalNeeded:
     summary: str
     expires_at: float | None
     args: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class InputNeeded:
+    """The call waits for the user's answer to a question the tool asked mid-call (an MCP
+    elicitation): the question is stored under `elicitation_id` with what the tool needs to
+    continue, so the answer may arrive at any instance."""
+
+    elicitation_id: str
+    message: str
+    requested_schema: dict[str, Any]
+    args: dict[str, Any] | None = None

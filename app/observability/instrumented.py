@@ -38,7 +38,7 @@ from app.domain.stream import (
     ToolSpec,
     Usage,
 )
-from app.domain.tooling import ApprovalNeeded, RunContext, ToolOutcome
+from app.domain.tooling import ApprovalNeeded, InputNeeded, RunContext, ToolOutcome
 from app.observability.metrics import Metrics
 from app.providers.base import Provider
 
@@ -100,7 +100,9 @@ class InstrumentedTools:
     async def run_cancelled(self, owner_id: str, run_id: str) -> None:
         await self.inner.run_cancelled(owner_id, run_id)
 
-    async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
+    async def invoke(
+        self, part: ToolPart, ctx: RunContext
+    ) -> ToolOutcome | ApprovalNeeded | InputNeeded:
         name = part.data.toolName if self.inner.knows(part.data.toolName) else "unknown"
         try:
             result = await self.inner.invoke(part, ctx)
@@ -110,7 +112,11 @@ class InstrumentedTools:
         except Exception:
             self._metrics.tool_call(name, "crashed")
             raise
-        self._metrics.tool_call(
-            name, "approval_needed" if isinstance(result, ApprovalNeeded) else result.status
-        )
+        if isinstance(result, ApprovalNeeded):
+            status = "approval_needed"
+        elif isinstance(result, InputNeeded):
+            status = "input_needed"
+        else:
+            status = result.status
+        self._metrics.tool_call(name, status)
         return result

@@ -194,8 +194,8 @@ class Runs:
                     )
                 if self._tools.knows(part.data.toolName):
                     raise Conflict(
-                        f"Tool call {result.tool_call_id!r} is a server tool; decide it "
-                        "through its approval instead.",
+                        f"Tool call {result.tool_call_id!r} is a server tool: decide its approval, "
+                        "or answer its question through submissions/{toolCallId}, instead.",
                         code="approval_required",
                     )
                 parts[index] = ToolPart(

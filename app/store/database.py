@@ -30,6 +30,7 @@ from app.store.repos.api_keys import ApiKeyRepo
 from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.audit import AuditPage, list_audit, record_audit
 from app.store.repos.conversations import ConversationRepo
+from app.store.repos.elicitations import ElicitationRepo
 from app.store.repos.events import EventRepo
 from app.store.repos.feed import FeedRepo
 from app.store.repos.files import FileRepo
@@ -77,6 +78,10 @@ class Tx:
     @cached_property
     def approvals(self) -> ApprovalRepo:
         return ApprovalRepo(self.session)
+
+    @cached_property
+    def elicitations(self) -> ElicitationRepo:
+        return ElicitationRepo(self.session)
 
     @cached_property
     def proposals(self) -> ProposalRepo:

@@ -19,9 +19,10 @@ decided and the tool not run: at most once, never twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.events import PartChange, PartUpdateCause
@@ -29,6 +30,7 @@ from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
 from app.domain.tooling import ToolOutcome
+from app.store.database import Tx
 from app.store.repos.approvals import ApprovalRecord, approval_not_found
 from app.store.repos.messages import MessageRepo
 from app.toolruntime.asking import approval_answer
@@ -179,7 +181,7 @@ class ApprovalService:
             status="waitingConfirmation",
             approval_id=record.id,
         )
-        return _updated_part(waiting, outcome)
+        return updated_part(waiting, outcome)
 
     def _same_call(
         self, record: ApprovalRecord, tool_name: str, args: dict[str, Any] | None
@@ -262,27 +264,13 @@ class ApprovalService:
                 # Take the conversation's write lock first, so two decisions on one message
                 # queue up instead of overwriting each other's part.
                 await tx.conversations.lock(owner, record.conversation_id)
-                found = await find_part(tx.messages, record)
-                if found is not None:
-                    message, run_id = found[0]
-                    part = _updated_part(found[1], outcome)
-                    content = [
-                        part if isinstance(p, ToolPart) and p.id == part.id else p
-                        for p in message.parts()
-                    ]
-                    ready = not any(
-                        isinstance(p, ToolPart) and p.data.status in WAITING_STATUSES
-                        for p in content
-                    )
-                    metadata = dict(message.metadata or {})
-                    if ready and metadata.get("finish_reason") == "requires_action":
-                        del metadata["finish_reason"]  # nothing waits for a human any more
-                    updated = message.model_copy(update={"content": content, "metadata": metadata})
-                    await tx.messages.upsert(owner, record.conversation_id, updated, run_id=run_id)
+                written = await rewrite_part(tx, record, lambda p: updated_part(p, outcome))
+                if written is not None:
+                    part, ready, message_id = written
                     cause: PartUpdateCause = (
                         "approval_approved" if decision == "approve" else "approval_rejected"
                     )
-                    change = PartChange(message.id, part, cause)
+                    change = PartChange(message_id, part, cause)
                     entry = feed_entry(f"approval:{record.id}", record.run_id, change)
                     await tx.feed.record_parts(record.conversation_id, [entry])
             await tx.audit(
@@ -304,7 +292,7 @@ class ApprovalService:
                 },
             )
         if part is None:  # no stored message (a stateless run): the part as it now stands
-            part = _updated_part(
+            part = updated_part(
                 tool_part(
                     tool_call_id=record.tool_call_id,
                     tool_name=record.tool_name,
@@ -316,7 +304,7 @@ class ApprovalService:
         return part, ready
 
 
-def _updated_part(part: ToolPart, outcome: ToolOutcome) -> ToolPart:
+def updated_part(part: ToolPart, outcome: ToolOutcome) -> ToolPart:
     data = part.data.model_copy(
         update={
             "status": outcome.status,
@@ -329,10 +317,43 @@ def _updated_part(part: ToolPart, outcome: ToolOutcome) -> ToolPart:
     return ToolPart(id=part.id, data=data)
 
 
+async def rewrite_part(
+    tx: Tx, record: _StoredCall, change: Callable[[ToolPart], ToolPart]
+) -> tuple[ToolPart, bool, str] | None:
+    """Replace the stored tool part of `record`'s call by `change(part)`, in the caller's
+    unit of work (which holds the conversation's write lock); None when it is not stored.
+    Also says whether no part of the message waits any more (the run may resume), and
+    the message's id."""
+    assert record.conversation_id is not None
+    found = await find_part(tx.messages, record)
+    if found is None:
+        return None
+    (message, run_id), old = found
+    part = change(old)
+    content = [part if isinstance(p, ToolPart) and p.id == part.id else p for p in message.parts()]
+    ready = not any(isinstance(p, ToolPart) and p.data.status in WAITING_STATUSES for p in content)
+    metadata = dict(message.metadata or {})
+    if ready and metadata.get("finish_reason") == "requires_action":
+        del metadata["finish_reason"]  # nothing waits for a person any more
+    updated = message.model_copy(update={"content": content, "metadata": metadata})
+    await tx.messages.upsert(record.owner_id, record.conversation_id, updated, run_id=run_id)
+    return part, ready, message.id
+
+
+class _StoredCall(Protocol):
+    @property
+    def owner_id(self) -> str: ...
+    @property
+    def conversation_id(self) -> str | None: ...
+    @property
+    def tool_call_id(self) -> str: ...
+
+
 async def find_part(
-    messages: MessageRepo, record: ApprovalRecord
+    messages: MessageRepo, record: _StoredCall
 ) -> tuple[tuple[Message, str | None], ToolPart] | None:
-    """The newest current message holding the tool part of this approval's call."""
+    """The newest current message holding the tool part of this stored call (an approval's,
+    a question's)."""
     assert record.conversation_id is not None
     records = await messages.records(record.owner_id, record.conversation_id)
     for stored in reversed(records):

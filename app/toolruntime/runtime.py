@@ -6,6 +6,7 @@
       -> policy confirm                                      -> stored approval, ApprovalNeeded
       -> policy propose (or a mutating tool in propose mode) -> stored proposal, receipt
       -> auto: run in its own transaction, with a timeout    -> success / error outcome
+         (the tool asks the user mid-call: InputRequired)     -> stored question, InputNeeded
 
 A `confirm` tool stays `confirm` in a propose-mode conversation: only a stored approval,
 decided through the API, ever runs it (`app.toolruntime.approvals`). Invoking the same
@@ -26,13 +27,20 @@ from pydantic import BaseModel
 from app.domain.identity import Caller, ForwardedIdentity, IdentityForwarder
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
-from app.domain.tooling import ApprovalNeeded, CallSite, RunContext, ToolOutcome
+from app.domain.tooling import ApprovalNeeded, CallSite, InputNeeded, RunContext, ToolOutcome
 from app.store.database import Database
 from app.toolruntime.asking import ask_approval
 from app.toolruntime.audit import audit_call
 from app.toolruntime.outcomes import error_outcome, jsonable
 from app.toolruntime.proposing import propose
-from app.tools.base import ServerTool, ToolContext, ToolFailure, visible_args
+from app.tools.base import (
+    InputRequired,
+    ServerTool,
+    ToolContext,
+    ToolFailure,
+    UserAnswer,
+    visible_args,
+)
 from app.tools.catalog import ToolCatalog
 from app.tools.pinning import InvalidArguments, effective_scope, pin_and_validate
 
@@ -80,8 +88,11 @@ class ServerToolRuntime:
         """Close the stopped run's pending approvals: deciding one later must not run it."""
         async with self.db.write() as tx:
             await tx.approvals.cancel_pending(owner_id, run_id=run_id, now=datetime.now(UTC))
+            await tx.elicitations.cancel_pending(owner_id, run_id=run_id, now=datetime.now(UTC))
 
-    async def invoke(self, part: ToolPart, ctx: RunContext) -> ToolOutcome | ApprovalNeeded:
+    async def invoke(
+        self, part: ToolPart, ctx: RunContext
+    ) -> ToolOutcome | ApprovalNeeded | InputNeeded:
         # Taken before any await, so parallel calls keep the order the model made them in.
         position = self._next_position()
         name = part.data.toolName
@@ -105,7 +116,7 @@ class ServerToolRuntime:
             return await ask_approval(self.db, site, tool, args, expires_at=expires_at)
         if tool.policy == "propose" or (ctx.mode == "propose" and tool.mutates):
             return await propose(self.db, site, tool, args, position=position)
-        return await self.execute(tool, args, site)
+        return await self.run_or_ask(tool, args, site)
 
     def identity_for(self, tool: ServerTool[Any], caller: Caller) -> ForwardedIdentity | None:
         """The identity the tool asked to forward; a ToolFailure (the call fails, the
@@ -127,22 +138,78 @@ class ServerToolRuntime:
     async def execute(self, tool: ServerTool[Any], args: BaseModel, site: CallSite) -> ToolOutcome:
         """Run the handler in one transaction with the tool's timeout; never raises for
         the tool's own failure (that is an error outcome the model may recover from).
-        A mutating call is audited, however it ended."""
+        A mutating call is audited, however it ended. A question the tool asks here (a
+        decided approval, an applied batch) has nobody to answer it: an error outcome."""
+        outcome = await self.run_or_ask(tool, args, site, asking=False)
+        assert isinstance(outcome, ToolOutcome)
+        return outcome
+
+    async def run_or_ask(
+        self,
+        tool: ServerTool[Any],
+        args: BaseModel,
+        site: CallSite,
+        *,
+        answer: UserAnswer | None = None,
+        asking: bool = True,
+    ) -> ToolOutcome | InputNeeded:
+        """As `execute`, but a question the tool asks mid-call in a stored conversation is
+        stored (with what the tool needs to continue) and waits for the user's answer;
+        `answer` calls the tool again with one."""
         shown = visible_args(tool, args.model_dump(mode="json"))
-        outcome = await self._run_handler(tool, args, shown, site)
+        outcome = await self._run_handler(tool, args, shown, site, answer)
+        if isinstance(outcome, InputRequired):
+            if asking and site.conversation_id is not None:
+                return await self._ask(tool, args, shown, site, outcome)
+            outcome = error_outcome(
+                f"The tool `{tool.name}` asked the user a question, which can only be "
+                "answered in a stored conversation.",
+                args=shown,
+            )
         if tool.mutates:
             await audit_call(self.db, tool, args, outcome, site)
         return outcome
 
+    async def _ask(
+        self,
+        tool: ServerTool[Any],
+        args: BaseModel,
+        shown: dict[str, Any],
+        site: CallSite,
+        asked: InputRequired,
+    ) -> InputNeeded:
+        async with self.db.write() as tx:
+            record = await tx.elicitations.ask(
+                site,
+                tool_name=tool.name,
+                args=args.model_dump(mode="json"),
+                message=asked.message,
+                requested_schema=asked.requested_schema,
+                state=asked.state,
+            )
+        return InputNeeded(
+            elicitation_id=record.id,
+            message=record.message,
+            requested_schema=record.requested_schema,
+            args=shown,
+        )
+
     async def _run_handler(
-        self, tool: ServerTool[Any], args: BaseModel, shown: dict[str, Any], site: CallSite
-    ) -> ToolOutcome:
+        self,
+        tool: ServerTool[Any],
+        args: BaseModel,
+        shown: dict[str, Any],
+        site: CallSite,
+        answer: UserAnswer | None,
+    ) -> ToolOutcome | InputRequired:
         timeout = self.timeout_for(tool)
         try:
             identity = self.identity_for(tool, site.caller)
             async with asyncio.timeout(timeout), self.db.write() as tx:
-                ctx = ToolContext(site=site, tx=tx, identity=identity)
+                ctx = ToolContext(site=site, tx=tx, identity=identity, answer=answer)
                 result = jsonable(await tool.handler(args, ctx))
+        except InputRequired as asked:
+            return asked
         except ToolFailure as exc:
             return error_outcome(str(exc), args=shown)
         except TimeoutError:

@@ -44,6 +44,38 @@ class ToolFailure(Exception):
     """
 
 
+AnswerAction = Literal["accept", "decline", "cancel"]
+
+
+class InputRequired(Exception):
+    """Raised by a handler that needs the user's answer before it can finish (an MCP
+    server's elicitation).
+
+    The runtime stores `message`, `requested_schema` and `state` (JSON the handler needs to
+    continue, e.g. the server's opaque request state), the part waits in
+    `waitingSubmission`, and once the user answers the handler is called again with the
+    same arguments and `ctx.answer` set. Nothing is kept in memory between the two calls,
+    so the answer may reach any instance.
+    """
+
+    def __init__(
+        self, message: str, requested_schema: dict[str, Any], state: dict[str, Any]
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.requested_schema = requested_schema
+        self.state = state
+
+
+@dataclass(frozen=True)
+class UserAnswer:
+    """The user's answer to an `InputRequired`, with the state the handler stored."""
+
+    action: AnswerAction
+    content: dict[str, Any] | None
+    state: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """Everything a handler may know about who is calling and where.
@@ -61,6 +93,8 @@ class ToolContext:
     provisional: Mapping[str, str] = field(default_factory=dict)
     # The identity to call a downstream API with, for tools that ask for it.
     identity: ForwardedIdentity | None = None
+    # Set when the handler is called again with the user's answer to its `InputRequired`.
+    answer: UserAnswer | None = None
 
     @property
     def caller(self) -> Caller:

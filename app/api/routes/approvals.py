@@ -82,7 +82,7 @@ async def decide(
     run_id = None
     conversation_id = result.approval.conversation_id
     if result.ready_to_resume and conversation_id is not None:
-        run_id = await _resume(runs, caller, conversation_id)
+        run_id = await resume_conversation(runs, caller, conversation_id)
     return DecisionOut(
         approval=_out(result.approval, tools),
         part=result.part,
@@ -93,7 +93,7 @@ async def decide(
     )
 
 
-async def _resume(runs: Runs, caller: Caller, conversation_id: str) -> str | None:
+async def resume_conversation(runs: Runs, caller: Caller, conversation_id: str) -> str | None:
     """Continue the conversation; the decision stands even if that cannot start now."""
     try:
         run = await runs.resume(caller, conversation_id)

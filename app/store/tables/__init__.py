@@ -3,6 +3,7 @@
     types.py     column types (JSON / JSONB, UTC timestamps) and prefixed ids
     core.py      conversations, messages, runs, run events, audit log   (0001_core)
     tools.py     tool approvals, proposals and their batches            (0002_tools)
+                 and the questions tools ask mid-call              (0009_elicitations)
     identity.py  API keys                                               (0003_identity)
     files.py     uploaded files and their extracted text                (0004_files)
     queue.py     the review queue's per-user change feed               (0005_queue_events)

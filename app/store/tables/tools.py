@@ -97,3 +97,35 @@ class ProposalBatchRow(Base):
     audit_id: Mapped[str] = mapped_column(String(64))
     changes: Mapped[list[Any]] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ElicitationRow(Base):
+    """A question a tool asked the user mid-call, and what the tool needs to continue.
+
+    `state` is the handler's continuation (for an MCP server: its opaque request state and
+    the request key); it never leaves the service except back to the same tool."""
+
+    __tablename__ = "tool_elicitations"
+    __table_args__ = (
+        Index("ix_tool_elicitations_call", "owner_id", "conversation_id", "tool_call_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(255))
+    conversation_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    run_id: Mapped[str] = mapped_column(String(64))
+    tool_call_id: Mapped[str] = mapped_column(String(128))
+    tool_name: Mapped[str] = mapped_column(String(64))
+    args: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    scope: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    model_id: Mapped[str] = mapped_column(String(255))
+    message: Mapped[str] = mapped_column(Text)
+    requested_schema: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    state: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # pending -> answered | cancelled (its run was stopped)
+    status: Mapped[str] = mapped_column(String(16))
+    action: Mapped[str | None] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

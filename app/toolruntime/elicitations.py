@@ -1,0 +1,184 @@
+"""Answering a question a server tool asked the user mid-call (an MCP elicitation).
+
+    answer(caller, conversation, tool call id, accept | decline | cancel, content?)
+      no question of this call in the caller's conversation  -> 404 submission_not_found
+      answered already (or its run was stopped)              -> 409 already_answered
+      the stored part is not yet written / not waiting       -> 409 submission_not_ready /
+                                                                409 already_answered
+      accept without content, or content not matching the
+      requested schema; decline/cancel with content          -> 422 invalid_submission
+                                                                (`problems` lists each)
+      the tool is no longer offered to the caller            -> 409 tool_unavailable
+      otherwise: claim the question with a conditional UPDATE (one answer wins), call
+      the tool again with the stored arguments, scope and state plus the answer; the
+      tool may finish (the part is final) or ask again (the part waits for the new
+      question); write the part and an audit record, and say whether the conversation
+      can continue.
+
+Everything the retry needs is in the database, so the answer may reach any instance.
+The answer's content is never logged or audited: only the action is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jsonschema import validators
+
+from app.domain.errors import ChatBffError, Conflict, NotFound
+from app.domain.identity import Caller
+from app.domain.parts import Elicitation, ToolPart
+from app.domain.tooling import InputNeeded, ToolOutcome
+from app.store.repos.elicitations import ElicitationRecord
+from app.toolruntime.approvals import find_part, rewrite_part, updated_part
+from app.toolruntime.outcomes import stored_site
+from app.toolruntime.runtime import ServerToolRuntime
+from app.tools.base import UserAnswer
+from app.tools.pinning import InvalidArguments, pin_and_validate
+
+Action = Literal["accept", "decline", "cancel"]
+
+
+class InvalidSubmission(ChatBffError):
+    status = 422
+    code = "invalid_submission"
+
+
+@dataclass(frozen=True)
+class AnswerResult:
+    part: ToolPart
+    # True when no tool part of the assistant message waits any more: the run may resume.
+    ready_to_resume: bool
+
+
+def check_content(schema: dict[str, Any], action: Action, content: dict[str, Any] | None) -> None:
+    """An accepted answer's content must match the requested schema; the others carry none."""
+    if action != "accept":
+        if content is not None:
+            raise InvalidSubmission(
+                f"A `{action}` answer carries no content.", problems=["content: not allowed"]
+            )
+        return
+    if content is None:
+        raise InvalidSubmission(
+            "An accepted answer needs its content.", problems=["content: required"]
+        )
+    validator = validators.validator_for(schema)(schema)
+    problems = []
+    for error in sorted(validator.iter_errors(content), key=lambda e: list(e.absolute_path)):
+        where = ".".join(str(p) for p in error.absolute_path)
+        problems.append(f"{where}: {error.message}" if where else error.message)
+    if problems:
+        raise InvalidSubmission(
+            "The answer does not match what the tool asked for.", problems=problems
+        )
+
+
+class ElicitationService:
+    def __init__(self, runtime: ServerToolRuntime) -> None:
+        self.runtime = runtime
+        self.db = runtime.db
+
+    async def answer(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        tool_call_id: str,
+        action: Action,
+        content: dict[str, Any] | None,
+    ) -> AnswerResult:
+        owner = caller.user_id
+        async with self.db.read() as tx:
+            record = await tx.elicitations.latest(owner, conversation_id, tool_call_id)
+        if record is None:
+            raise NotFound(
+                "No question of this tool call waits for an answer.",
+                code="submission_not_found",
+            )
+        if record.status != "pending":
+            raise _answered(record)
+        check_content(record.requested_schema, action, content)
+        tool = self.runtime.catalog.permitted(record.tool_name, caller, record.model_id)
+        if tool is None:
+            raise Conflict(
+                f"The tool `{record.tool_name}` is no longer available.", code="tool_unavailable"
+            )
+        await self._check_part(record)
+        try:
+            model, _ = pin_and_validate(tool, record.args, record.scope)
+        except InvalidArguments as exc:  # the tool's schema changed since it asked
+            raise Conflict(str(exc), code="tool_unavailable") from None
+        async with self.db.write() as tx:
+            if not await tx.elicitations.claim(owner, record.id, action=action):
+                raise Conflict("This question was already answered.", code="already_answered")
+        answer = UserAnswer(action=action, content=content, state=record.state)
+        outcome = await self.runtime.run_or_ask(
+            tool, model, stored_site(caller, record), answer=answer
+        )
+        return await self._finish(record, action, outcome)
+
+    async def _check_part(self, record: ElicitationRecord) -> None:
+        async with self.db.read() as tx:
+            found = await find_part(tx.messages, record)
+        if found is None:
+            raise Conflict(
+                "The tool call is not stored yet; retry in a moment.",
+                code="submission_not_ready",
+                retryable=True,
+            )
+        part = found[1]
+        asked = part.data.elicitation
+        if part.data.status != "waitingSubmission" or asked is None or asked.id != record.id:
+            raise Conflict(
+                "This tool call no longer waits for this answer (its run was cancelled or "
+                "it was answered otherwise).",
+                code="already_answered",
+            )
+
+    async def _finish(
+        self, record: ElicitationRecord, action: Action, outcome: ToolOutcome | InputNeeded
+    ) -> AnswerResult:
+        owner = record.owner_id
+        async with self.db.write() as tx:
+            await tx.conversations.lock(owner, record.conversation_id)
+            written = await rewrite_part(tx, record, lambda p: _answered_part(p, outcome))
+            assert written is not None  # checked before the claim; messages are not deleted
+            part, ready, _ = written
+            await tx.audit(
+                actor_id=owner,
+                action=f"elicitation.{action}",
+                target_type="elicitation",
+                target_id=record.id,
+                details={
+                    "conversation_id": record.conversation_id,
+                    "run_id": record.run_id,
+                    "tool_call_id": record.tool_call_id,
+                    "tool": record.tool_name,
+                    "outcome": "asked_again"
+                    if isinstance(outcome, InputNeeded)
+                    else outcome.status,
+                },
+            )
+        return AnswerResult(part, ready)
+
+
+def _answered(record: ElicitationRecord) -> Conflict:
+    return Conflict(
+        "This question was already answered.",
+        code="already_answered",
+        action=record.action or record.status,
+    )
+
+
+def _answered_part(part: ToolPart, outcome: ToolOutcome | InputNeeded) -> ToolPart:
+    if isinstance(outcome, ToolOutcome):
+        final = updated_part(part, outcome)
+        return ToolPart(id=final.id, data=final.data.model_copy(update={"elicitation": None}))
+    asked = Elicitation(
+        id=outcome.elicitation_id, message=outcome.message, requestedSchema=outcome.requested_schema
+    )
+    data = part.data.model_copy(
+        update={"status": "waitingSubmission", "bodyContent": outcome.message, "elicitation": asked}
+    )
+    return ToolPart(id=part.id, data=data)

@@ -16,21 +16,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
 from fnmatch import fnmatchcase
 from functools import partial
 from typing import Any, Literal
 
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CONNECTION_CLOSED, Implementation, Tool, ToolListChangedNotification
 
+from app.mcp.asking import refuse_mid_call
+from app.mcp.calling import Connection
 from app.mcp.config import McpServerConfig
-from app.mcp.results import result_json, result_text
 from app.mcp.schema import InvalidSchema, SchemaArgs, schema_args_model
+from app.mcp.stderr import StderrLog
 from app.tools.base import ServerTool, ToolContext, ToolFailure
 from app.tools.registry import ToolRegistry
 
@@ -135,12 +138,16 @@ class McpServer:
                 extra={"mcp_server": self.name, "reason": reason},
             )
 
-    def _target(self, stack: AsyncExitStack) -> Any:
+    async def _target(self, stack: AsyncExitStack) -> Any:
         if self.config.transport == "stdio":
             assert self.config.command is not None
-            return StdioServerParameters(
+            stderr = StderrLog(self.name)  # the server's own log lines, at DEBUG
+            await stderr.start()
+            stack.push_async_callback(stderr.aclose)
+            params = StdioServerParameters(
                 command=self.config.command, args=self.config.args, env=self.env
             )
+            return stdio_client(params, errlog=stderr.file)
         assert self.config.url is not None
         http = create_mcp_http_client(headers=dict(self.config.headers) or None)
         stack.push_async_callback(http.aclose)
@@ -149,11 +156,12 @@ class McpServer:
     async def _session(self) -> None:
         async with AsyncExitStack() as stack:
             client = Client(
-                self._target(stack),
+                await self._target(stack),
                 cache=None,
                 mode=self.config.handshake,
                 client_info=_CLIENT_INFO,
                 message_handler=self._on_message,
+                elicitation_callback=refuse_mid_call,
             )
             async with asyncio.timeout(self.config.connect_timeout):
                 await stack.enter_async_context(client)
@@ -288,6 +296,9 @@ class McpServer:
             timeout=override.timeout or cfg.timeout,
             roles=frozenset(roles) if roles is not None else None,
             scope_args=tuple(cfg.scope_args),
+            # The runtime forwards the caller's identity when a header template needs it.
+            forward_identity=cfg.forward_identity if cfg.wants_token() else "off",
+            audience=cfg.audience or cfg.name,
         )
         tool.parameters_schema()  # fails here, not in a run, if the schema cannot be shown
         return tool
@@ -295,29 +306,39 @@ class McpServer:
     # -- calling -----------------------------------------------------------------------
 
     async def call(self, remote: str, args: SchemaArgs, ctx: ToolContext) -> Any:
-        """Call `remote` with the validated, pinned arguments; failures are `ToolFailure`s."""
+        """Call `remote` with the validated, pinned arguments; failures are `ToolFailure`s,
+        a question the server asks is `InputRequired` (see `app.mcp.asking`). A server
+        with per-user headers is called on a connection of the call's own."""
+        arguments = args.model_dump(mode="json")
+        if self.config.user_headers:
+            headers = self.config.render_user_headers(ctx.caller.user_id, ctx.identity)
+            async with self._caller_connection(headers) as connection:
+                return await connection.call(remote, arguments, ctx.answer)
         client, gone = self._client, self._gone
         if client is None:
             raise ToolFailure(f"The MCP server `{self.name}` is not reachable.")
-        call = asyncio.ensure_future(client.call_tool(remote, args.model_dump(mode="json")))
-        lost = asyncio.ensure_future(gone.wait())
-        try:
-            done, _ = await asyncio.wait({call, lost}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            lost.cancel()
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(BaseException):
-                    await call
-        if call not in done:
-            raise ToolFailure(f"The MCP server `{self.name}` went away during the call.")
-        try:
-            result = call.result()
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                self._gone.set()
-                raise ToolFailure(f"The MCP server `{self.name}` went away.") from None
-            raise ToolFailure(f"The MCP server `{self.name}` refused the call: {exc}") from None
-        if result.is_error:
-            raise ToolFailure(result_text(result) or f"The tool `{remote}` reported an error.")
-        return result_json(result)
+        return await Connection(self.name, client, gone).call(remote, arguments, ctx.answer)
+
+    @contextlib.asynccontextmanager
+    async def _caller_connection(self, headers: dict[str, str]) -> AsyncIterator[Connection]:
+        """A connection carrying one caller's headers, for one call (never shared, so no
+        caller's headers reach another's call)."""
+        assert self.config.url is not None
+        async with AsyncExitStack() as stack:
+            http = create_mcp_http_client(headers={**self.config.headers, **headers})
+            stack.push_async_callback(http.aclose)
+            client = Client(
+                streamable_http_client(self.config.url, http_client=http),
+                cache=None,
+                mode=self.config.handshake,
+                client_info=_CLIENT_INFO,
+                elicitation_callback=refuse_mid_call,
+            )
+            try:
+                async with asyncio.timeout(self.config.connect_timeout):
+                    await stack.enter_async_context(client)
+            except Exception as exc:  # noqa: BLE001 - any failure to connect is the server's
+                raise ToolFailure(
+                    f"The MCP server `{self.name}` is not reachable ({describe(exc)})."
+                ) from None
+            yield Connection(self.name, client, asyncio.Event())

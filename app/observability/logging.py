@@ -126,6 +126,8 @@ def configure_logging(
     # Library loggers that would repeat our access line or print request URLs.
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    # The MCP SDK notes every session id and stream reconnect at INFO.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     return handler
 
 

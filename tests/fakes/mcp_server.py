@@ -6,7 +6,9 @@
 Its tools: `echo`, `add` (structured result), `fail` (a tool error), `slow` (sleeps),
 `note` (declares `workspace_id`, so the service pins it), `env` (reads a variable of
 its environment), `die` (the process exits mid-call), `grow` (adds the tool `extra` and
-announces the change), `ask` (asks the user mid-call: elicitation).
+announces the change), `ask` (asks the user mid-call the older way: an `elicitation/create`
+request), `remove` (asks the 2026-07-28 way: an `input_required` result with request state),
+`whoami` (the `X-User-Id` and `X-User-Token` headers its request came with).
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
@@ -24,7 +34,8 @@ server = MCPServer("fake")
 
 @server.tool()
 def echo(text: str) -> str:
-    """Echo the text back."""
+    """Echo the text back (and note the call on stderr, as servers log)."""
+    print("INFO fake: echo called", file=sys.stderr, flush=True)
     return text
 
 
@@ -93,6 +104,33 @@ async def ask(ctx: Context) -> str:
     """Asks the user a question mid-call (elicitation)."""
     answer = await ctx.elicit("Are you sure?", Confirmation)
     return f"answered {answer.action}"
+
+
+class Removal(BaseModel):
+    confirm: bool
+    reason: str
+
+
+def ask_removal(path: str) -> Elicit[Removal]:
+    return Elicit(f"Remove {path}? Say why.", Removal)
+
+
+@server.tool()
+async def remove(
+    path: str, answer: Annotated[ElicitationResult[Removal], Resolve(ask_removal)]
+) -> dict[str, str]:
+    """Remove a file after asking the user (elicitation as an input_required result)."""
+    if isinstance(answer, AcceptedElicitation):
+        done = "removed" if answer.data.confirm else "kept"
+        return {"path": path, "outcome": done, "reason": answer.data.reason}
+    return {"path": path, "outcome": answer.action}
+
+
+@server.tool()
+def whoami(ctx: Context) -> dict[str, str]:
+    """The caller headers this call's HTTP request carried."""
+    headers = ctx.headers or {}
+    return {k: headers.get(k, "<none>") for k in ("x-user-id", "x-user-token")}
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.domain.identity import IdentityForwarder
 from app.domain.tooling import ToolOutcome
 from app.mcp.config import McpServerConfig
 from app.mcp.sources import McpSources
@@ -136,14 +137,20 @@ async def mount(db: Database) -> AsyncIterator[Mount]:
     started: list[McpSources] = []
 
     async def make(
-        *configs: McpServerConfig, envs: dict[str, dict[str, str]] | None = None, **access: Any
+        *configs: McpServerConfig,
+        envs: dict[str, dict[str, str]] | None = None,
+        forwarder: IdentityForwarder | None = None,
+        **access: Any,
     ) -> Mounted:
         registry = ToolRegistry()
         sources = McpSources(configs, registry, envs=envs, first_backoff=0.1)
         started.append(sources)
         await sources.start()
         runtime = ServerToolRuntime(
-            ToolCatalog(registry, ToolAccess(**access)), db, default_timeout=10.0
+            ToolCatalog(registry, ToolAccess(**access)),
+            db,
+            default_timeout=10.0,
+            forwarder=forwarder,
         )
         return Mounted(sources, registry, runtime)
 

@@ -41,7 +41,7 @@ def servers(http_server: HttpServer) -> list[dict[str, Any]]:
             "url": http_server.url,
             "headers": {"Authorization": "Bearer not-shown"},
             "tools": {"echo": {"policy": "confirm"}},
-            "deny": ["die", "grow", "ask"],
+            "deny": ["die", "grow", "ask", "remove", "whoami"],
         },
         {
             "name": "gone",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from pathlib import Path
@@ -91,14 +92,37 @@ async def test_a_stdio_server_that_exits_mid_call_is_an_error_result(mount: Moun
     assert (await mounted.outcome("local__add", {"a": 2, "b": 2})).result == {"result": 4}
 
 
-async def test_a_changed_tool_list_is_mounted_again(mount: Mount, http_server: HttpServer) -> None:
-    mounted = await mount(http_config(http_server))
-    assert "web__extra" not in mounted.names()
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_a_changed_tool_list_is_mounted_again(
+    mount: Mount, http_server: HttpServer, transport: str
+) -> None:
+    config = http_config(http_server) if transport == "http" else stdio_config()
+    mounted = await mount(config)
+    prefix = config.name
+    assert f"{prefix}__extra" not in mounted.names()
 
-    assert (await mounted.outcome("web__grow", {})).status == "success"
+    assert (await mounted.outcome(f"{prefix}__grow", {})).status == "success"
 
-    await _until(lambda: "web__extra" in mounted.names())
-    assert (await mounted.outcome("web__extra", {})).result == {"result": "extra"}
+    await _until(lambda: f"{prefix}__extra" in mounted.names())
+    assert (await mounted.outcome(f"{prefix}__extra", {})).result == {"result": "extra"}
+
+
+async def test_a_stdio_servers_own_log_lines_are_debug_records_naming_it(
+    mount: Mount, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG", logger="chat_bff.mcp.stderr")
+    mounted = await mount(stdio_config())
+
+    await mounted.outcome("local__echo", {"text": "hi"})
+    await _until(lambda: any("echo called" in r.getMessage() for r in _stderr(caplog)))
+
+    records = _stderr(caplog)
+    assert {r.levelname for r in records} == {"DEBUG"}
+    assert {getattr(r, "mcp_server", None) for r in records} == {"local"}
+
+
+def _stderr(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "chat_bff.mcp.stderr"]
 
 
 async def test_a_server_asking_the_user_mid_call_is_declined_and_the_call_ends(

@@ -36,7 +36,7 @@ from app.providers.catalog import build_catalog
 from app.providers.scripted import ScriptedProvider, load_script
 from app.routing.catalogue import capabilities_tool, routed_tools
 from app.routing.embeddings import LazyEmbeddings
-from app.routing.router import RouterConfig, ToolRouter
+from app.routing.router import CAPABILITIES_TOOL, RouterConfig, ToolRouter
 from app.runs.bus import Bus, LocalBus
 from app.runs.driver import RunLimits
 from app.runs.hooks import AllHooks
@@ -218,6 +218,16 @@ def build_mcp_sources(settings: Settings, registry: ToolRegistry) -> McpSources 
     return McpSources(configs, registry, envs=envs) if configs else None
 
 
+def offer_capabilities(settings: Settings, registry: ToolRegistry) -> None:
+    """Once MCP servers mounted their tools, the router may need the capabilities tool
+    that the service's own tools alone did not call for. A server still unreachable
+    counts as bringing tools: they arrive later, and the router reads the registry live."""
+    if registry.get(CAPABILITIES_TOOL) is None and router_offers_capabilities(
+        settings, max(len(registry.all()), 1)
+    ):
+        registry.register(capabilities_tool(registry))
+
+
 def router_offers_capabilities(settings: Settings, tools: int) -> bool:
     """Whether some model may be routed here, so the capabilities tool is registered."""
     modes = {settings.tool_router, *(m.tool_router for m in settings.catalogue_models())}
@@ -316,6 +326,7 @@ async def build_services(
     mcp = build_mcp_sources(settings, tool_catalog.registry)
     if mcp is not None:
         await mcp.start()  # each server's first attempt; an unreachable one is left out
+        offer_capabilities(settings, tool_catalog.registry)
     tool_runtime = ServerToolRuntime(
         tool_catalog,
         db,

@@ -61,7 +61,7 @@ OPERATION_IDS: dict[str, str] = {
     "inbox": "listApprovals",
     "get_approval": "getApproval",
     "decide": "decideApproval",
-    "answer_submission": "answerSubmission",
+    "answer_submission": "submitToolAnswer",
     "list_proposals": "listProposals",
     "approve_proposals": "approveProposals",
     "reject_proposals": "rejectProposals",

@@ -112,6 +112,17 @@ async def _approval(world: World, user: str) -> str:
     return approval_id
 
 
+async def _tool_call(world: World, user: str) -> str:
+    # A server tool call waiting for a person in the user's conversation (here an approval;
+    # a question of an MCP server's is tested with a real server in tests/mcp).
+    conversation_id = await world.id("conversation_id", user)
+    await world.run_to_end(user, conversation_id, "please delete Ada")
+    detail = await world.call(user, "GET", f"/api/conversations/{conversation_id}")
+    part = next(p for p in detail["messages"][-1]["content"] if p["type"] == "tool")
+    tool_call_id: str = part["id"]
+    return tool_call_id
+
+
 async def _api_key(world: World, user: str) -> str:
     body = {"name": "matrix", "owner_id": user, "roles": ["user"]}
     created = await world.call(user, "POST", "/api/admin/api-keys", json=body)
@@ -161,6 +172,7 @@ KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "run_id": _run,
     "message_id": _message,
     "approval_id": _approval,
+    "tool_call_id": _tool_call,
     "key_id": _api_key,
     "file_id": _file,
     "thread_id": _thread,
@@ -187,6 +199,9 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/conversations/{conversation_id}/proposals/approve"): {},
     ("POST", "/api/conversations/{conversation_id}/proposals/reject"): {},
     ("POST", "/api/approvals/{approval_id}"): {"decision": "approve"},
+    ("POST", "/api/conversations/{conversation_id}/submissions/{tool_call_id}"): {
+        "action": "cancel"
+    },
     ("POST", "/api/conversations/{conversation_id}/proposals/undo"): {},
     ("POST", "/v1/conversations/{conversation_id}"): {"metadata": {"topic": "mine now"}},
     ("POST", "/v1/conversations/{conversation_id}/items"): {

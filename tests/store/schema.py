@@ -17,6 +17,7 @@ CORE_TABLES = {
     "run_events",
     "audit_log",
     "tool_approvals",
+    "tool_elicitations",
     "tool_proposals",
     "tool_proposal_batches",
     "files",

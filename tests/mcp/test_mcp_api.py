@@ -138,3 +138,21 @@ def test_a_bad_mcp_servers_setting_stops_the_start_naming_the_problem_and_no_val
 
     assert problems == ["MCP_SERVERS: entry 0: server 'x': streamable-http needs a url"]
     assert "s3cret" not in str(problems)
+
+
+async def test_the_capabilities_tool_is_offered_when_only_mcp_servers_bring_tools(
+    make_api: MakeApi, app_settings: Settings, http_server: HttpServer
+) -> None:
+    # The service's own tools are off here: before the servers mounted theirs, the
+    # catalogue was empty and the router had nothing to route.
+    settings = app_settings.model_copy(
+        update={
+            "mcp_servers": SecretStr(json.dumps(servers(http_server)[:1])),
+            "tool_router": "on",
+        }
+    )
+    async with make_api(settings, providers={"scripted": ScriptedProvider(SCRIPT)}) as api:
+        tools = {t["name"] for t in (await _ok(await api.get("/api/tools")))["data"]}
+
+    assert "list_capabilities" in tools
+    assert "web__add" in tools

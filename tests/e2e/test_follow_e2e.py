@@ -1,6 +1,7 @@
 """Following a conversation end to end (a real process, real HTTP on loopback, SQLite and
 Postgres): `GET /api/conversations/{id}/events` carries every run of the conversation as
-it happens and the cards a decision changes, resumes with Last-Event-ID across runs, and
+it happens and the cards a decision changes, resumes with Last-Event-ID across runs (after
+a restart too, from the database alone), opens with a stream token, beats while idle, and
 is 404 for anyone else's conversation."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +70,8 @@ async def follow(
             if tab.status != 200:
                 return
             async for sse in source.aiter_sse():
+                if not sse.data:
+                    continue  # a heartbeat comment, which an EventSource never dispatches
                 tab.events.append(Event(sse.id, sse.event, json.loads(sse.data)))
 
     tab._task = asyncio.create_task(read())
@@ -273,3 +277,44 @@ async def test_a_tab_sees_a_batch_applied_then_undone_and_an_approval_expire(
 
 def causes(events: list[Event]) -> list[str]:
     return [e.data["cause"] for e in events if e.event == "part_update"]
+
+
+async def test_after_a_restart_the_database_alone_resumes_the_follow_and_tokens_open_it(
+    launch: Launch, openai_upstream: FakeOpenAIUpstream, tmp_path: Any
+) -> None:
+    openai_upstream.enqueue(Completion(text="One, two."), Completion(text="Three, four."))
+    settings = openai_backed(
+        openai_upstream.base_url, JWT_SECRET=HS_SECRET, HEARTBEAT_SECONDS="0.2"
+    )
+    owner = bearer(hs_token(sub="owner", roles=["user"]))
+    first = launch(**settings)
+    async with httpx.AsyncClient(base_url=first.base_url, timeout=15, headers=owner) as http:
+        cid = (await http.post("/api/conversations", json={})).json()["id"]
+        async with follow(http, cid) as tab:
+            await send(http, cid, "1")
+            await tab.wait_for(lambda events: len(run_ends(events)) == 1)
+            await send(http, cid, "2")
+            seen = await tab.wait_for(lambda events: len(run_ends(events)) == 2)
+    assert first.stop() in (0, -signal.SIGTERM)  # uvicorn may end by the signal itself
+
+    again = launch(db=first.db, **settings)
+    path = f"/api/conversations/{cid}/events"
+    async with httpx.AsyncClient(base_url=again.base_url, timeout=15) as http:
+        minted = await http.post("/api/stream-tokens", json={"path": path}, headers=owner)
+        assert minted.status_code == 200, minted.text
+        token = minted.json()["token"]
+        cut = 3  # inside the first run
+        headers = {"Last-Event-ID": seen[cut - 1].id}
+        lines: list[str] = []
+        async with http.stream("GET", f"{path}?token={token}", headers=headers) as response:
+            assert response.status_code == 200
+            async with asyncio.timeout(WAIT):
+                async for line in response.aiter_lines():
+                    lines.append(line)
+                    if line == ": heartbeat" and sum(ln.startswith("id:") for ln in lines) > 1:
+                        break  # the replay is out and the idle stream beats
+        refused = await http.get(path)  # no token, no bearer: the token was the credential
+
+    ids = [ln.removeprefix("id: ") for ln in lines if ln.startswith("id:")]
+    assert ids == [seen[cut - 1].id] + [e.id for e in seen[cut:]]
+    assert refused.status_code == 401

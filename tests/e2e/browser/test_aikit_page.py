@@ -46,7 +46,6 @@ def _npm(*args: str, timeout: float) -> None:
         )
     except subprocess.TimeoutExpired:
         unavailable(f"npm {args[0]} in examples/aikit-chat timed out")
-        return
     if done.returncode != 0:
         unavailable(f"npm {args[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
 

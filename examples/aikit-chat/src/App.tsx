@@ -5,8 +5,9 @@
 // - Approvals: a card waiting for a human has Accept/Reject; the answer is an
 //   mcp_approval_response input item on /v1/responses, and the turn continues in that stream.
 // - Stop: POST /api/conversations/{id}/runs/{run}/cancel (the run id is the response id's).
-// - Reload: the conversation's stored messages, then its active run's events from the start
-//   (GET /api/conversations/{id}/runs/{run}/events), so nothing said so far is lost.
+// - Reload: the conversation's stored messages, then its active run's response replayed from
+//   its first event and followed (GET /v1/responses/{id}?stream=true) through the same
+//   adapter, so nothing said so far is lost.
 import {ChatContainer} from '@gravity-ui/aikit';
 import type {TChatMessage, TSubmitData} from '@gravity-ui/aikit';
 import {useOpenAIConversationsAdapter, useOpenAIStreamAdapter} from '@gravity-ui/aikit/adapters';
@@ -14,14 +15,13 @@ import type {OpenAIConversationsListResponseLike} from '@gravity-ui/aikit/adapte
 import {TextInput} from '@gravity-ui/uikit';
 import {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 
-import {api, followRun, respond, setToken, token} from './api';
+import {api, replay, respond, setToken, token} from './api';
 import type {Approval, StoredMessage} from './messages';
-import {RunMessage, decorate, fromStored} from './messages';
+import {decorate, fromStored} from './messages';
 
 type Detail = {id: string; active_run_id: string | null; messages: StoredMessage[]};
-type Resumed = {run: string; message: TChatMessage};
-
 const runOf = (responseId: string) => `run_${responseId.replace(/^resp_/, '')}`;
+const responseOf = (runId: string) => `resp_${runId.replace(/^run_/, '')}`;
 
 export function App() {
     const [list, setList] = useState<OpenAIConversationsListResponseLike | null>(null);
@@ -34,9 +34,7 @@ export function App() {
     const [stream, setStream] = useState<Response | null>(null);
     const [base, setBase] = useState<TChatMessage[]>([]);
     const [assistantId, setAssistantId] = useState('assistant-0');
-    const [resumed, setResumed] = useState<Resumed | null>(null);
     const [error, setError] = useState<Error | null>(null);
-    const following = useRef<AbortController | null>(null);
 
     const loadChats = useCallback(async () => {
         setList(await api<OpenAIConversationsListResponseLike>('GET', '/api/conversations?limit=50'));
@@ -44,32 +42,20 @@ export function App() {
 
     /** Stored messages and pending approvals of `id`; follows its active run, if any. */
     const open = useCallback(async (id: string, follow = true) => {
-        following.current?.abort();
         const detail = await api<Detail>('GET', `/api/conversations/${encodeURIComponent(id)}`);
         const inbox = await api<{data: Approval[]}>('GET', '/api/approvals');
         if (activeRef.current !== id) return;
-        setStored(fromStored(detail.messages));
+        const messages = fromStored(detail.messages);
+        setStored(messages);
         setApprovals(inbox.data.filter((a) => a.conversation_id === id));
-        setResumed(null);
-        if (follow && detail.active_run_id) resume(id, detail.active_run_id);
-        // eslint-disable-next-line react-hooks/exhaustive-deps
+        if (follow && detail.active_run_id) {
+            const resumed = await replay(responseOf(detail.active_run_id), new AbortController().signal);
+            if (activeRef.current !== id) return;
+            setBase(messages);
+            setAssistantId(`assistant-${Date.now()}`);
+            setStream(resumed);
+        }
     }, []);
-
-    const resume = (id: string, run: string) => {
-        const controller = new AbortController();
-        following.current = controller;
-        const folded = new RunMessage(`resumed-${run}`);
-        setResumed({run, message: folded.message()});
-        const onEvent = (event: {event: string; data: string}) => {
-            const ended = folded.apply(event.event, JSON.parse(event.data));
-            if (!controller.signal.aborted) setResumed({run, message: folded.message()});
-            return ended;
-        };
-        followRun(id, run, onEvent, controller.signal)
-            .then(() => (controller.signal.aborted ? null : open(id, false)))
-            .then(() => loadChats())
-            .catch((e: Error) => controller.signal.aborted || setError(e));
-    };
 
     useEffect(() => {
         loadChats().catch(setError);
@@ -141,19 +127,17 @@ export function App() {
     };
 
     const cancel = async () => {
-        const run = stream && live.responseId ? runOf(live.responseId) : resumed?.run;
-        if (!active || !run) return;
+        if (!active || !stream || !live.responseId) return;
+        const run = runOf(live.responseId);
         await api('POST', `/api/conversations/${encodeURIComponent(active)}/runs/${encodeURIComponent(run)}/cancel`);
     };
 
     const createChat = () => {
-        following.current?.abort();
         setActive(null);
         activeRef.current = null;
         history.replaceState(null, '', location.pathname);
         setStream(null);
         setStored([]);
-        setResumed(null);
     };
 
     const deleteChat = async (chat: {id: string}) => {
@@ -162,15 +146,12 @@ export function App() {
         await loadChats();
     };
 
-    let shown: TChatMessage[] = stored;
-    if (stream) shown = live.messages;
-    else if (resumed) shown = [...stored, resumed.message];
+    const shown: TChatMessage[] = stream ? live.messages : stored;
     const byToolCall = useMemo(() => new Map(approvals.map((a) => [a.tool_call_id, a.id])), [approvals]);
     const pending = new Set(approvals.map((a) => a.id));
     const messages = decorate(shown, (id) => byToolCall.get(id) ?? (pending.has(id) ? id : undefined), decide);
-    const running = stream !== null || resumed !== null;
     const activeChat = chats.find((chat) => chat.id === active) ?? null;
-    const status = stream ? live.status : running ? 'streaming' : 'ready';
+    const status = stream ? live.status : 'ready';
 
     return (
         <div className="page" data-status={status} data-conversation={active ?? ''}>

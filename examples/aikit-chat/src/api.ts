@@ -54,57 +54,15 @@ export async function respond(
     return response;
 }
 
-export type SseEvent = {id: string | null; event: string; data: string};
-
 /**
- * Our native run events (`GET /api/conversations/{id}/runs/{run}/events`), read with fetch so
- * the bearer token can go in a header. A dropped connection reconnects with Last-Event-ID and
- * continues where it stopped; `onEvent` returning true ends the stream (the run ended).
+ * GET /v1/responses/{id}?stream=true: a response of a durable conversation, its events replayed
+ * from the first one and then followed live (the run keeps going while nobody listens).
  */
-export async function followRun(
-    conversation: string,
-    run: string,
-    onEvent: (event: SseEvent) => boolean,
-    signal: AbortSignal,
-): Promise<void> {
-    const url = `/api/conversations/${encodeURIComponent(conversation)}/runs/${encodeURIComponent(run)}/events`;
-    let last: string | null = null;
-    for (let attempt = 0; attempt < 5 && !signal.aborted; attempt++) {
-        const extra: Record<string, string> = {accept: 'text/event-stream'};
-        if (last) extra['last-event-id'] = last;
-        const response = await fetch(url, {headers: headers(false, extra), signal});
-        if (!response.ok || !response.body) throw new Error(`run events: HTTP ${response.status}`);
-        for await (const event of sseEvents(response.body)) {
-            if (event.id) last = event.id;
-            if (onEvent(event)) return;
-        }
-    }
-}
-
-async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
-    const reader = body.pipeThrough(new TextDecoderStream() as ReadableWritablePair<string, Uint8Array>).getReader();
-    let buffer = '';
-    for (;;) {
-        const {value, done} = await reader.read();
-        if (done) return;
-        buffer += value.replace(/\r\n?/g, '\n');
-        let end;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const event: SseEvent = {id: null, event: 'message', data: ''};
-            const data: string[] = [];
-            for (const line of block.split('\n')) {
-                const colon = line.indexOf(':');
-                if (colon === 0) continue; // a comment (keep-alive)
-                const field = colon < 0 ? line : line.slice(0, colon);
-                const text = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-                if (field === 'id') event.id = text;
-                else if (field === 'event') event.event = text;
-                else if (field === 'data') data.push(text);
-            }
-            event.data = data.join('\n');
-            if (data.length) yield event;
-        }
-    }
+export async function replay(responseId: string, signal: AbortSignal): Promise<Response> {
+    const response = await fetch(`/v1/responses/${encodeURIComponent(responseId)}?stream=true`, {
+        headers: headers(false, {accept: 'text/event-stream'}),
+        signal,
+    });
+    if (!response.ok) throw new Error(`resume ${responseId}: HTTP ${response.status}`);
+    return response;
 }

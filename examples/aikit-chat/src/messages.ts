@@ -60,36 +60,3 @@ export function decorate(
         return {...message, content: content as never};
     });
 }
-
-/** A run's native events, folded into the assistant message they build. */
-export class RunMessage {
-    parts: Part[] = [];
-
-    constructor(readonly id: string) {}
-
-    /** Apply one event; true when the run ended. */
-    apply(event: string, data: Record<string, unknown>): boolean {
-        const last = this.parts[this.parts.length - 1];
-        if (event === 'text_delta') {
-            if (last && last.type === 'text') {
-                last.data = {text: String(last.data.text) + String(data.delta)};
-            } else this.parts.push({type: 'text', data: {text: String(data.delta)}});
-        } else if (event === 'thinking_delta') {
-            if (last && last.type === 'thinking') {
-                last.data = {...last.data, content: String(last.data.content) + String(data.delta)};
-            } else {
-                this.parts.push({type: 'thinking', data: {content: String(data.delta), status: 'thinking'}});
-            }
-        } else if (['tool_start', 'tool_end', 'tool_error', 'confirm_required'].includes(event)) {
-            const part = data.part as Part;
-            const at = this.parts.findIndex((p) => p.type === 'tool' && p.id === part.id);
-            if (at >= 0) this.parts[at] = part;
-            else this.parts.push(part);
-        }
-        return event === 'run_end';
-    }
-
-    message(): TChatMessage {
-        return {id: this.id, role: 'assistant', content: this.parts.map((p) => ({...p})) as never};
-    }
-}

@@ -26,6 +26,7 @@ class Result:
     status: int = 0
     sent_at: float = 0.0
     first_token_at: float | None = None
+    last_token_at: float | None = None
     done_at: float = 0.0
     tokens: int = 0
     reads: int = 0  # reads that carried at least one token
@@ -151,7 +152,7 @@ class Conn(asyncio.Protocol):
                     result.first_token_at = now
                 elif self._gaps:
                     result.gaps.append(now - self._last)
-                self._last = now
+                self._last = result.last_token_at = now
                 result.tokens += found
                 result.reads += 1
         if self._length is not None:

@@ -116,8 +116,12 @@ async def load(
 
 def bounded(done: Load, cpu_s: float) -> dict[str, Any]:
     """Figures of a run cut at its bound: chunks that arrived (streams still open at the
-    bound included) per second of the run, gaps between them, requests completed."""
+    bound included) per second from the first request sent to the last chunk received,
+    gaps between them, requests completed (a stream is complete at its `[DONE]`)."""
     chunks = sum(r.tokens for r in done.results)
+    sent = [r.sent_at for r in done.results if r.sent_at]
+    arrived = [r.last_token_at for r in done.results if r.last_token_at is not None]
+    span = max(arrived) - min(sent) if arrived and sent else done.wall_s
     gaps = [g for r in done.results for g in r.gaps]
     failed = [r.error or f"HTTP {r.status}" for r in done.results if r not in done.ok]
     return {
@@ -126,7 +130,7 @@ def bounded(done: Load, cpu_s: float) -> dict[str, Any]:
         "incomplete": dict(Counter(failed)),
         "wall_s": round(done.wall_s, 2),
         "chunks": chunks,
-        "chunks_per_s": round(chunks / done.wall_s, 1) if done.wall_s else None,
+        "chunks_per_s": round(chunks / span, 1) if chunks else None,
         "requests_per_s": round(len(done.ok) / done.wall_s, 1) if done.wall_s else None,
         "gap_p50_ms": ms(pct(gaps, 50)),
         "gap_p99_ms": ms(pct(gaps, 99)),

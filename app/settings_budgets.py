@@ -3,7 +3,8 @@ own so each stays one readable page.
 
 Budgets cap what a caller spends per UTC day and month, in tokens (in + out) and in cost
 (the catalogue's `price`); 0 means no budget. `BUDGET_ROLES` overrides them per role, the
-most generous value winning for a caller with several roles.
+most generous value winning for a caller with several roles. `BUDGET_ROLE_TOTALS` caps
+what a role's members spend together, `BUDGET_API_KEYS` what is spent with an API key.
 """
 
 from __future__ import annotations
@@ -36,15 +37,26 @@ class BudgetSettings(BaseSettings):
         description='Per-role budgets, e.g. `{"staff": {"cost_per_month": 100}}`.',
     )
 
-    @field_validator("budget_roles", mode="before")
+    budget_role_totals: Annotated[dict[str, dict[str, float]], NoDecode] = Field(
+        default_factory=dict,
+        description="Budgets of a role's members together, e.g. "
+        '`{"interns": {"cost_per_month": 200}}`.',
+    )
+    budget_api_keys: Annotated[dict[str, dict[str, float]], NoDecode] = Field(
+        default_factory=dict,
+        description='Budgets per API key: `"*"` for every key, a key id for one, e.g. '
+        '`{"*": {"tokens_per_day": 200000}, "key_abc": {"cost_per_month": 50}}`.',
+    )
+
+    @field_validator("budget_roles", "budget_role_totals", "budget_api_keys", mode="before")
     @classmethod
-    def _parse_budget_roles(cls, value: Any) -> Any:
+    def _parse_budget_json(cls, value: Any) -> Any:
         return json_setting(value) if isinstance(value, str) else value
 
-    @field_validator("budget_roles")
+    @field_validator("budget_roles", "budget_role_totals", "budget_api_keys")
     @classmethod
     def _known_budgets(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        BudgetPolicy(Budgets(), value)  # raises ValueError naming the role and budget
+        BudgetPolicy(Budgets(), value)  # raises ValueError naming the entry and budget
         return value
 
     def budget_policy(self) -> BudgetPolicy:
@@ -54,4 +66,6 @@ class BudgetSettings(BaseSettings):
             cost_per_day=self.budget_cost_per_day,
             cost_per_month=self.budget_cost_per_month,
         )
-        return BudgetPolicy(default, self.budget_roles)
+        return BudgetPolicy(
+            default, self.budget_roles, self.budget_role_totals, self.budget_api_keys
+        )

@@ -111,4 +111,9 @@ class Authenticator:
             if record.last_used_at is None or now - record.last_used_at > _TOUCH_EVERY:
                 await tx.api_keys.touch(record.id)
                 await tx.commit()
-        return Caller(user_id=record.owner_id, roles=frozenset(record.roles), method="api_key")
+        return Caller(
+            user_id=record.owner_id,
+            roles=frozenset(record.roles),
+            method="api_key",
+            api_key_id=record.id,
+        )

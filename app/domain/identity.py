@@ -17,6 +17,8 @@ class Caller:
     user_id: str
     roles: frozenset[str] = field(default_factory=frozenset)
     method: AuthMethod = "development"
+    # The API key the caller authenticated with (its id, never the secret): budgets per key.
+    api_key_id: str | None = None
     # The bearer token the caller proved itself with (a JWT), kept only in memory for
     # tools that forward the user's identity (`ForwardedIdentity`); never shown or stored.
     bearer: SecretStr | None = field(default=None, repr=False, compare=False)

@@ -133,6 +133,9 @@ class BudgetLimit:
     limit: float
     remaining: float
     resets_at: datetime
+    # Whose spending it caps: `user` (the caller's own), `role:<name>` (everyone holding
+    # the role, together) or `api_key` (the key the caller authenticated with).
+    scope: str = "user"
 
     @property
     def spent(self) -> bool:
@@ -140,7 +143,9 @@ class BudgetLimit:
 
     def explain(self) -> str:
         when = self.resets_at.isoformat().replace("+00:00", "Z")
-        return f"the {self.name.replace('_', ' ')} budget ({self.limit:g}); it resets at {when}"
+        whose = {"user": "", "api_key": "API key's "}.get(self.scope, f"{self.scope} ")
+        budget = self.name.replace("_", " ")
+        return f"the {whose}{budget} budget ({self.limit:g}); it resets at {when}"
 
     def detail(self) -> dict[str, object]:
         """The machine-readable part of the error a client gets."""
@@ -148,6 +153,7 @@ class BudgetLimit:
             "budget": self.name,
             "limit": self.limit,
             "resets_at": self.resets_at.isoformat().replace("+00:00", "Z"),
+            "scope": self.scope,
         }
 
 
@@ -158,15 +164,18 @@ class Allowance:
     limits: tuple[BudgetLimit, ...] = ()
 
     @classmethod
-    def of(cls, budgets: Budgets, spent: Spent, now: datetime) -> Allowance:
+    def of(cls, budgets: Budgets, spent: Spent, now: datetime, scope: str = "user") -> Allowance:
         limits = []
         for name in BUDGET_NAMES:
             limit = float(getattr(budgets, name))
             if limit > 0:
-                limits.append(
-                    BudgetLimit(name, limit, limit - spent.of(name), resets_at(name, now))
-                )
+                left = limit - spent.of(name)
+                limits.append(BudgetLimit(name, limit, left, resets_at(name, now), scope))
         return cls(tuple(limits))
+
+    def __add__(self, other: Allowance) -> Allowance:
+        """Both sets of budgets: a run must stay within every one."""
+        return Allowance(self.limits + other.limits)
 
     def exhausted(self) -> BudgetLimit | None:
         """The first budget already spent (the one that resets last, so a retry then works)."""

@@ -63,14 +63,23 @@ class UsageBook:
         self._clock = clock
 
     async def allowance(self, caller: Caller) -> Allowance:
-        """What the caller's budgets leave now (no limits when none applies)."""
-        budgets = self._policy.for_caller(caller)
-        if not budgets.any:
-            return Allowance()
-        now = self._clock()
+        """What the caller's budgets leave now, in every scope that applies: their own,
+        each of their roles' group budget, their API key's (no limits when none does)."""
+        own, key = self._policy.for_caller(caller), self._policy.for_api_key(caller.api_key_id)
+        groups = [(role, budgets) for role, budgets in self._policy.groups(caller) if budgets.any]
+        allowance, now = Allowance(), self._clock()
+        if not (own.any or key.any or groups):
+            return allowance
         async with self._db.read() as tx:
-            spent = await tx.usage.spent(caller.user_id, now)
-        return Allowance.of(budgets, spent, now)
+            if own.any:
+                allowance += Allowance.of(own, await tx.usage.spent(caller.user_id, now), now)
+            for role, budgets in groups:
+                spent = await tx.usage.spent_by_role(role, now)
+                allowance += Allowance.of(budgets, spent, now, scope=f"role:{role}")
+            if key.any and caller.api_key_id is not None:
+                spent = await tx.usage.spent_by_api_key(caller.api_key_id, now)
+                allowance += Allowance.of(key, spent, now, scope="api_key")
+        return allowance
 
     def today(self) -> datetime:
         return self._clock()
@@ -110,6 +119,7 @@ class UsageBook:
                     run_id=run_id,
                     calls=calls,
                     at=self._clock(),
+                    api_key_id=caller.api_key_id,
                 )
         except Exception:
             log.warning("could not record a run's usage", extra={"run_id": run_id}, exc_info=True)

@@ -35,7 +35,13 @@ async def read_usage(
         ],
         totals=summed(rows),
         budgets=[
-            BudgetOut(budget=b.name, limit=b.limit, remaining=b.remaining, resets_at=b.resets_at)
+            BudgetOut(
+                budget=b.name,
+                limit=b.limit,
+                remaining=b.remaining,
+                resets_at=b.resets_at,
+                scope=b.scope,
+            )
             for b in allowance.limits
         ],
     )

@@ -35,6 +35,11 @@ class BudgetOut(BaseModel):
     limit: float = Field(description="The budget.")
     remaining: float = Field(description="What is left of it (0 or less: spent).")
     resets_at: datetime = Field(description="When its period ends (UTC).")
+    scope: str = Field(
+        default="user",
+        description="Whose spending it caps: `user` (yours), `role:<name>` (everyone with the "
+        "role, together) or `api_key` (what is spent with the key you called with).",
+    )
 
 
 class UsageReport(BaseModel):

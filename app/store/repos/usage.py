@@ -53,6 +53,7 @@ class UsageRepo:
         run_id: str,
         calls: Sequence[CallUsage],
         at: datetime | None = None,
+        api_key_id: str | None = None,
     ) -> None:
         now = at or utcnow()
         for call in calls:
@@ -71,12 +72,24 @@ class UsageRepo:
                     cost=call.cost,
                     day=f"{now:%Y-%m-%d}",
                     created_at=now,
+                    api_key_id=api_key_id,
                 )
             )
         await self._session.flush()
 
     async def spent(self, user_id: str, now: datetime | None = None) -> Spent:
         """What `user_id` used since 00:00 UTC today and since the first of the month."""
+        return await self._spent(UsageRow.user_id == user_id, now)
+
+    async def spent_by_role(self, role: str, now: datetime | None = None) -> Spent:
+        """What everyone holding `role` (when they spent it) used, together."""
+        return await self._spent(UsageRow.roles.contains(f",{role},", autoescape=True), now)
+
+    async def spent_by_api_key(self, api_key_id: str, now: datetime | None = None) -> Spent:
+        """What calls made with the API key `api_key_id` used."""
+        return await self._spent(UsageRow.api_key_id == api_key_id, now)
+
+    async def _spent(self, whose: Any, now: datetime | None) -> Spent:
         now = now or utcnow()
         day, month = day_start(now), month_start(now)
         tokens = UsageRow.input_tokens + UsageRow.output_tokens
@@ -87,7 +100,7 @@ class UsageRepo:
             func.coalesce(func.sum(cost), 0.0),
             func.coalesce(func.sum(_when(today, tokens)), 0),
             func.coalesce(func.sum(_when(today, cost)), 0.0),
-        ).where(UsageRow.user_id == user_id, UsageRow.created_at >= month)
+        ).where(whose, UsageRow.created_at >= month)
         row = (await self._session.execute(query)).one()
         return Spent(
             tokens_day=int(row[2]),

@@ -5,6 +5,8 @@
 // - Approvals: a card waiting for a human has Accept/Reject; the answer is an
 //   mcp_approval_response input item on /v1/responses, and the turn continues in that stream.
 // - Stop: POST /api/conversations/{id}/runs/{run}/cancel (the run id is the response id's).
+// - Other tabs: while idle, the page follows the conversation (GET /api/conversations/{id}/events)
+//   and reloads it when another tab starts a run or a card is decided elsewhere.
 // - Reload: the conversation's stored messages, then its active run's response replayed from
 //   its first event and followed (GET /v1/responses/{id}?stream=true) through the same
 //   adapter, so nothing said so far is lost.
@@ -15,7 +17,7 @@ import type {OpenAIConversationsListResponseLike} from '@gravity-ui/aikit/adapte
 import {TextInput} from '@gravity-ui/uikit';
 import {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 
-import {api, replay, respond, setToken, token} from './api';
+import {api, followUrl, replay, respond, setToken, token} from './api';
 import type {Approval, StoredMessage} from './messages';
 import {decorate, fromStored} from './messages';
 
@@ -35,6 +37,7 @@ export function App() {
     const [base, setBase] = useState<TChatMessage[]>([]);
     const [assistantId, setAssistantId] = useState('assistant-0');
     const [error, setError] = useState<Error | null>(null);
+    const busy = useRef(false); // a turn of this tab is starting or streaming
 
     const loadChats = useCallback(async () => {
         setList(await api<OpenAIConversationsListResponseLike>('GET', '/api/conversations?limit=50'));
@@ -48,7 +51,8 @@ export function App() {
         const messages = fromStored(detail.messages);
         setStored(messages);
         setApprovals(inbox.data.filter((a) => a.conversation_id === id));
-        if (follow && detail.active_run_id) {
+        if (follow && detail.active_run_id && !busy.current) {
+            busy.current = true;
             const resumed = await replay(responseOf(detail.active_run_id), new AbortController().signal);
             if (activeRef.current !== id) return;
             setBase(messages);
@@ -56,6 +60,28 @@ export function App() {
             setStream(resumed);
         }
     }, []);
+
+    const idle = stream === null;
+    useEffect(() => {
+        if (!active || !idle) return undefined;
+        let source: EventSource | null = null;
+        let closed = false;
+        const refresh = () => {
+            if (!busy.current && !closed) open(active).catch(setError);
+        };
+        followUrl(active)
+            .then((url) => {
+                if (closed) return;
+                source = new EventSource(url);
+                source.addEventListener('part_update', refresh);
+                source.addEventListener('run_start', refresh);
+            })
+            .catch(() => undefined); // without it the page still works; other tabs show on reload
+        return () => {
+            closed = true;
+            source?.close();
+        };
+    }, [active, idle, open]);
 
     useEffect(() => {
         loadChats().catch(setError);
@@ -67,6 +93,7 @@ export function App() {
         initialMessages: base,
         assistantMessageId: assistantId,
         onStreamEnd: (messages) => {
+            busy.current = false;
             setStored(messages); // what was just shown stays while the stored copy loads
             setStream(null);
             const id = activeRef.current;
@@ -85,6 +112,7 @@ export function App() {
     };
 
     const start = async (id: string, input: string | Record<string, unknown>[], shown: TChatMessage[]) => {
+        busy.current = true;
         setError(null);
         setBase(shown);
         setStored(shown);
@@ -92,6 +120,7 @@ export function App() {
         try {
             setStream(await respond(id, input, new AbortController().signal));
         } catch (e) {
+            busy.current = false;
             setError(e as Error);
         }
     };

@@ -66,3 +66,15 @@ export async function replay(responseId: string, signal: AbortSignal): Promise<R
     if (!response.ok) throw new Error(`resume ${responseId}: HTTP ${response.status}`);
     return response;
 }
+
+/**
+ * The URL of the conversation's follow stream (GET /api/conversations/{id}/events: every run
+ * of it and every tool part decided outside a run, from any tab), for an EventSource; with
+ * auth on, a stream token for that path goes in `?token=` (EventSource sends no headers).
+ */
+export async function followUrl(conversation: string): Promise<string> {
+    const path = `/api/conversations/${encodeURIComponent(conversation)}/events`;
+    if (!token()) return path;
+    const minted = await api<{token: string}>('POST', '/api/stream-tokens', {path});
+    return `${path}?token=${encodeURIComponent(minted.token)}`;
+}

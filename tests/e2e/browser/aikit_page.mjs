@@ -91,7 +91,7 @@ try {
   await idle(one);
   seen.after_approval = { cards: await cards(one), texts: await assistantTexts(one) };
   await shot(one, "approved");
-  await two.reload();
+  // The second tab follows the conversation: it shows the decision without a reload.
   await two.waitForSelector(card("delete_node", "success"));
   seen.second_tab_after = await cards(two);
   await shot(two, "second-tab-after-decision");

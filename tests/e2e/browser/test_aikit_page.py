@@ -6,7 +6,8 @@ a live chat-bff on the offline scripted model (its demo script plus one long ans
 `aikit_page.mjs` drives Debian's Chromium (playwright-core) over it as a person would: the
 History list; a turn whose server tools show as finished cards; a `delete_node` call waiting
 for a human, shown as a card with Accept/Reject in this tab and in a second tab, accepted in
-the page (an `mcp_approval_response` on /v1/responses); and a long answer reloaded half-way
+the page (an `mcp_approval_response` on /v1/responses) and seen as done in the second tab
+without a reload (it follows the conversation's events); and a long answer reloaded half-way
 that resumes to the stored text. Screenshots of each step are written to
 `$SCREENSHOTS_DIR/aikit-page` when set, else a temporary folder; the path is printed.
 Skips locally without Node or Chromium, fails under `CI` (as the built-in page's test).

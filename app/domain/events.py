@@ -175,6 +175,7 @@ PartUpdateCause = Literal[
     "proposal_applied",
     "proposal_rejected",
     "proposal_undone",
+    "input_answered",
 ]
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from jsonschema import validators
 
 from app.domain.errors import ChatBffError, Conflict, NotFound
+from app.domain.events import PartChange
 from app.domain.identity import Caller
 from app.domain.parts import Elicitation, ToolPart
 from app.domain.tooling import InputNeeded, ToolOutcome
@@ -34,6 +35,7 @@ from app.store.repos.elicitations import ElicitationRecord
 from app.toolruntime.approvals import find_part, rewrite_part, updated_part
 from app.toolruntime.outcomes import stored_site
 from app.toolruntime.runtime import ServerToolRuntime
+from app.toolruntime.settled_parts import feed_entry
 from app.tools.base import UserAnswer
 from app.tools.pinning import InvalidArguments, pin_and_validate
 
@@ -144,7 +146,11 @@ class ElicitationService:
             await tx.conversations.lock(owner, record.conversation_id)
             written = await rewrite_part(tx, record, lambda p: _answered_part(p, outcome))
             assert written is not None  # checked before the claim; messages are not deleted
-            part, ready, _ = written
+            part, ready, message_id = written
+            # A tab following the conversation sees the answered card change at once.
+            change = PartChange(message_id, part, "input_answered")
+            entry = feed_entry(f"elicitation:{record.id}", record.run_id, change)
+            await tx.feed.record_parts(record.conversation_id, [entry])
             await tx.audit(
                 actor_id=owner,
                 action=f"elicitation.{action}",

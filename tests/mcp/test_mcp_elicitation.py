@@ -113,6 +113,11 @@ async def test_the_question_waits_in_the_part_and_an_accepted_answer_finishes_th
         "reason": "old",
     }
     assert "elicitation" not in answered["part"]["data"]
+    async with client.services.db.read() as tx:  # what a tab following the conversation reads
+        feed = [e.data for e in await tx.feed.after(cid, 0) if e.kind == "part"]
+    assert [(e["cause"], e["part"]["data"]["status"]) for e in feed] == [
+        ("input_answered", "success")
+    ]
     resumed = await _follow(client, answered["events_url"])
     assert resumed[-1].data["status"] == "completed"
     assert any(f.event == "text_delta" and "Done" in f.data["delta"] for f in resumed)

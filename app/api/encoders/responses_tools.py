@@ -40,7 +40,7 @@ from app.domain.events import (
 )
 from app.domain.parts import ToolPart
 
-_DECIDED = frozenset({"approval_approved", "approval_rejected"})
+_DECIDED = frozenset({"approval_approved", "approval_rejected", "input_answered"})
 
 
 ToolEvent = ToolStart | ToolArgsDelta | ConfirmRequired | PartUpdate | ToolEnd | ToolError

@@ -25,6 +25,7 @@ http {{
     scgi_temp_path {dir}/scgi;
     upstream chat_bff {{
 {servers}
+        keepalive 32;
     }}
     server {{
         listen 127.0.0.1:{port};

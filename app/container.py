@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from app.agent.ports import ToolRuntime
 from app.auth.authenticator import AuthConfig, Authenticator
-from app.auth.forwarding import Forwarder
 from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
+from app.container_tools import build_tool_runtime, start_background
 from app.domain.models import Catalog, ModelInfo
 from app.files.attachments import Attachments
 from app.files.service import FileLimits, Files
@@ -50,8 +50,8 @@ from app.store.database import Database
 from app.store.db import create_engine
 from app.store.migrate import Migrations, upgrade_database
 from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.background import BackgroundJobs
 from app.toolruntime.proposals import ProposalService
-from app.toolruntime.runtime import ServerToolRuntime
 from app.tools.access import ToolAccess
 from app.tools.catalog import ToolCatalog
 from app.tools.modules import load_tool_modules, migration_dirs
@@ -82,12 +82,14 @@ class Services:
     files: Files
     router: ToolRouter
     usage: UsageBook
+    background: BackgroundJobs
     mcp: McpSources | None = None
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
 
     async def aclose(self) -> None:
+        await self.background.shutdown(self.settings.shutdown_timeout_seconds)
         await self.runs.manager.shutdown(self.settings.shutdown_timeout_seconds)
         for provider in self.providers.values():
             await provider.aclose()
@@ -327,18 +329,7 @@ async def build_services(
     if mcp is not None:
         await mcp.start()  # each server's first attempt; an unreachable one is left out
         offer_capabilities(settings, tool_catalog.registry)
-    tool_runtime = ServerToolRuntime(
-        tool_catalog,
-        db,
-        default_timeout=settings.tool_timeout_seconds,
-        approval_ttl_seconds=settings.approval_ttl_seconds,
-        forwarder=Forwarder(
-            secret=settings.forward_token_secret,
-            issuer=settings.forward_token_issuer,
-            ttl_seconds=settings.forward_token_ttl_seconds,
-            allow_bearer=settings.forward_bearer_tokens,
-        ),
-    )
+    tool_runtime, background = build_tool_runtime(settings, tool_catalog, db)
     tools: ToolRuntime = tool_runtime
     limits = build_limiter(settings, metrics)
     files = build_files(settings, db)
@@ -393,6 +384,7 @@ async def build_services(
         bus=bus,
         files=files,
         usage=usage,
+        background=await start_background(background, runs, db, settings),
         mcp=mcp,
         router=router,
     )

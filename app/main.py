@@ -22,6 +22,7 @@ from app.api.routes import (
     admin,
     agui,
     approvals,
+    background_jobs,
     chat,
     conversations,
     files,
@@ -129,6 +130,7 @@ def create_app(
     app.include_router(tools.router)
     app.include_router(approvals.router)
     app.include_router(submissions.router)
+    app.include_router(background_jobs.router)
     app.include_router(proposals.router)
     app.include_router(queue.router)
     app.include_router(openai_chat.router)

@@ -31,6 +31,7 @@ from app.config_errors import EX_CONFIG, ConfigurationError, configuration_error
 from app.domain.models import ModelInfo
 from app.limits.policy import LimitPolicy, Limits
 from app.providers.catalog import default_models, parse_models
+from app.settings_background import BackgroundSettings
 from app.settings_budgets import BudgetSettings
 from app.settings_checks import (
     EMPTY_MEANS_UNSET,
@@ -62,7 +63,7 @@ _URL_USERINFO = re.compile(r"://[^/@\s]*@")
 _URL_SETTINGS = frozenset({"database_url", "redis_url", "openai_base_url", "anthropic_base_url"})
 
 
-class Settings(IdentitySettings, BudgetSettings):
+class Settings(IdentitySettings, BudgetSettings, BackgroundSettings):
     model_config = SettingsConfigDict(
         env_file=".env",
         env_file_encoding="utf-8",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from app.agent.context import fit_history, routing_request
 from app.agent.metering import BudgetStop, Meter
@@ -28,11 +27,14 @@ from app.agent.part_fixes import (
     waiting_changes,
     waits_for_human,
 )
+from app.agent.pauses import awaiting
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
+from app.agent.turn import TurnOptions, TurnResult, TurnStatus
 from app.agent.valid_stream import valid_events
 from app.domain.events import (
     ConfirmRequired,
     ContextInfo,
+    PartUpdate,
     RunStatus,
     StepReset,
     TextDeltaEvent,
@@ -47,50 +49,28 @@ from app.domain.messages import Message
 from app.domain.models import ModelInfo
 from app.domain.parts import Part, ToolData, ToolPart
 from app.domain.stream import (
-    GenerationOptions,
     ModelRequest,
     ProviderEvent,
     StreamReset,
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
-    ToolChoice,
-    ToolSpec,
 )
-from app.domain.tooling import ApprovalNeeded, InputNeeded, RunContext, ToolOutcome
+from app.domain.tooling import (
+    ApprovalNeeded,
+    BackgroundStarted,
+    InputNeeded,
+    RunContext,
+    ToolOutcome,
+)
 from app.domain.usage import Allowance, BudgetLimit
 from app.providers.base import Provider
 from app.translate.accumulator import PartsBuilder
-
-TurnStatus = Literal["completed", "requires_action", "max_iterations", "failed", "budget_exceeded"]
 
 # A model call whose every tool call is malformed (arguments that are not a JSON object, or
 # a tool that does not exist) is answered with the error and asked again this many times;
 # another malformed answer ends the turn as failed, its error parts kept.
 MALFORMED_RETRIES = 1
-
-
-@dataclass(frozen=True)
-class TurnOptions:
-    max_iterations: int = 8
-    client_tools: Sequence[ToolSpec] = ()
-    tool_choice: ToolChoice | None = None
-    max_output_tokens: int | None = None
-    temperature: float | None = None
-    parallel_tool_calls: bool | None = None
-    generation: GenerationOptions = field(default_factory=GenerationOptions)
-    reserve_tokens: int = 4096
-
-
-@dataclass
-class TurnResult:
-    status: TurnStatus
-    message: Message
-    usage: UsageInfo
-    context: ContextInfo | None = None
-    note: str | None = None
-    error_code: str | None = None
-    detail: dict[str, object] | None = None  # machine-readable, merged into the run's error
 
 
 @dataclass
@@ -318,9 +298,20 @@ class Agent:
                     )
                 )
                 waiting = True
+            elif isinstance(outcome, BackgroundStarted):
+                await self._backgrounded(part, outcome)
+                waiting = True
             else:
                 await self._finish_call(part, outcome)
         return waiting
+
+    async def _backgrounded(self, part: ToolPart, started: BackgroundStarted) -> None:
+        """The call runs on as a background job: its part stays `loading`, now naming it."""
+        args = started.args if started.args is not None else part.data.args
+        self._replace(part, args=args, body_content=started.summary, job_id=started.job_id)
+        ids = {"run_id": self.ctx.run_id, "message_id": self.message_id}
+        update = PartUpdate(part=self._find(part.id), cause="background_started", **ids)
+        await self.sink.emit(update)
 
     async def _finish_call(self, part: ToolPart, outcome: ToolOutcome) -> None:
         self._replace(
@@ -384,9 +375,10 @@ class Agent:
         if self.refused is not None:
             metadata["finish_reason"] = "content_filter"
             metadata["refusal"] = self.refused
-        if interrupted is None and any(waits_for_human(p) for p in parts):
-            # The turn waits for a human's decision, not for the browser's tool results.
-            metadata["finish_reason"] = "requires_action"
+        if interrupted is None:  # it waits for a person or a background job
+            metadata.update(awaiting(parts))
+            if any(waits_for_human(p) for p in parts):
+                metadata["finish_reason"] = "requires_action"
         if interrupted is not None:
             parts = [close_dangling(p) for p in parts]
             metadata["status"] = "incomplete"

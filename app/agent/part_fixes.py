@@ -18,6 +18,7 @@ DATA_FIELDS = {
     "mutates": "mutates",
     "approval_id": "approvalId",
     "elicitation": "elicitation",
+    "job_id": "backgroundJobId",
 }
 MAX_NAMES_LISTED = 40
 

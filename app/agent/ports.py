@@ -14,7 +14,7 @@ from app.domain.events import RunEvent
 from app.domain.models import ModelInfo
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
-from app.domain.tooling import ApprovalNeeded, InputNeeded, RunContext, ToolOutcome
+from app.domain.tooling import Invoked, RunContext
 
 
 class ToolRuntime(Protocol):
@@ -26,9 +26,7 @@ class ToolRuntime(Protocol):
         """Whether `name` is a server tool (otherwise it belongs to the client)."""
         ...
 
-    async def invoke(
-        self, part: ToolPart, ctx: RunContext
-    ) -> ToolOutcome | ApprovalNeeded | InputNeeded:
+    async def invoke(self, part: ToolPart, ctx: RunContext) -> Invoked:
         """Pin scope args, validate, apply the policy, run with a timeout.
 
         Never raises for a tool's own failure: that is an error outcome for the model.

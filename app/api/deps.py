@@ -26,6 +26,7 @@ from app.runs.following import ConversationFollow
 from app.runs.turns import Runs
 from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.background import BackgroundJobs
 from app.toolruntime.elicitations import ElicitationService
 from app.toolruntime.expired_parts import expire_due
 from app.toolruntime.proposals import ProposalService
@@ -66,6 +67,10 @@ def get_db(request: Request) -> Database:
 
 def get_approvals(request: Request) -> ApprovalService:
     return get_services(request).approvals
+
+
+def get_background(request: Request) -> BackgroundJobs:
+    return get_services(request).background
 
 
 def get_submissions(request: Request) -> ElicitationService:
@@ -115,6 +120,7 @@ CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 StreamDep = Annotated[StreamConfig, Depends(get_stream_config)]
 ApprovalsDep = Annotated[ApprovalService, Depends(get_approvals)]
 ProposalsDep = Annotated[ProposalService, Depends(get_proposals)]
+BackgroundDep = Annotated[BackgroundJobs, Depends(get_background)]
 SubmissionsDep = Annotated[ElicitationService, Depends(get_submissions)]
 QueueDep = Annotated[ReviewQueue, Depends(get_review_queue)]
 FollowDep = Annotated[ConversationFollow, Depends(get_follow)]

@@ -66,6 +66,10 @@ OPERATION_IDS: dict[str, str] = {
     "approve_proposals": "approveProposals",
     "reject_proposals": "rejectProposals",
     "queue_events": "streamQueueEvents",
+    # background jobs (long-running tools)
+    "list_jobs": "listBackgroundJobs",
+    "get_job": "getBackgroundJob",
+    "cancel_job": "cancelBackgroundJob",
     # Vercel AI SDK UI message stream
     "ui_chat": "sendUiChatMessage",
     "resume_ui_chat": "resumeUiChatStream",

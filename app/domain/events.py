@@ -176,14 +176,17 @@ PartUpdateCause = Literal[
     "proposal_rejected",
     "proposal_undone",
     "input_answered",
+    "background_started",
+    "background_finished",
 ]
 
 
 class PartUpdate(_Event):
-    """A tool part of an earlier message changed after its run paused or ended: a human
-    decided its approval (or it expired), or its proposal batch was applied, rejected or
-    undone. Upsert it by
-    `part.id` in the message `message_id`; the stored message already says the same."""
+    """A tool part changed outside the model's stream: a human decided its approval (or it
+    expired), its proposal batch was applied, rejected or undone, or its background job
+    started (this run's own message) or finished (an earlier message). Upsert it by
+    `part.id` in the message `message_id`; the stored message says the same once its run
+    has ended."""
 
     type: Literal["part_update"] = Field(default="part_update", description="The event name.")
     message_id: str = Field(description="The message holding the part (not this run's own).")

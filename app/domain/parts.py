@@ -93,6 +93,12 @@ class ToolData(_PartModel):
         description="The approval a human decides for this call (sent only when set): "
         "`POST /api/approvals/{approvalId}`, or the decision in the next `/api/chat` turn.",
     )
+    backgroundJobId: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The background job running this call (sent only when set): the part "
+        "stays `loading` until its result continues the conversation in a new run.",
+    )
     elicitation: Elicitation | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

@@ -80,3 +80,17 @@ class InputNeeded:
     message: str
     requested_schema: dict[str, Any]
     args: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class BackgroundStarted:
+    """The call runs outside the turn, as the durable background job `job_id`: the turn
+    ends with its part `loading`, and its result continues the conversation in a new run."""
+
+    job_id: str
+    summary: str
+    args: dict[str, Any] | None = None
+
+
+# What invoking a server tool comes to.
+Invoked = ToolOutcome | ApprovalNeeded | InputNeeded | BackgroundStarted

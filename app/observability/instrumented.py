@@ -38,7 +38,7 @@ from app.domain.stream import (
     ToolSpec,
     Usage,
 )
-from app.domain.tooling import ApprovalNeeded, InputNeeded, RunContext, ToolOutcome
+from app.domain.tooling import ApprovalNeeded, BackgroundStarted, InputNeeded, Invoked, RunContext
 from app.observability.metrics import Metrics
 from app.providers.base import Provider
 
@@ -100,9 +100,7 @@ class InstrumentedTools:
     async def run_cancelled(self, owner_id: str, run_id: str) -> None:
         await self.inner.run_cancelled(owner_id, run_id)
 
-    async def invoke(
-        self, part: ToolPart, ctx: RunContext
-    ) -> ToolOutcome | ApprovalNeeded | InputNeeded:
+    async def invoke(self, part: ToolPart, ctx: RunContext) -> Invoked:
         name = part.data.toolName if self.inner.knows(part.data.toolName) else "unknown"
         try:
             result = await self.inner.invoke(part, ctx)
@@ -114,6 +112,8 @@ class InstrumentedTools:
             raise
         if isinstance(result, ApprovalNeeded):
             status = "approval_needed"
+        elif isinstance(result, BackgroundStarted):
+            status = "background"
         elif isinstance(result, InputNeeded):
             status = "input_needed"
         else:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.agent.context import fit_history
-from app.agent.loop import Agent, TurnOptions
+from app.agent.loop import Agent
 from app.agent.ports import ToolRuntime, ToolSelector
+from app.agent.turn import TurnOptions
 from app.domain.errors import ChatBffError
 from app.domain.events import ErrorEvent, PartUpdate, RunStart, RunStatus, UsageInfo
 from app.domain.messages import Message

@@ -31,6 +31,8 @@ from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest
 from app.runs.decided import decided_parts
 from app.runs.handle import RunHandle
+from app.runs.history import last_assistant, last_index
+from app.runs.journal import Prepare
 from app.runs.manager import RunManager
 from app.runs.requests import ConversationSettings, RunRequests, TurnInput
 from app.runs.typed_answers import TypedAnswers
@@ -174,7 +176,7 @@ class Runs:
         async def apply(tx: Tx) -> bool:
             messages = tx.messages
             history = await messages.history(caller.user_id, conversation_id)
-            target = _last_assistant(history)
+            target = last_assistant(history)
             if target is None:
                 raise NotFound("No tool call with that id is waiting.", code="tool_call_not_found")
             parts = target.parts()
@@ -229,20 +231,27 @@ class Runs:
         return None  # pragma: no cover - the loop returns or raises
 
     async def _resume_once(self, caller: Caller, conversation_id: str) -> RunHandle | None:
-        conversation = await self._conversation(caller, conversation_id)
-        turn = await self._continuation(caller, conversation_id)
         decided = await decided_parts(self._db, caller.user_id, conversation_id)
-        request = replace(self._request(caller, conversation, turn), decided=tuple(decided))
 
         async def check(tx: Tx) -> bool:
             history = await tx.messages.history(caller.user_id, conversation_id)
-            target = _last_assistant(history)
+            target = last_assistant(history)
             return target is not None and not any(
                 p.data.status not in FINAL_TOOL_STATUSES for p in target.tool_parts()
             )
 
+        return await self.continue_after(caller, conversation_id, check, decided)
+
+    async def continue_after(
+        self, caller: Caller, conversation_id: str, prepare: Prepare, decided: list[PartChange]
+    ) -> RunHandle | None:
+        """A run that continues the conversation without a new user message, once
+        `prepare` (in the claim's transaction) says it is due; it announces `decided`."""
+        conversation = await self._conversation(caller, conversation_id)
+        turn = await self._continuation(caller, conversation_id)
+        request = replace(self._request(caller, conversation, turn), decided=tuple(decided))
         run = await self.manager.start_in_conversation(
-            request, conversation_id, None, prepare=check
+            request, conversation_id, None, prepare=prepare
         )
         return self._handle(run, request) if run is not None else None
 
@@ -254,7 +263,7 @@ class Runs:
         async def supersede(tx: Tx) -> bool:
             messages = tx.messages
             history = await messages.history(caller.user_id, conversation_id)
-            last_user = _last_index(history, "user")
+            last_user = last_index(history, "user")
             if last_user is None:
                 raise InvalidRequest("There is no user message to answer again.")
             if last_user + 1 < len(history):
@@ -286,7 +295,7 @@ class Runs:
         async def supersede(tx: Tx) -> bool:
             messages = tx.messages
             history = await messages.history(caller.user_id, conversation_id)
-            last_user = _last_index(history, "user")
+            last_user = last_index(history, "user")
             if last_user is None or history[last_user].id != message_id:
                 if any(m.id == message_id for m in history):
                     raise Conflict(
@@ -386,15 +395,3 @@ def _truncate(content: str | list[Part]) -> tuple[str | list[Part], bool]:
             part = TextPart(id=part.id, data=TextData(text=text))
         out.append(part)
     return out, cut
-
-
-def _last_index(history: list[Message], role: str) -> int | None:
-    for index in range(len(history) - 1, -1, -1):
-        if history[index].role == role:
-            return index
-    return None
-
-
-def _last_assistant(history: list[Message]) -> Message | None:
-    index = _last_index(history, "assistant")
-    return history[index] if index is not None else None

@@ -34,6 +34,7 @@ from app.store.repos.elicitations import ElicitationRepo
 from app.store.repos.events import EventRepo
 from app.store.repos.feed import FeedRepo
 from app.store.repos.files import FileRepo
+from app.store.repos.jobs import JobRepo
 from app.store.repos.messages import MessageRepo
 from app.store.repos.proposals import ProposalRepo
 from app.store.repos.queue import QueueRepo
@@ -102,6 +103,10 @@ class Tx:
     @cached_property
     def usage(self) -> UsageRepo:
         return UsageRepo(self.session)
+
+    @cached_property
+    def jobs(self) -> JobRepo:
+        return JobRepo(self.session)
 
     async def audit_page(
         self,

@@ -7,6 +7,8 @@
       -> policy propose (or a mutating tool in propose mode) -> stored proposal, receipt
       -> auto: run in its own transaction, with a timeout    -> success / error outcome
          (the tool asks the user mid-call: InputRequired)     -> stored question, InputNeeded
+      -> auto, a `long_running` tool in a conversation       -> background job, the turn
+                                                               ends (`app.toolruntime.background`)
 
 A `confirm` tool stays `confirm` in a propose-mode conversation: only a stored approval,
 decided through the API, ever runs it (`app.toolruntime.approvals`). Invoking the same
@@ -20,14 +22,21 @@ import asyncio
 import logging
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from app.domain.identity import Caller, ForwardedIdentity, IdentityForwarder
 from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
-from app.domain.tooling import ApprovalNeeded, CallSite, InputNeeded, RunContext, ToolOutcome
+from app.domain.tooling import (
+    BackgroundStarted,
+    CallSite,
+    InputNeeded,
+    Invoked,
+    RunContext,
+    ToolOutcome,
+)
 from app.store.database import Database
 from app.toolruntime.asking import ask_approval
 from app.toolruntime.audit import audit_call
@@ -47,6 +56,16 @@ from app.tools.pinning import InvalidArguments, effective_scope, pin_and_validat
 log = logging.getLogger("chat_bff.tools")
 
 
+class Background(Protocol):
+    """Where `long_running` calls go (`app.toolruntime.background.BackgroundJobs`)."""
+
+    async def start(
+        self, tool: ServerTool[Any], args: BaseModel, site: CallSite
+    ) -> BackgroundStarted | ToolOutcome: ...
+
+    async def cancel_run(self, owner_id: str, run_id: str) -> None: ...
+
+
 class ServerToolRuntime:
     """Implements `app.agent.ports.ToolRuntime` over a `ToolCatalog` and the database."""
 
@@ -58,8 +77,12 @@ class ServerToolRuntime:
         default_timeout: float = 30.0,
         approval_ttl_seconds: float = 3600.0,
         forwarder: IdentityForwarder | None = None,
+        background_timeout: float = 3600.0,
     ) -> None:
         self.forwarder = forwarder
+        self.background_timeout = background_timeout
+        # Set by the container; without it a long-running tool runs inside the turn.
+        self.background: Background | None = None
         self.catalog = catalog
         self.db = db
         self.default_timeout = default_timeout
@@ -72,7 +95,9 @@ class ServerToolRuntime:
         return self._last_position
 
     def timeout_for(self, tool: ServerTool[Any]) -> float:
-        return tool.timeout if tool.timeout is not None else self.default_timeout
+        if tool.timeout is not None:
+            return tool.timeout
+        return self.background_timeout if tool.long_running else self.default_timeout
 
     # -- what the model may see -------------------------------------------------------
 
@@ -85,14 +110,15 @@ class ServerToolRuntime:
     # -- the call -----------------------------------------------------------------------
 
     async def run_cancelled(self, owner_id: str, run_id: str) -> None:
-        """Close the stopped run's pending approvals: deciding one later must not run it."""
+        """Close the stopped run's pending approvals (deciding one later must not run it)
+        and stop its background jobs."""
         async with self.db.write() as tx:
             await tx.approvals.cancel_pending(owner_id, run_id=run_id, now=datetime.now(UTC))
             await tx.elicitations.cancel_pending(owner_id, run_id=run_id, now=datetime.now(UTC))
+        if self.background is not None:
+            await self.background.cancel_run(owner_id, run_id)
 
-    async def invoke(
-        self, part: ToolPart, ctx: RunContext
-    ) -> ToolOutcome | ApprovalNeeded | InputNeeded:
+    async def invoke(self, part: ToolPart, ctx: RunContext) -> Invoked:
         # Taken before any await, so parallel calls keep the order the model made them in.
         position = self._next_position()
         name = part.data.toolName
@@ -116,6 +142,8 @@ class ServerToolRuntime:
             return await ask_approval(self.db, site, tool, args, expires_at=expires_at)
         if tool.policy == "propose" or (ctx.mode == "propose" and tool.mutates):
             return await propose(self.db, site, tool, args, position=position)
+        if tool.long_running and self.background is not None and site.conversation_id:
+            return await self.background.start(tool, args, site)
         return await self.run_or_ask(tool, args, site)
 
     def identity_for(self, tool: ServerTool[Any], caller: Caller) -> ForwardedIdentity | None:

@@ -193,6 +193,13 @@ class ServerTool(Generic[ArgsT]):
     # languages, sample requests) for the embedding fallback. The model never sees them.
     keywords: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
+    # Runs longer than a turn (e.g. anything over 30 s): the call becomes a durable
+    # background job, the turn ends with its part `loading`, and its result continues the
+    # conversation in a new run. `timeout` then caps the job (default: the background
+    # timeout setting). `resumable`: after a restart the job runs again from the start
+    # (the handler must tolerate that); otherwise it is failed with a clear result.
+    long_running: bool = False
+    resumable: bool = False
 
     def declared_scope_args(self) -> tuple[str, ...]:
         """The scope arguments this tool's arguments model actually declares."""

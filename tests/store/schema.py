@@ -25,6 +25,7 @@ CORE_TABLES = {
     "queue_heads",
     "queue_events",
     "conversation_feed",
+    "background_jobs",
     "usage_records",
 }
 GRAPH_TABLES = {"graph_nodes", "graph_edges"}

@@ -40,7 +40,7 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert await current_revisions(empty_engine) == head_revisions() == ("0010_usage_api_key",)
+    assert await current_revisions(empty_engine) == head_revisions() == ("0011_background_jobs",)
     assert await tables(empty_engine) == CORE_TABLES
 
 

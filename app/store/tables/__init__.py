@@ -9,6 +9,7 @@
     queue.py     the review queue's per-user change feed               (0005_queue_events)
     usage.py     usage records, one per model call                      (0006_usage)
     feed.py      a conversation's follow feed: runs and part changes    (0008_conversation_feed)
+    jobs.py      background jobs (long-running tool calls)              (0011_background_jobs)
 
 Every module here is imported by `app.store.migrate.target_metadata()`, which a test
 compares with the migrations. Tool modules that keep tables of their own (the example

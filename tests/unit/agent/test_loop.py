@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent.loop import Agent, TurnOptions
+from app.agent.loop import Agent
+from app.agent.turn import TurnOptions
 from app.domain.events import (
     ConfirmRequired,
     RunEvent,

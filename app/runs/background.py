@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from app.agent.pauses import awaiting
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.events import PartChange
 from app.domain.identity import Caller
@@ -28,6 +29,7 @@ from app.domain.messages import Message
 from app.domain.parts import FINAL_TOOL_STATUSES, ToolPart, ToolStatus
 from app.runs.turns import Runs
 from app.store.database import Database, Tx
+from app.store.repos.feed import PartEntry
 from app.store.repos.jobs import JobRecord
 
 log = logging.getLogger("chat_bff.runs")
@@ -74,8 +76,22 @@ async def write_result(tx: Tx, job: JobRecord) -> tuple[Message, ToolPart, bool]
     index, message, part = found
     done = finished_part(part, job)
     parts = [done if p.id == part.id else p for p in message.parts()]
-    updated = message.model_copy(update={"content": parts})
+    metadata = {k: v for k, v in (message.metadata or {}).items() if k != "background_jobs"}
+    if metadata.get("finish_reason") == "awaiting_background":
+        del metadata["finish_reason"]
+    metadata.update(awaiting(parts))  # what the message still waits for, if anything
+    updated = message.model_copy(update={"content": parts, "metadata": metadata})
     await tx.messages.upsert(job.owner_id, job.conversation_id, updated)
+    # Every tab following the conversation sees the card finish, even when no run starts.
+    await tx.conversations.lock(job.owner_id, job.conversation_id)
+    entry = PartEntry(
+        key=f"background:{job.id}",
+        run_id=job.run_id,
+        message_id=message.id,
+        part=done.model_dump(mode="json"),
+        cause="background_finished",
+    )
+    await tx.feed.record_parts(job.conversation_id, [entry])
     waiting = any(p.data.status not in FINAL_TOOL_STATUSES for p in updated.tool_parts())
     return updated, done, index == len(history) - 1 and not waiting
 

@@ -79,7 +79,8 @@ async def write_result(tx: Tx, job: JobRecord) -> tuple[Message, ToolPart, bool]
     metadata = {k: v for k, v in (message.metadata or {}).items() if k != "background_jobs"}
     if metadata.get("finish_reason") == "awaiting_background":
         del metadata["finish_reason"]
-    metadata.update(awaiting(parts))  # what the message still waits for, if anything
+    for key, value in awaiting(parts).items():  # jobs still running; a person's turn wins
+        metadata.setdefault(key, value)
     updated = message.model_copy(update={"content": parts, "metadata": metadata})
     await tx.messages.upsert(job.owner_id, job.conversation_id, updated)
     # Every tab following the conversation sees the card finish, even when no run starts.

@@ -166,6 +166,15 @@ async def _file(world: World, user: str) -> str:
     return file_id
 
 
+async def _job(world: World, user: str) -> str:
+    # A long-running tool's background job, still running (the script asks for 30 s).
+    conversation_id = await _conversation(world, user)
+    await world.run_to_end(user, conversation_id, "please export the database")
+    jobs = await world.call(user, "GET", "/api/background-jobs")
+    job_id: str = jobs["data"][0]["id"]
+    return job_id
+
+
 KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "conversation_id": _conversation,
     "chat_id": _chat,
@@ -179,6 +188,7 @@ KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     # An OpenAI Conversations item is a stored message.
     "item_id": _message,
     "response_id": _response,
+    "job_id": _job,
 }
 
 # Ids no user owns: the catalogue's model ids are shared. A model a caller's roles do not
@@ -276,6 +286,10 @@ def _script() -> Script:
                 match="delete",
                 tool_calls=[ScriptedToolCall(name="delete_node", args={"id": "Ada"})],
             ),
+            ScriptedTurn(
+                match="export",
+                tool_calls=[ScriptedToolCall(name="export_database", args={"seconds": 30})],
+            ),
             ScriptedTurn(text="Hello there."),
         ],
     )
@@ -303,7 +317,11 @@ async def test_another_users_id_is_404_like_a_missing_one(
     if any(p not in KINDS for p in params) or (has_body and (method, path) not in BODIES):
         pytest.fail(f"{method} {path} is not covered: see test_every_id_route_is_covered")
     settings = app_settings.model_copy(
-        update={"jwt_secret": SecretStr(HS_SECRET), "example_tools_enabled": True}
+        update={
+            "jwt_secret": SecretStr(HS_SECRET),
+            "example_tools_enabled": True,
+            "tool_modules": ["app.examples.ops.backup"],
+        }
     )
     provider = ScriptedProvider(_script(), delay_ms=0)
     async with make_api(settings, providers={"scripted": provider}) as api:

@@ -93,11 +93,19 @@ export function App() {
         initialMessages: base,
         assistantMessageId: assistantId,
         onStreamEnd: (messages) => {
-            busy.current = false;
-            setStored(messages); // what was just shown stays while the stored copy loads
-            setStream(null);
+            // The stream's last state stays on screen (and the page says it is still busy)
+            // until the stored copy replaced it, so the page is never idle on a half-merged view.
             const id = activeRef.current;
-            if (id) open(id, false).catch(setError);
+            const settled = () => {
+                busy.current = false;
+                setStream(null);
+            };
+            (id ? open(id, false) : Promise.resolve())
+                .catch((e: Error) => {
+                    setStored(messages);
+                    setError(e);
+                })
+                .finally(settled);
             loadChats().catch(setError);
         },
     });
@@ -180,7 +188,7 @@ export function App() {
     const pending = new Set(approvals.map((a) => a.id));
     const messages = decorate(shown, (id) => byToolCall.get(id) ?? (pending.has(id) ? id : undefined), decide);
     const activeChat = chats.find((chat) => chat.id === active) ?? null;
-    const status = stream ? live.status : 'ready';
+    const status = !stream ? 'ready' : live.status === 'ready' ? 'streaming' : live.status;
 
     return (
         <div className="page" data-status={status} data-conversation={active ?? ''}>

@@ -29,8 +29,8 @@ from app.domain.messages import Message
 from app.domain.parts import FINAL_TOOL_STATUSES, ToolPart, ToolStatus
 from app.runs.turns import Runs
 from app.store.database import Database, Tx
-from app.store.repos.feed import PartEntry
 from app.store.repos.jobs import JobRecord
+from app.toolruntime.settled_parts import settle_card
 
 log = logging.getLogger("chat_bff.runs")
 
@@ -85,14 +85,8 @@ async def write_result(tx: Tx, job: JobRecord) -> tuple[Message, ToolPart, bool]
     await tx.messages.upsert(job.owner_id, job.conversation_id, updated)
     # Every tab following the conversation sees the card finish, even when no run starts.
     await tx.conversations.lock(job.owner_id, job.conversation_id)
-    entry = PartEntry(
-        key=f"background:{job.id}",
-        run_id=job.run_id,
-        message_id=message.id,
-        part=done.model_dump(mode="json"),
-        cause="background_finished",
-    )
-    await tx.feed.record_parts(job.conversation_id, [entry])
+    change = PartChange(message.id, done, "background_finished")
+    await settle_card(tx, job, change, key=f"background:{job.id}")
     waiting = any(p.data.status not in FINAL_TOOL_STATUSES for p in updated.tool_parts())
     return updated, done, index == len(history) - 1 and not waiting
 

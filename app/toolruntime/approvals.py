@@ -36,7 +36,7 @@ from app.store.repos.messages import MessageRepo
 from app.toolruntime.asking import approval_answer
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
-from app.toolruntime.settled_parts import feed_entry
+from app.toolruntime.settled_parts import CardAudit, settle_card
 from app.tools.base import visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
@@ -256,6 +256,7 @@ class ApprovalService:
         owner = caller.user_id
         part: ToolPart | None = None
         ready = False
+        written: tuple[ToolPart, bool, str] | None = None
         async with self.db.write() as tx:
             await tx.approvals.record_outcome(
                 owner, record.id, outcome_status=outcome.status, result=outcome.result
@@ -265,31 +266,27 @@ class ApprovalService:
                 # queue up instead of overwriting each other's part.
                 await tx.conversations.lock(owner, record.conversation_id)
                 written = await rewrite_part(tx, record, lambda p: updated_part(p, outcome))
-                if written is not None:
-                    part, ready, message_id = written
-                    cause: PartUpdateCause = (
-                        "approval_approved" if decision == "approve" else "approval_rejected"
-                    )
-                    change = PartChange(message_id, part, cause)
-                    entry = feed_entry(f"approval:{record.id}", record.run_id, change)
-                    await tx.feed.record_parts(record.conversation_id, [entry])
-            await tx.audit(
-                actor_id=owner,
-                action=f"approval.{decision}",
-                target_type="approval",
-                target_id=record.id,
-                details={
-                    "conversation_id": record.conversation_id,
-                    "run_id": record.run_id,
-                    "tool_call_id": record.tool_call_id,
-                    "tool": record.tool_name,
-                    "model": record.model_id,
-                    "args": final_args,
-                    "edited": final_args != record.args,
-                    "via": via,
-                    "outcome": outcome.status,
-                    "reason": outcome.error if outcome.status == "error" else None,
-                },
+            change: PartChange | None = None
+            if written is not None:
+                part, ready, message_id = written
+                cause: PartUpdateCause = (
+                    "approval_approved" if decision == "approve" else "approval_rejected"
+                )
+                change = PartChange(message_id, part, cause)
+            details: dict[str, Any] = {
+                "model": record.model_id,
+                "args": final_args,
+                "edited": final_args != record.args,
+                "via": via,
+                "outcome": outcome.status,
+                "reason": outcome.error if outcome.status == "error" else None,
+            }
+            await settle_card(
+                tx,
+                record,
+                change,
+                key=f"approval:{record.id}",
+                audit=CardAudit(owner, f"approval.{decision}", "approval", record.id, details),
             )
         if part is None:  # no stored message (a stateless run): the part as it now stands
             part = updated_part(

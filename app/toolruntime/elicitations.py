@@ -35,7 +35,7 @@ from app.store.repos.elicitations import ElicitationRecord
 from app.toolruntime.approvals import find_part, rewrite_part, updated_part
 from app.toolruntime.outcomes import stored_site
 from app.toolruntime.runtime import ServerToolRuntime
-from app.toolruntime.settled_parts import feed_entry
+from app.toolruntime.settled_parts import CardAudit, settle_card
 from app.tools.base import UserAnswer
 from app.tools.pinning import InvalidArguments, pin_and_validate
 
@@ -148,23 +148,19 @@ class ElicitationService:
             assert written is not None  # checked before the claim; messages are not deleted
             part, ready, message_id = written
             # A tab following the conversation sees the answered card change at once.
-            change = PartChange(message_id, part, "input_answered")
-            entry = feed_entry(f"elicitation:{record.id}", record.run_id, change)
-            await tx.feed.record_parts(record.conversation_id, [entry])
-            await tx.audit(
-                actor_id=owner,
-                action=f"elicitation.{action}",
-                target_type="elicitation",
-                target_id=record.id,
-                details={
-                    "conversation_id": record.conversation_id,
-                    "run_id": record.run_id,
-                    "tool_call_id": record.tool_call_id,
-                    "tool": record.tool_name,
-                    "outcome": "asked_again"
-                    if isinstance(outcome, InputNeeded)
-                    else outcome.status,
-                },
+            answered = "asked_again" if isinstance(outcome, InputNeeded) else outcome.status
+            await settle_card(
+                tx,
+                record,
+                PartChange(message_id, part, "input_answered"),
+                key=f"elicitation:{record.id}",
+                audit=CardAudit(
+                    owner,
+                    f"elicitation.{action}",
+                    "elicitation",
+                    record.id,
+                    {"outcome": answered},
+                ),
             )
         return AnswerResult(part, ready)
 

@@ -1,11 +1,14 @@
-"""The stored tool parts of calls a human settled after their run: a proposal batch applied,
-rejected or undone. The part then says what happened (a reload shows the decided card, and the
-model reads it on the next turn), not the receipt's "Not applied yet"."""
+"""The stored tool parts of calls settled after their run: a proposal batch applied, rejected
+or undone, an approval decided, a question answered, a background job ended. The part then
+says what happened (a reload shows the decided card, and the model reads it on the next
+turn), not the receipt's "Not applied yet"; the conversation's feed carries the change to
+every open tab, and a person's decision is audited with the call it settled."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from app.domain.events import PartChange, PartUpdateCause
 from app.domain.parts import ToolPart
@@ -50,6 +53,62 @@ async def settle_proposal_parts(
         await tx.conversations.lock(owner_id, conversation_id)
         await tx.feed.record_parts(conversation_id, entries)
     return changes
+
+
+class StoredCall(Protocol):
+    """What every stored call (approval, question, job) says about where it was made."""
+
+    @property
+    def conversation_id(self) -> str | None: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def tool_call_id(self) -> str: ...
+    @property
+    def tool_name(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CardAudit:
+    """The audit record of a person's decision on a card; the call site's details (its
+    conversation, run, tool call id and tool) are added to `details`."""
+
+    actor_id: str
+    action: str
+    target_type: str
+    target_id: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+async def settle_card(
+    tx: Tx,
+    call: StoredCall,
+    change: PartChange | None,
+    *,
+    key: str,
+    audit: CardAudit | None = None,
+) -> None:
+    """Record a settled card in the caller's unit of work: the feed entry of `change` (none
+    when no stored part changed, as for a stateless run's approval; the caller holds the
+    conversation's write lock, which numbers the feed in commit order) and the audit of
+    the decision with the call site's details. `key` names the change, so it is fed once."""
+    if change is not None:
+        assert call.conversation_id is not None
+        await tx.feed.record_parts(call.conversation_id, [feed_entry(key, call.run_id, change)])
+    if audit is not None:
+        site = {
+            "conversation_id": call.conversation_id,
+            "run_id": call.run_id,
+            "tool_call_id": call.tool_call_id,
+            "tool": call.tool_name,
+        }
+        await tx.audit(
+            actor_id=audit.actor_id,
+            action=audit.action,
+            target_type=audit.target_type,
+            target_id=audit.target_id,
+            details={**site, **audit.details},
+        )
 
 
 def feed_entry(key: str, run_id: str | None, change: PartChange) -> PartEntry:

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.tooling import CallSite
+from app.store.repos.call_sites import call_site_columns
 from app.store.repos.queue import QueueRepo, approval_item
 from app.store.repos.rowcount import rowcount
 from app.store.tables.tools import ApprovalRow
@@ -98,15 +99,10 @@ class ApprovalRepo:
         owner_id = site.caller.user_id
         values: dict[str, Any] = {
             "id": new_id("appr"),
-            "owner_id": owner_id,
-            "conversation_id": site.conversation_id,
-            "run_id": site.run_id,
-            "tool_call_id": site.tool_call_id,
+            **call_site_columns(site),
             "tool_name": tool_name,
             "args": args,
             "args_hash": args_hash,
-            "scope": dict(site.scope),
-            "model_id": site.model_id,
             "summary": summary,
             "status": "pending",
             "created_at": utcnow(),

@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.tooling import CallSite
+from app.store.repos.call_sites import call_site_columns
 from app.store.repos.rowcount import rowcount
 from app.store.tables.tools import ElicitationRow
 from app.store.tables.types import new_id, utcnow
@@ -75,14 +76,9 @@ class ElicitationRepo:
         assert site.conversation_id is not None
         row = ElicitationRow(
             id=new_id("elic"),
-            owner_id=site.caller.user_id,
-            conversation_id=site.conversation_id,
-            run_id=site.run_id,
-            tool_call_id=site.tool_call_id,
+            **call_site_columns(site),
             tool_name=tool_name,
             args=args,
-            scope=dict(site.scope),
-            model_id=site.model_id,
             message=message,
             requested_schema=requested_schema,
             state=state,

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.tooling import CallSite
+from app.store.repos.call_sites import call_site_columns
 from app.store.repos.rowcount import rowcount
 from app.store.tables.jobs import BackgroundJobRow
 from app.store.tables.types import new_id
@@ -91,15 +92,10 @@ class JobRepo:
         roles = ",".join(sorted(site.caller.roles))
         row = BackgroundJobRow(
             id=new_id("job"),
-            owner_id=site.caller.user_id,
+            **call_site_columns(site),
             roles=f",{roles}," if roles else "",
-            conversation_id=site.conversation_id,
-            run_id=site.run_id,
-            tool_call_id=site.tool_call_id,
             tool_name=tool_name,
             args=args,
-            scope=dict(site.scope),
-            model_id=site.model_id,
             status=RUNNING,
             instance_id=instance_id,
             attempts=1,

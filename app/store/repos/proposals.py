@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.tooling import CallSite
+from app.store.repos.call_sites import call_site_columns
 from app.store.repos.queue import QueueKind, QueueRepo, proposal_item
 from app.store.tables.tools import ProposalBatchRow, ProposalRow
 from app.store.tables.types import new_id, utcnow
@@ -112,14 +113,9 @@ class ProposalRepo:
             raise ValueError("a proposal belongs to a conversation")
         row = ProposalRow(
             id=new_id("prop"),
-            owner_id=site.caller.user_id,
-            conversation_id=site.conversation_id,
-            run_id=site.run_id,
-            tool_call_id=site.tool_call_id,
+            **call_site_columns(site),
             tool_name=tool_name,
             args=args,
-            scope=dict(site.scope),
-            model_id=site.model_id,
             summary=summary,
             provisional_id=provisional_id,
             position=position,

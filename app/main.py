@@ -41,6 +41,7 @@ from app.api.routes import (
     tools,
     ui_chat,
     usage,
+    workspace_undo,
 )
 from app.api.routes import metrics as metrics_route
 from app.api.streaming import StreamConfig
@@ -132,6 +133,7 @@ def create_app(
     app.include_router(submissions.router)
     app.include_router(background_jobs.router)
     app.include_router(proposals.router)
+    app.include_router(workspace_undo.router)
     app.include_router(queue.router)
     app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)

@@ -1,11 +1,15 @@
 """Undo of an applied proposal batch: one step, all or nothing, only if nothing changed.
 
+The batch is the last one applied in a scope: a conversation, or a workspace (every
+conversation bound to it; the newest batch among them, by whichever conversation applied
+it). The rules are the same for both.
+
 When a batch is applied, each proposal's tool records how to take it back (its
 `Inverse`): what it touched and what `revert` needs. Once the whole batch has run, the
 state of every touched entity is recorded with the batch (`seal`): that is "what the
 batch left". Undo, in ONE transaction:
 
-    find the conversation's newest batch still applied (an explicit batch id must be it)
+    find the scope's newest batch still applied (an explicit batch id must be it)
     only the approver or an admin may undo it
     claim it: its proposals applied -> undone (conditional UPDATE: a second undo finds
               nothing to claim and is a 409 `batch_already_undone`)
@@ -29,7 +33,7 @@ from pydantic import BaseModel
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.identity import Caller
 from app.store.database import Tx
-from app.store.repos.proposals import BatchRecord, ProposalRecord
+from app.store.repos.proposals import BatchRecord, BatchScope, ProposalRecord
 from app.toolruntime.outcomes import stored_site
 from app.toolruntime.proposals import substitute
 from app.toolruntime.runtime import ServerToolRuntime
@@ -68,6 +72,10 @@ class UndoResult:
     undone: list[UndoneChange]
 
 
+def _scope(scope: BatchScope | str) -> BatchScope:
+    return BatchScope("conversation", scope) if isinstance(scope, str) else scope
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -90,19 +98,29 @@ class BatchUndo:
         self.runtime = runtime
 
     async def history(
-        self, caller: Caller, conversation_id: str, limit: int = 20
+        self, caller: Caller, scope: BatchScope | str, limit: int = 20
     ) -> list[BatchView]:
-        """The conversation's batches, newest first, each applied or undone."""
+        """The scope's batches, newest first, each applied or undone (a bare string is a
+        conversation id)."""
+        scope = _scope(scope)
         async with self.runtime.db.read() as tx:
-            await tx.conversations.get(caller.user_id, conversation_id)
-            batches = await tx.proposals.batches(caller.user_id, conversation_id, limit=limit)
+            if scope.kind == "conversation":
+                await tx.conversations.get(caller.user_id, scope.id)
+            elif not await tx.proposals.in_workspace(caller.user_id, scope.id):
+                raise NotFound(
+                    "None of your conversations is bound to this workspace.",
+                    code="workspace_not_found",
+                )
+            batches = await tx.proposals.batches(caller.user_id, scope, limit=limit)
             return [BatchView(b, await tx.proposals.of_batch(b.id)) for b in batches]
 
     async def undo(
-        self, caller: Caller, conversation_id: str, batch_id: str | None = None
+        self, caller: Caller, scope: BatchScope | str, batch_id: str | None = None
     ) -> UndoResult:
+        """Undo the scope's last applied batch (a bare string is a conversation id)."""
+        scope = _scope(scope)
         async with self.runtime.db.write() as tx:
-            batch = await self._target(tx, caller, conversation_id, batch_id)
+            batch = await self._target(tx, caller, scope, batch_id)
             proposals = await tx.proposals.of_batch(batch.id)
             claimed = await tx.proposals.mark_batch(batch.id, status="undone", now=_now())
             if claimed != len(proposals):
@@ -133,6 +151,7 @@ class BatchUndo:
                     "apply_audit_id": batch.audit_id,
                     "approved_by": batch.approved_by,
                     "undone_by": caller.user_id,
+                    "scope": {"kind": scope.kind, "id": scope.id},
                     "changes": [
                         {"proposal_id": c.proposal_id, "tool": c.tool_name, "entities": c.entities}
                         for c in undone
@@ -142,15 +161,15 @@ class BatchUndo:
         return UndoResult(batch_id=batch.id, audit_id=audit_id, undone=undone)
 
     async def _target(
-        self, tx: Tx, caller: Caller, conversation_id: str, batch_id: str | None
+        self, tx: Tx, caller: Caller, scope: BatchScope, batch_id: str | None
     ) -> BatchRecord:
         owner = None if caller.is_admin else caller.user_id
-        if owner is not None:
-            await tx.conversations.get(owner, conversation_id)
-        last = await tx.proposals.last_applied_batch(conversation_id, owner)
+        if owner is not None and scope.kind == "conversation":
+            await tx.conversations.get(owner, scope.id)
+        last = await tx.proposals.last_applied_batch(scope, owner)
         if batch_id is not None and (last is None or last.id != batch_id):
-            asked = await tx.proposals.batch(batch_id, owner)
-            if asked is None or asked.conversation_id != conversation_id:
+            asked = await tx.proposals.batch(batch_id, owner, scope)
+            if asked is None:
                 raise NotFound("Batch not found.", code="batch_not_found", batch_id=batch_id)
             if any(p.status == "undone" for p in await tx.proposals.of_batch(batch_id)):
                 raise Conflict(
@@ -165,7 +184,7 @@ class BatchUndo:
             )
         if last is None:
             raise NotFound(
-                "This conversation has no applied batch to undo.", code="batch_not_found"
+                f"This {scope.kind} has no applied batch to undo.", code="batch_not_found"
             )
         if last.approved_by != caller.user_id and not caller.is_admin:
             raise ChatBffError(

@@ -175,6 +175,15 @@ async def _job(world: World, user: str) -> str:
     return job_id
 
 
+async def _workspace(world: World, user: str) -> str:
+    # A workspace id, like a chat id, names a scope within its user's own conversations:
+    # another user's conversations bound to the same id are never in it.
+    workspace_id = f"ws-{uuid.uuid4().hex}"
+    body = {"scope": {"workspace_id": workspace_id}}
+    await world.call(user, "POST", "/api/conversations", json=body)
+    return workspace_id
+
+
 KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "conversation_id": _conversation,
     "chat_id": _chat,
@@ -189,6 +198,7 @@ KINDS: dict[str, Callable[[World, str], Awaitable[str]]] = {
     "item_id": _message,
     "response_id": _response,
     "job_id": _job,
+    "workspace_id": _workspace,
 }
 
 # Ids no user owns: the catalogue's model ids are shared. A model a caller's roles do not
@@ -213,6 +223,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "action": "cancel"
     },
     ("POST", "/api/conversations/{conversation_id}/proposals/undo"): {},
+    ("POST", "/api/workspaces/{workspace_id}/proposals/undo"): {},
     ("POST", "/v1/conversations/{conversation_id}"): {"metadata": {"topic": "mine now"}},
     ("POST", "/v1/conversations/{conversation_id}/items"): {
         "items": [{"type": "message", "role": "user", "content": "hi"}]

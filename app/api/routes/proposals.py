@@ -10,7 +10,7 @@ the `entity` and the `proposal_id`).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Body
 
@@ -31,9 +31,22 @@ from app.api.schemas.proposals import (
     UndoOut,
 )
 from app.store.repos.proposals import ProposalRecord
+from app.toolruntime.undo import BatchView, UndoResult
 from app.tools.catalog import ToolCatalog
 
 router = api_router(prefix="/api/conversations", tags=["proposals"])
+
+
+UNDO_RESPONSES: dict[int | str, dict[str, Any]] = {
+    403: {"description": "not_approver: only the approver or an admin may undo."},
+    404: {"description": "batch_not_found: no applied batch (or not this one)."},
+    409: {
+        "description": (
+            "undo_conflict (an `entity` changed since, with the `proposal_id`), "
+            "not_undoable, batch_already_undone or not_last_batch: nothing undone."
+        )
+    },
+}
 
 
 def _out(record: ProposalRecord, tools: ToolCatalog) -> ProposalOut:
@@ -109,16 +122,7 @@ async def reject_proposals(
     "/{conversation_id}/proposals/undo",
     response_model=UndoOut,
     summary="Undo the last applied batch in one transaction, if nothing it touched changed.",
-    responses={
-        403: {"description": "not_approver: only the approver or an admin may undo."},
-        404: {"description": "batch_not_found: no applied batch (or not this one)."},
-        409: {
-            "description": (
-                "undo_conflict (an `entity` changed since, with the `proposal_id`), "
-                "not_undoable, batch_already_undone or not_last_batch: nothing undone."
-            )
-        },
-    },
+    responses=UNDO_RESPONSES,
 )
 async def undo_proposal_batch(
     conversation_id: str,
@@ -127,7 +131,10 @@ async def undo_proposal_batch(
     body: Annotated[UndoIn | None, Body(description="Which batch; the last when absent.")] = None,
 ) -> UndoOut:
     batch_id = body.batch_id if body is not None else None
-    result = await undo.undo(caller, conversation_id, batch_id)
+    return undo_out(await undo.undo(caller, conversation_id, batch_id))
+
+
+def undo_out(result: UndoResult) -> UndoOut:
     return UndoOut(
         batch_id=result.batch_id,
         audit_id=result.audit_id,
@@ -146,7 +153,10 @@ async def undo_proposal_batch(
 async def list_proposal_batches(
     conversation_id: str, undo: UndoDep, caller: CallerDep
 ) -> BatchList:
-    views = await undo.history(caller, conversation_id)
+    return batch_list(await undo.history(caller, conversation_id))
+
+
+def batch_list(views: list[BatchView]) -> BatchList:
     return BatchList(
         data=[
             BatchSummaryOut(

@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.tooling import CallSite
 from app.store.repos.call_sites import call_site_columns
 from app.store.repos.queue import QueueKind, QueueRepo, proposal_item
+from app.store.tables.core import ConversationRow
 from app.store.tables.tools import ProposalBatchRow, ProposalRow
 from app.store.tables.types import new_id, utcnow
 
@@ -86,6 +87,28 @@ def _batch(row: ProposalBatchRow) -> BatchRecord:
         audit_id=row.audit_id,
         changes=row.changes,
         created_at=row.created_at,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchScope:
+    """Where batches are looked for: one conversation, or every conversation bound to a
+    workspace (its `scope.workspace_id`, pinned into the tools' `workspace_id`)."""
+
+    kind: Literal["conversation", "workspace"]
+    id: str
+
+
+def _in_scope(query: Select[ProposalBatchRow], scope: BatchScope) -> Select[ProposalBatchRow]:
+    if scope.kind == "conversation":
+        return query.where(ProposalBatchRow.conversation_id == scope.id)
+    return query.where(ProposalBatchRow.conversation_id.in_(_bound_to(scope.id)))
+
+
+def _bound_to(workspace_id: str) -> Select[str]:
+    """The ids of the conversations bound to a workspace."""
+    return select(ConversationRow.id).where(
+        ConversationRow.scope["workspace_id"].as_string() == workspace_id
     )
 
 
@@ -247,18 +270,16 @@ class ProposalRepo:
         )
 
     async def last_applied_batch(
-        self, conversation_id: str, owner_id: str | None
+        self, scope: BatchScope, owner_id: str | None
     ) -> BatchRecord | None:
-        """The conversation's newest batch whose proposals are still applied (not undone).
+        """The scope's newest batch whose proposals are still applied (not undone).
         `owner_id` None: any owner's (an admin's look-up)."""
         still_applied = (
             select(ProposalRow.id)
             .where(ProposalRow.batch_id == ProposalBatchRow.id, ProposalRow.status == "applied")
             .exists()
         )
-        query = select(ProposalBatchRow).where(
-            ProposalBatchRow.conversation_id == conversation_id, still_applied
-        )
+        query = _in_scope(select(ProposalBatchRow), scope).where(still_applied)
         if owner_id is not None:
             query = query.where(ProposalBatchRow.owner_id == owner_id)
         row = await self._session.scalar(
@@ -266,12 +287,23 @@ class ProposalRepo:
         )
         return _batch(row) if row is not None else None
 
-    async def batch(self, batch_id: str, owner_id: str | None) -> BatchRecord | None:
+    async def batch(
+        self, batch_id: str, owner_id: str | None, scope: BatchScope | None = None
+    ) -> BatchRecord | None:
         query = select(ProposalBatchRow).where(ProposalBatchRow.id == batch_id)
+        if scope is not None:
+            query = _in_scope(query, scope)
         if owner_id is not None:
             query = query.where(ProposalBatchRow.owner_id == owner_id)
         row = await self._session.scalar(query)
         return _batch(row) if row is not None else None
+
+    async def in_workspace(self, owner_id: str, workspace_id: str) -> bool:
+        """Whether any of the owner's conversations is bound to the workspace."""
+        found = await self._session.scalar(
+            _bound_to(workspace_id).where(ConversationRow.owner_id == owner_id).limit(1)
+        )
+        return found is not None
 
     async def of_batch(self, batch_id: str) -> list[ProposalRecord]:
         """The proposals a batch applied, in the order it applied them."""
@@ -297,16 +329,11 @@ class ProposalRepo:
             await self._announce(moved[0].owner_id, [m.id for m in moved], "undone")
         return len(moved)
 
-    async def batches(
-        self, owner_id: str, conversation_id: str, *, limit: int
-    ) -> list[BatchRecord]:
-        """The conversation's applied batches, newest first."""
+    async def batches(self, owner_id: str, scope: BatchScope, *, limit: int) -> list[BatchRecord]:
+        """The scope's applied batches, newest first."""
         rows = await self._session.scalars(
-            select(ProposalBatchRow)
-            .where(
-                ProposalBatchRow.owner_id == owner_id,
-                ProposalBatchRow.conversation_id == conversation_id,
-            )
+            _in_scope(select(ProposalBatchRow), scope)
+            .where(ProposalBatchRow.owner_id == owner_id)
             .order_by(ProposalBatchRow.created_at.desc(), ProposalBatchRow.id.desc())
             .limit(limit)
         )

@@ -100,9 +100,20 @@ function renderMessage(message) {
   }
   const note = message.metadata && (message.metadata.note || message.metadata.refusal);
   if (note) box.append(element("div", "note", note));
+  if (message.metadata && message.metadata.status === "incomplete") markCut(box, message.metadata.reason);
   $("messages").append(box);
   scrollDown();
   return box;
+}
+
+// An answer cut short stays as far as it got, marked: stopped by a person, or cut by a
+// restart or a failure. Not an error of the page, and the same after a reload.
+const CUT = { cancelled: "Stopped.", interrupted: "Interrupted: the service restarted." };
+
+function markCut(box, reason) {
+  if (!box || box.querySelector(".cut")) return;
+  box.classList.add(reason === "cancelled" ? "stopped" : "cut-short");
+  box.append(element("div", "note cut", CUT[reason] || "Cut short."));
 }
 
 function card(part) {
@@ -240,7 +251,9 @@ async function handle(name, data) {
     else node.append(element("div", "note", "Waiting for the client to answer this tool call."));
   } else if (name === "run_end") {
     const why = data.error ? ` (${data.error.message})` : "";
-    status(data.status === "completed" ? "" : `Run ${data.status}${why}`);
+    if (data.status === "cancelled" || data.status === "interrupted") markCut(state.box, data.status);
+    if (data.status === "cancelled") status("Stopped.");
+    else status(data.status === "completed" ? "" : `Run ${data.status}${why}`);
     setRunning(false, null);
     loadConversations();
   }

@@ -4,7 +4,8 @@
 // - Tool cards come from the stream (mcp_call items) and from the stored messages.
 // - Approvals: a card waiting for a human has Accept/Reject; the answer is an
 //   mcp_approval_response input item on /v1/responses, and the turn continues in that stream.
-// - Stop: POST /api/conversations/{id}/runs/{run}/cancel (the run id is the response id's).
+// - Stop: POST /api/conversations/{id}/runs/{run}/cancel (the run id is the response id's); the
+//   stream ends, and the stored answer (as far as it got) shows with a "Stopped" mark.
 // - Other tabs: while idle, the page follows the conversation (GET /api/conversations/{id}/events)
 //   and reloads it when another tab starts a run or a card is decided elsewhere.
 // - Reload: the conversation's stored messages, then its active run's response replayed from
@@ -19,11 +20,22 @@ import {useCallback, useEffect, useMemo, useRef, useState} from 'react';
 
 import {api, followUrl, replay, respond, setToken, token} from './api';
 import type {Approval, StoredMessage} from './messages';
-import {decorate, fromStored} from './messages';
+import {cutShort, decorate, fromStored} from './messages';
 
 type Detail = {id: string; active_run_id: string | null; messages: StoredMessage[]};
 const runOf = (responseId: string) => `run_${responseId.replace(/^resp_/, '')}`;
 const responseOf = (runId: string) => `resp_${runId.replace(/^run_/, '')}`;
+
+/** Under an answer cut short: why (stopped, interrupted); nothing under a whole one. */
+function CutMark({message}: {message: TChatMessage}) {
+    const why = cutShort(message);
+    return why ? (
+        <span className="cut" data-qa="cut-short">
+            {why}
+        </span>
+    ) : null;
+}
+const messageListConfig = {assistantExtraInfo: CutMark};
 
 export function App() {
     const [list, setList] = useState<OpenAIConversationsListResponseLike | null>(null);
@@ -217,6 +229,7 @@ export function App() {
                 onCreateChat={createChat}
                 onDeleteChat={deleteChat}
                 onCancel={cancel}
+                messageListConfig={messageListConfig}
                 showHistory
                 showNewChat
                 qa={{

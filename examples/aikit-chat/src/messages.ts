@@ -5,7 +5,12 @@
 import type {TChatMessage} from '@gravity-ui/aikit';
 
 type Part = {id?: string; type: string; data: Record<string, unknown>};
-export type StoredMessage = {id: string; role: string; content: string | Part[] | null};
+export type StoredMessage = {
+    id: string;
+    role: string;
+    content: string | Part[] | null;
+    metadata?: Record<string, unknown> | null;
+};
 export type Approval = {id: string; conversation_id: string; tool_call_id: string};
 
 function textOf(content: StoredMessage['content']): string {
@@ -24,7 +29,8 @@ export function fromStored(messages: StoredMessage[]): TChatMessage[] {
             out.push({id: message.id, role: 'user', content: textOf(message.content)});
         } else if (message.role === 'assistant') {
             const content = message.content ?? '';
-            out.push({id: message.id, role: 'assistant', content: content as never});
+            const metadata = message.metadata ?? undefined;
+            out.push({id: message.id, role: 'assistant', content: content as never, metadata});
         }
     }
     return out;
@@ -59,4 +65,13 @@ export function decorate(
         });
         return {...message, content: content as never};
     });
+}
+
+/** Why an answer was cut short (`metadata.status: "incomplete"`), as the page says it. */
+export function cutShort(message: TChatMessage): string | null {
+    const metadata = message.metadata ?? {};
+    if (metadata.status !== 'incomplete') return null;
+    if (metadata.reason === 'cancelled') return 'Stopped';
+    if (metadata.reason === 'interrupted') return 'Interrupted: the service restarted';
+    return 'Cut short';
 }

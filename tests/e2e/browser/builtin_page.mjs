@@ -1,39 +1,11 @@
-// Drives chat-bff's built-in page (GET /) in Debian's Chromium like a person would:
-// a server-tool turn, an approval decided in the page while a second tab looks on (and
-// sees the decision live, without reloading), and a reload in the middle of a long answer. Prints what it saw as JSON; screenshots of each
-// step go to SCREENSHOTS (a directory). Usage: node builtin_page.mjs BASE_URL
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+// Drives chat-bff's built-in page (GET /) in Debian's Chromium like a person would: a
+// server-tool turn, an approval decided in the page while a second tab looks on (and sees
+// the decision live, without reloading), a reload in the middle of a long answer, and Stop
+// pressed in the middle of another. Prints what it saw as JSON; screenshots of each step go
+// to SCREENSHOTS (a directory). Usage: node builtin_page.mjs BASE_URL
+import { count, run, texts, untilText, untilWords } from "./pagekit.mjs";
 
-const BASE = process.argv[2];
-const SHOTS = process.env.SCREENSHOTS || mkdtempSync(join(tmpdir(), "chat-bff-shots-"));
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-const seen = { shots: [], external: [], errors: [] };
-
-const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "chat-bff-page-")), {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  timeout: 30_000,
-});
-
-function watch(page, name) {
-  page.setDefaultTimeout(20_000);
-  page.on("pageerror", (e) => seen.errors.push(`${name}: ${e}`));
-  page.on("console", (m) => console.error(`[${name} ${m.type()}] ${m.text()}`));
-  page.on("request", (r) => {
-    if (!r.url().startsWith(BASE)) seen.external.push(r.url());
-  });
-  return page;
-}
-
-async function shot(page, step) {
-  const path = join(SHOTS, `${String(seen.shots.length + 1).padStart(2, "0")}-${step}.png`);
-  await page.screenshot({ path, fullPage: true });
-  seen.shots.push(path);
-}
+const ANSWERS = ".msg.assistant .text";
 
 async function ask(page, text) {
   await page.fill("#input", text);
@@ -41,14 +13,29 @@ async function ask(page, text) {
 }
 
 const idle = (page) => page.waitForFunction(() => document.querySelector("#stop").hidden);
-const assistantTexts = (page) =>
-  page.$$eval(".msg.assistant .text", (nodes) => nodes.map((n) => n.textContent));
 const cards = (page) =>
   page.$$eval(".tool", (nodes) => nodes.map((n) => ({ id: n.dataset.toolCallId, status: n.dataset.status, name: n.querySelector(".name").textContent })));
+const untilCard = (page, name, status) =>
+  page.waitForFunction(([n, s]) =>
+    [...document.querySelectorAll(".tool")].some((c) => c.querySelector(".name").textContent === n && c.dataset.status === s), [name, status]);
+// Every assistant message as a person sees it: its text and the mark under a cut one.
+const answers = (page) =>
+  page.$$eval(".msg.assistant", (boxes) =>
+    boxes.map((b) => ({
+      text: [...b.querySelectorAll(".text")].map((n) => n.textContent).join(""),
+      mark: b.querySelector(".note.cut")?.textContent ?? null,
+      stopped: b.classList.contains("stopped"),
+    })),
+  );
+const pageState = async (page) => ({
+  status: await page.textContent("#status"),
+  stop_hidden: await page.$eval("#stop", (n) => n.hidden),
+  send_disabled: await page.$eval("#send", (n) => n.disabled),
+});
 
-try {
-  const one = watch(context.pages()[0] ?? (await context.newPage()), "tab1");
-  await one.goto(`${BASE}/`);
+await run(process.argv[2], { timeout: 30_000 }, async ({ seen, base, tab, shot, stored }) => {
+  const one = await tab("tab1");
+  await one.goto(`${base}/`);
   await one.click("#new");
   await one.waitForFunction(() => location.hash.length > 1);
   seen.conversation = (await one.evaluate(() => location.hash)).slice(1);
@@ -57,7 +44,7 @@ try {
   await ask(one, "add a Person node named Ada Lovelace and connect her to the Analytical Engine with a designed relation");
   await one.waitForSelector(".tool[data-status='success']");
   await idle(one);
-  seen.tools_turn = { cards: await cards(one), texts: await assistantTexts(one) };
+  seen.tools_turn = { cards: await cards(one), texts: await texts(one, ANSWERS) };
   await shot(one, "server-tools");
 
   // 2. A tool that needs a human: the card asks, a second tab shows the same card.
@@ -65,61 +52,63 @@ try {
   await one.waitForSelector(".tool[data-status='waitingConfirmation'] button.approve");
   await idle(one);
   await shot(one, "approval-asked");
-  const two = watch(await context.newPage(), "tab2");
-  await two.goto(`${BASE}/#${seen.conversation}`);
+  const two = await tab("tab2");
+  await two.goto(`${base}/#${seen.conversation}`);
   await two.waitForSelector(".tool[data-status='waitingConfirmation'] button.approve");
   seen.second_tab_before = await cards(two);
   await shot(two, "second-tab-sees-the-approval");
   await one.click(".tool[data-status='waitingConfirmation'] button.approve");
-  await one.waitForFunction(() =>
-    [...document.querySelectorAll(".tool")].some((n) => n.querySelector(".name").textContent === "delete_node" && n.dataset.status === "success"),
-  );
+  await untilCard(one, "delete_node", "success");
   // The run the decision resumed arrives on the follow stream (run_start, text, run_end).
-  await one.waitForFunction(() =>
-    [...document.querySelectorAll(".msg.assistant .text")].some((n) => n.textContent.includes("The tool card shows what happened")),
-  );
+  await untilText(one, ANSWERS, "The tool card shows what happened");
   await idle(one);
-  seen.after_approval = { cards: await cards(one), texts: await assistantTexts(one) };
+  seen.after_approval = { cards: await cards(one), texts: await texts(one, ANSWERS) };
   await shot(one, "approved");
   // No reload: the second tab hears the decision and the run it resumed on the
   // conversation's follow stream.
   seen.second_tab_reloads = 0;
   two.on("framenavigated", () => { seen.second_tab_reloads += 1; });
-  await two.waitForFunction(() =>
-    [...document.querySelectorAll(".tool")].some((n) => n.querySelector(".name").textContent === "delete_node" && n.dataset.status === "success"),
-  );
-  await two.waitForFunction(() =>
-    [...document.querySelectorAll(".msg.assistant .text")].some((n) => n.textContent.includes("The tool card shows what happened")),
-  );
+  await untilCard(two, "delete_node", "success");
+  await untilText(two, ANSWERS, "The tool card shows what happened");
   seen.second_tab_buttons = await two.$$eval(".tool button.approve", (nodes) => nodes.length);
   seen.second_tab_after = await cards(two);
-  seen.second_tab_texts = await assistantTexts(two);
+  seen.second_tab_texts = await texts(two, ANSWERS);
   await shot(two, "second-tab-after-decision");
   await two.close();
 
   // 3. A reload in the middle of a long answer resumes it without loss.
+  let before = await count(one, ".msg.assistant");
   await ask(one, "tell me a long story");
-  await one.waitForFunction(() => {
-    const texts = [...document.querySelectorAll(".msg.assistant .text")];
-    return texts.length && texts[texts.length - 1].textContent.split(" ").length > 20;
-  });
-  seen.before_reload = (await assistantTexts(one)).at(-1);
+  await untilWords(one, ".msg.assistant", 20, before);
+  seen.before_reload = (await texts(one, ANSWERS)).at(-1);
   await shot(one, "mid-stream");
   await one.reload();
   await one.waitForSelector("#stop:not([hidden])");
   await idle(one);
-  seen.after_reload = (await assistantTexts(one)).at(-1);
+  seen.after_reload = (await texts(one, ANSWERS)).at(-1);
   await shot(one, "resumed-after-reload");
-  const stored = await (await fetch(`${BASE}/api/conversations/${seen.conversation}`)).json();
-  seen.stored_last = stored.messages.at(-1);
-} catch (error) {
-  seen.failure = String(error.stack || error);
-  for (const page of context.pages()) {
-    seen.failure += `\n--- page ${page.url()} status: ${await page.textContent("#status").catch(() => "?")}`;
-    seen.failure += `\n${(await page.innerHTML("#messages").catch(() => "?")).slice(-2000)}`;
-    await shot(page, "failure").catch(() => null);
-  }
-} finally {
-  await context.close();
-}
-process.stdout.write(JSON.stringify(seen));
+  seen.stored_last = (await stored(seen.conversation)).messages.at(-1);
+
+  // 4. Stop in the middle of a long answer: the text stays as far as it got, marked
+  // stopped, and the page is idle and usable at once.
+  before = await count(one, ".msg.assistant");
+  await ask(one, "tell me a saga");
+  await untilWords(one, ".msg.assistant", 20, before);
+  await shot(one, "before-stop");
+  await one.click("#stop");
+  await idle(one);
+  await one.waitForSelector(".msg.assistant.stopped");
+  seen.stopped = { answer: (await answers(one)).at(-1), page: await pageState(one) };
+  await shot(one, "stopped");
+  // Usable: the next question gets its answer, and the stopped one has not moved meanwhile.
+  await ask(one, "hello");
+  await untilText(one, ANSWERS, "Hello! I am chat-bff's offline scripted model");
+  await idle(one);
+  seen.after_stop = { answers: await answers(one), page: await pageState(one) };
+  await shot(one, "usable-after-stop");
+  await one.reload();
+  await one.waitForSelector(".msg.assistant.stopped");
+  seen.stopped_reloaded = { answers: await answers(one), page: await pageState(one) };
+  await shot(one, "stopped-after-reload");
+  seen.stored_after_stop = (await stored(seen.conversation)).messages.slice(-4, -2);
+}, async (page) => `status: ${await page.textContent("#status")}\n${(await page.innerHTML("#messages")).slice(-2000)}`);

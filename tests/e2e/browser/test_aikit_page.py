@@ -1,21 +1,22 @@
-"""The AIKit example (examples/aikit-chat) in a real browser: tools, an approval, a reload.
+"""The AIKit example (examples/aikit-chat) in a real browser: tools, an approval, a reload,
+Stop.
 
 The example is installed from its package-lock.json (`npm ci`, from the npm cache when
 warm), built with `vite build`, and served by `vite preview`, which forwards /api and /v1 to
-a live chat-bff on the offline scripted model (its demo script plus one long answer).
+a live chat-bff on the offline scripted model (its demo script plus long answers).
 `aikit_page.mjs` drives Debian's Chromium (playwright-core) over it as a person would: the
 History list; a turn whose server tools show as finished cards; a `delete_node` call waiting
 for a human, shown as a card with Accept/Reject in this tab and in a second tab, accepted in
 the page (an `mcp_approval_response` on /v1/responses) and seen as done in the second tab
-without a reload (it follows the conversation's events); and a long answer reloaded half-way
-that resumes to the stored text. Screenshots of each step are written to
-`$SCREENSHOTS_DIR/aikit-page` when set, else a temporary folder; the path is printed.
+without a reload (it follows the conversation's events); a long answer reloaded half-way
+that resumes to the stored text; and Stop pressed half-way through another, which keeps the
+answer as far as it got, marked stopped, leaves the page idle and usable, and reads the
+same after a reload. The service and the screenshots of each step come from conftest.py.
 Skips locally without Node or Chromium, fails under `CI` (as the built-in page's test).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -27,9 +28,15 @@ from typing import Any
 import httpx
 import pytest
 
-from app.providers.scripted import Script, ScriptedTurn, load_script
-from tests.e2e.browser.test_browser_eventsource import _prepare
-from tests.e2e.conftest import Launch, Service
+from tests.e2e.browser.conftest import Drive
+from tests.e2e.browser.pages import (
+    STORY,
+    assert_cut_where_stop_landed,
+    assert_stored_as_stopped,
+    assert_usable_after_stop,
+    statuses,
+)
+from tests.e2e.conftest import Service
 from tests.support.required import unavailable
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +44,6 @@ pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent
 EXAMPLE = HERE.parents[2] / "examples" / "aikit-chat"
 VITE = EXAMPLE / "node_modules" / "vite" / "bin" / "vite.js"
-STORY = " ".join(f"word{i}" for i in range(300)) + "."
 
 
 def _npm(*args: str, timeout: float) -> None:
@@ -83,28 +89,20 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def preview(launch: Launch, tmp_path: Path) -> Iterator[tuple[str, Service]]:
+@pytest.fixture(scope="module")
+def preview(
+    story_service: Service, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Service]]:
     """`vite preview` of the built example in front of a live chat-bff."""
-    _prepare()  # Chromium and playwright-core
     _build()
-    demo = load_script(None)
-    script = Script(mode="rules", turns=[ScriptedTurn(match=r"\bstory\b", text=STORY), *demo.turns])
-    path = tmp_path / "script.json"
-    path.write_text(script.model_dump_json())
-    service = launch(
-        SCRIPTED_DELAY_MS="30",
-        SCRIPTED_SCRIPT=str(path),
-        DEFAULT_MODEL="scripted",
-        EXAMPLE_TOOLS_ENABLED="true",
-    )
     port = _free_port()
     args = ["preview", "--host", "127.0.0.1", "--port", str(port), "--strictPort"]
-    log = (tmp_path / "vite.log").open("wb")
+    log_path = tmp_path_factory.mktemp("vite") / "vite.log"
+    log = log_path.open("wb")
     process = subprocess.Popen(
         ["node", str(VITE), *args],
         cwd=EXAMPLE,
-        env={**os.environ, "CHAT_BFF_URL": service.base_url},
+        env={**os.environ, "CHAT_BFF_URL": story_service.base_url},
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -112,7 +110,7 @@ def preview(launch: Launch, tmp_path: Path) -> Iterator[tuple[str, Service]]:
     try:
         deadline = time.monotonic() + 30
         while True:
-            assert process.poll() is None, (tmp_path / "vite.log").read_text()[-2000:]
+            assert process.poll() is None, log_path.read_text()[-2000:]
             try:
                 if httpx.get(f"{base}/api/conversations", timeout=1).status_code == 200:
                     break
@@ -120,41 +118,19 @@ def preview(launch: Launch, tmp_path: Path) -> Iterator[tuple[str, Service]]:
                 pass
             assert time.monotonic() < deadline, "vite preview did not answer within 30 s"
             time.sleep(0.2)
-        yield base, service
+        yield base, story_service
     finally:
         process.terminate()
         process.wait(timeout=10)
         log.close()
 
 
-@pytest.fixture
-def page_run(preview: tuple[str, Service], tmp_path: Path) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def page_run(preview: tuple[str, Service], drive: Drive) -> dict[str, Any]:
     base, service = preview
     created = httpx.post(f"{base}/api/conversations", json={"title": "Earlier plans"})
     assert created.status_code == 201, created.text
-    root = os.environ.get("SCREENSHOTS_DIR")
-    shots = Path(root) / "aikit-page" if root else tmp_path / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
-    print(f"screenshots: {shots}")
-    done = subprocess.run(
-        ["node", str(HERE / "aikit_page.mjs"), base],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        env={**os.environ, "SCREENSHOTS": str(shots)},
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    seen: dict[str, Any] = json.loads(done.stdout)
-    assert "failure" not in seen, (
-        f"{seen['failure']}\nscreenshots: {shots}\n--- browser console ---\n"
-        f"{done.stderr[-3000:]}\n--- service log ---\n{service.logs()[-3000:]}"
-    )
-    return seen
-
-
-def _statuses(cards: list[dict[str, Any]], name: str) -> list[str]:
-    return [c["status"] for c in cards if c["name"] == name]
+    return drive("aikit_page.mjs", base, service)
 
 
 def test_the_aikit_example_runs_tools_approvals_and_resumes_after_a_reload(
@@ -163,24 +139,24 @@ def test_the_aikit_example_runs_tools_approvals_and_resumes_after_a_reload(
     seen = page_run
     assert seen["errors"] == []
     assert seen["external"] == []  # nothing from a CDN: the build is self-contained
-    assert len(seen["shots"]) == 8
+    assert len(seen["shots"]) == 12
     assert all(Path(p).stat().st_size > 1000 for p in seen["shots"])
 
     assert "Earlier plans" in seen["history"]
 
     tools = seen["tools_turn"]["cards"]
-    assert _statuses(tools, "add_node") == ["success", "success"]
-    assert _statuses(tools, "connect") == ["success"]
+    assert statuses(tools, "add_node") == ["success", "success"]
+    assert statuses(tools, "connect") == ["success"]
     assert any("Done: Ada Lovelace" in t for t in seen["tools_turn"]["texts"])
 
     # The approval card asks in both tabs, is accepted in the page, and the tool ran.
     [asked] = [c for c in seen["approval_asked"] if c["name"] == "delete_node"]
     assert asked["status"] == "waitingConfirmation"
     assert {"Accept", "Reject"} <= set(asked["buttons"])
-    assert _statuses(seen["second_tab_before"], "delete_node") == ["waitingConfirmation"]
-    assert _statuses(seen["after_approval"]["cards"], "delete_node") == ["success"]
+    assert statuses(seen["second_tab_before"], "delete_node") == ["waitingConfirmation"]
+    assert statuses(seen["after_approval"]["cards"], "delete_node") == ["success"]
     assert any("The tool card shows what happened" in t for t in seen["after_approval"]["texts"])
-    assert _statuses(seen["second_tab_after"], "delete_node") == ["success"]
+    assert statuses(seen["second_tab_after"], "delete_node") == ["success"]
 
     # Reloaded half-way, the answer resumed to exactly the stored text: no loss, no repeat.
     assert len(seen["before_reload"]) < len(STORY)
@@ -189,3 +165,20 @@ def test_the_aikit_example_runs_tools_approvals_and_resumes_after_a_reload(
     stored = seen["stored_last"]
     assert stored["role"] == "assistant"
     assert stored["content"][0]["data"]["text"] == STORY
+
+
+def test_stop_keeps_the_answer_so_far_marked_stopped_and_the_page_usable(
+    page_run: dict[str, Any],
+) -> None:
+    seen = page_run
+    answer, page = seen["stopped"]["answer"], seen["stopped"]["page"]
+    # Marked as stopped, not shown as an error; the page is idle.
+    assert answer["mark"] == "Stopped"
+    assert page == {"status": "ready", "error_alerts": 0}
+    text = answer["text"]
+    assert_cut_where_stop_landed(text)
+    # Usable, and the same after a reload (the page reads the stored conversation).
+    assert_usable_after_stop(seen, text, "Stopped")
+    assert seen["after_stop"]["page"] == {"status": "ready", "error_alerts": 0}
+    assert seen["stopped_reloaded"]["page"] == {"status": "ready", "error_alerts": 0}
+    assert_stored_as_stopped(seen["stored_after_stop"], text)

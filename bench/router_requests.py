@@ -2,8 +2,9 @@
 
 Each entry: the request, its language, the tools that must all be in the routed subset,
 and its kind: plain, synonym (words the keywords do not list), typo, inflection (Russian
-word forms), negation (must never pre-select a mutating tool), trap (a word that contains
-another tool's keyword, or a tool name's stem inside a longer word), multi (two intents).
+word forms; English verb forms and plurals), negation (must never pre-select a mutating
+tool), trap (a word that contains another tool's keyword, or a tool name's stem inside a
+longer word), multi (two intents).
 A bare "stop" or "отмена" names no tool: its right set is the capabilities tool alone.
 Written by hand against the example catalogue (`app.examples.graph` + `app.examples.ops`).
 """
@@ -371,6 +372,92 @@ RU_MORE = [
     ("share_dashboard", "открой команде финансов дашборд выручки"),
 ]
 
+# Added with the router's generalisation work, written before being run against it: the
+# thin kinds (traps, multi-intent, typos) and English verb forms and plurals.
+EN_INFLECTION = [
+    ("deploy_service", "deploying api 2.6 to staging now"),
+    ("rollback_deployment", "we are rolling back the checkout release"),
+    ("restore_backup", "restoring the orders db from the nightly backup"),
+    ("revoke_access", "Bob left, get his access revoked"),
+    ("invite_user", "Anna should be invited as an editor"),
+    ("rotate_secret", "the stripe key needs rotating"),
+    ("migrate_schema", "migrated the schema yet? apply it to staging"),
+    ("create_backup", "back up the billing database before the release"),
+    ("toggle_feature_flag", "flags for dark mode should be switched off"),
+    ("search_logs", "searching logs for OOM kills"),
+    ("create_incident", "paging on-call: checkout outage"),
+    ("share_dashboard", "sharing the latency dashboard with the SRE team"),
+    ("list_environments", "environments currently running?"),
+    ("query_metrics", "latencies of the api over the last day"),
+    ("get_schema", "columns and indexes of the users table"),
+    ("delete_environment", "preview envs should be deleted after merging"),
+]
+
+EN_TRAP_MORE = [
+    ("search_logs", "search the catalog service logs for errors"),
+    ("query_metrics", "show the metrics of the flagship service"),
+    ("list_backups", "list backups of the backend database"),
+    ("get_deployment_status", "status of the deployment of the envoy proxy"),
+    ("query_metrics", "memory usage of the userservice pods"),
+    ("get_schema", "show the schema of the tablespace config"),
+    ("find_nodes", "find nodes about nodejs in the graph"),
+    ("create_incident", "open an incident: the pagination API is down"),
+]
+
+EN_MULTI_MORE = [
+    ("list_backups restore_backup", "which backups do we have for orders? restore the latest"),
+    ("toggle_feature_flag deploy_service", "turn off the beta flag and deploy checkout 3.1"),
+    ("revoke_access invite_user", "revoke Tom's access and invite his replacement Kim"),
+    ("get_deployment_status search_logs", "is the api deployment done? check its logs"),
+    ("create_environment deploy_service", "create a preview environment and deploy feat-9 to it"),
+    ("query_metrics create_incident", "db cpu is at 100%, check the metrics and open an incident"),
+    ("delete_backup create_backup", "delete last year's backups and take a fresh one"),
+    ("create_dashboard share_dashboard", "make a dashboard for queue depth and share it with ops"),
+]
+
+EN_TYPO_MORE = [
+    ("share_dashboard", "shrae the dashboard with Tim"),
+    ("invite_user", "invte Maria to the workspace"),
+    ("toggle_feature_flag", "toggel the beta flag"),
+    ("delete_environment", "delte the preview enviroment"),
+]
+
+RU_TRAP_MORE = [
+    ("search_logs", "поищи в логах ошибки сервиса логистики"),
+    ("list_environments", "какие окружения есть для средства сборки?"),
+    ("get_schema", "покажи таблицы базы табеля"),
+    ("list_backups", "покажи бэкапы базы бэкофиса"),
+    ("rotate_secret", "смени токен сервиса токенизации"),
+    ("get_deployment_status", "статус деплоя сервиса env-proxy"),
+    ("query_metrics", "метрики сервиса метеоданных"),
+    ("toggle_feature_flag", "выключи флаг beta на флагманском сервисе"),
+]
+
+RU_MULTI_MORE = [
+    ("list_backups restore_backup", "какие бэкапы есть у базы заказов? восстанови последний"),
+    ("toggle_feature_flag deploy_service", "выключи бета-флаг и выкати checkout 3.1"),
+    ("revoke_access invite_user", "забери доступ у Тома и пригласи Ким на его место"),
+    ("get_deployment_status search_logs", "деплой api закончился? посмотри логи на ошибки"),
+    ("create_environment deploy_service", "создай превью-стенд и задеплой туда ветку feat-9"),
+    ("query_metrics create_incident", "CPU базы на 100%, глянь метрики и заведи инцидент"),
+    ("delete_backup create_backup", "удали прошлогодние бэкапы и сделай свежий"),
+    ("create_dashboard share_dashboard", "сделай дашборд по глубине очереди и поделись им с ops"),
+]
+
+RU_TYPO_MORE = [
+    ("share_dashboard", "поделис дашбордом с Тимом"),
+    ("invite_user", "приглоси Марию в пространство"),
+    ("toggle_feature_flag", "выключи фичафлаг beta"),
+    ("delete_environment", "удоли превью-окружение"),
+]
+
+RU_INFLECTION_MORE = [
+    ("deploy_service", "выкатываем api 2.6 на стейджинг"),
+    ("rollback_deployment", "откатывайте релиз checkout"),
+    ("restore_backup", "восстанавливаем базу заказов из ночного бэкапа"),
+    ("revoke_access", "доступы Боба ещё не отозваны? отзови"),
+]
+
 CASES: list[Case] = [
     *_cases("en", "plain", EN_MORE),
     *_cases("ru", "plain", RU_MORE),
@@ -387,4 +474,12 @@ CASES: list[Case] = [
     *_cases("ru", "negation", RU_NEGATION),
     *_cases("ru", "trap", RU_TRAP),
     *_cases("ru", "multi", RU_MULTI),
+    *_cases("en", "inflection", EN_INFLECTION),
+    *_cases("en", "trap", EN_TRAP_MORE),
+    *_cases("en", "multi", EN_MULTI_MORE),
+    *_cases("en", "typo", EN_TYPO_MORE),
+    *_cases("ru", "trap", RU_TRAP_MORE),
+    *_cases("ru", "multi", RU_MULTI_MORE),
+    *_cases("ru", "typo", RU_TYPO_MORE),
+    *_cases("ru", "inflection", RU_INFLECTION_MORE),
 ]

@@ -9,8 +9,9 @@
 
 Only a whole reply counts: after lower-casing, dropping punctuation and emoji and a
 polite word ("please", "пожалуйста", "thanks"), the words must be exactly one of the
-answers below. A reply that says anything more, or negates (`don't`, `не`, `not`), is
-never an approval: it goes to the model with the approval still pending. Wrongly
+answers below. A reply that says anything more, or negates (`don't`, `не`, `not`), or
+asks ("approve?", "да?": a question is not an answer) is never an approval: it goes to
+the model with the approval still pending. Wrongly
 approving is the one mistake that cannot be taken back, so the lists are short and a
 miss costs the user one click.
 
@@ -113,6 +114,19 @@ _NEGATIONS = frozenset(
         "never",
         "stop",
         "cancel",
+        "abort",
+        "halt",
+        "nevermind",
+        "isnt",
+        "arent",
+        "wasnt",
+        "werent",
+        "havent",
+        "hasnt",
+        "wouldnt",
+        "couldnt",
+        "neither",
+        "nor",
         "не",
         "нет",
         "неа",
@@ -121,9 +135,20 @@ _NEGATIONS = frozenset(
         "никогда",
         "отмена",
         "отмени",
+        "отменить",
+        "отменяй",
+        "отмените",
         "стоп",
+        "стой",
+        "хватит",
+        "прекрати",
+        "прекратите",
+        "перестань",
+        "отбой",
+        "отставить",
     }
 )
+_NEGATING_PHRASES = ("forget it", "hold off", "hold on")
 _NOT_A_WORD = re.compile(r"[^\w\s]+")
 _SPACES = re.compile(r"\s+")
 
@@ -145,6 +170,8 @@ def _without_politeness(words: str) -> str:
 
 
 def typed_decision(text: str) -> TypedDecision | None:
+    if "?" in text or "\uff1f" in text:  # "approve?" asks, it does not answer
+        return None
     words = _without_politeness(normalized(text))
     if words in _APPROVE:
         return "approve"
@@ -156,4 +183,8 @@ def typed_decision(text: str) -> TypedDecision | None:
 def negated(text: str) -> bool:
     """True when the request negates what it names or asks to stop: a mutating tool must
     never be pre-selected for it."""
-    return any(word in _NEGATIONS for word in normalized(text).split())
+    words = normalized(text)
+    padded = f" {words} "
+    return any(word in _NEGATIONS for word in words.split()) or any(
+        f" {phrase} " in padded for phrase in _NEGATING_PHRASES
+    )

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from app.routing.words import deletions, fuzzy_eligible, key, keys, words
+from app.routing.words import deletions, forms, fuzzy_eligible, key, keys, words
 
 GENERIC = frozenset(
     {"get", "list", "set", "add", "create", "delete", "remove", "update", "find", "show",
@@ -47,12 +47,17 @@ class KeywordIndex:
         self._phrases: dict[str, list[tuple[str, ...]]] = {}
         self._by_key: dict[str, set[str]] = defaultdict(set)
         self._near: dict[str, set[str]] = defaultdict(set)  # deletion -> vocabulary keys
+        self._alias: dict[str, set[str]] = defaultdict(set)  # a form -> vocabulary keys
         for tool in tools:
             phrases = tool.phrases()
             self._phrases[tool.name] = phrases
             for phrase in phrases:
                 for k in phrase:
                     self._by_key[k].add(tool.name)
+            for text in (*tool.keywords, tool.name):
+                for word in words(text):
+                    for form in forms(word):
+                        self._alias[form].add(key(word))
         for k in self._by_key:
             if fuzzy_eligible(k):
                 for d in deletions(k):
@@ -60,13 +65,21 @@ class KeywordIndex:
 
     def _request_keys(self, text: str) -> set[str]:
         found: set[str] = set()
-        for k in keys(text):
-            if k in self._by_key:
-                found.add(k)
+        for word in words(text):
+            k = key(word)
+            exact = {v for f in forms(word) for v in self._alias.get(f, ())}
+            if exact:
+                found |= exact
             elif fuzzy_eligible(k):
-                for d in deletions(k) | {k}:
-                    found.update(v for v in self._near.get(d, ()) if v[:4] == k[:4])
+                found |= self._near_keys(k)
         return found
+
+    def _near_keys(self, k: str) -> set[str]:
+        """Vocabulary keys one edit from `k` (a letter swapped, missing or extra) that
+        begin as it does."""
+        near = {v for d in deletions(k) | {k} for v in self._near.get(d, ())}
+        near |= {d for d in deletions(k) if d in self._by_key}  # one letter too many
+        return {v for v in near if v[:4] == k[:4]}
 
     def hits(self, text: str) -> dict[str, list[str]]:
         """Tool name -> the phrases of it the request contains (best first)."""

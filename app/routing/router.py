@@ -73,6 +73,8 @@ class ToolRouter:
     def _index_tools(self) -> None:
         self._tools = {t.name: t for t in self._source()}
         self._index = KeywordIndex(self._tools.values())
+        # built once: the embeddings compare them per request, by identity when unchanged
+        self._corpora = {n: tuple(t.corpus()) for n, t in self._tools.items()}
 
     def mode_for(self, model: ModelInfo | None) -> tuple[RouterMode, int]:
         mode = (model.tool_router if model is not None else None) or self.config.mode
@@ -130,7 +132,7 @@ class ToolRouter:
         route.embeddings = self.embeddings.status
         scores: dict[str, float] = {}
         if len(ranked) < self.config.fallback_below and text.strip():
-            corpora = [self._tools[n].corpus() for n in known]
+            corpora = [self._corpora[n] for n in known]
             if self.embeddings.available:
                 sims = await asyncio.to_thread(self.embeddings.similarities, text, corpora)
                 scores = dict(zip(known, sims, strict=True))

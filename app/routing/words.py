@@ -8,6 +8,13 @@ English words are compared exactly as written (`tool` is not `tools`, `env` is n
 Snowball stem, so `бэкап`, `бэкапа` and `бэкапы` are one key while `среда` and `средство`
 stay apart. A typo of one letter in a longer word is forgiven (`deplyoment`,
 `окружениие`) through deletion neighbourhoods, never through prefixes.
+
+`forms` adds what a single stem misses, as whole-word alternatives (never a prefix):
+Russian stems without a trailing vowel (`деплой` -> `депл` but `деплоить` -> `депло`),
+the imperative plural (`задеплойте`), the imperative in -и (`удали`, which Snowball cuts
+to `уда`, read as `удалить`), the imperfective in -ыва/-ива (`откатываем`); English -ing
+and -ed (`deploying`, `rolled`, `revoked`).
+The English plural is not a form: `tool` never matches `tools`.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import snowballstemmer
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-я]")
+_RU_TAIL = "аеиоуыэюяйь"
 _RU = snowballstemmer.stemmer("russian")
 FUZZY_MIN_LENGTH = 6
 
@@ -47,3 +55,36 @@ def deletions(k: str) -> set[str]:
 
 def fuzzy_eligible(k: str) -> bool:
     return len(k.removeprefix("ru:")) >= FUZZY_MIN_LENGTH
+
+
+@lru_cache(maxsize=65536)
+def forms(word: str) -> frozenset[str]:
+    """The keys a word may stand for: `key(word)` and the alternatives above."""
+    if _CYRILLIC.search(word):
+        return frozenset(_russian_forms(word))
+    found = {word}
+    for suffix, shortest in (("ing", 6), ("ed", 5)):
+        if word.endswith(suffix) and len(word) >= shortest:
+            base = word[: -len(suffix)]
+            found |= {base, base + "e"}
+            if base[-1] == base[-2]:  # rolling -> roll, shipped -> ship
+                found.add(base[:-1])
+    return frozenset(f for f in found if len(f) >= 3 or f == word)
+
+
+def _russian_forms(word: str) -> set[str]:
+    spellings = [word]
+    if word.endswith(("йте", "ьте")):
+        spellings.append(word[:-2])  # задеплойте -> задеплой
+    if word.endswith("и") and len(word) >= 5:
+        spellings.append(word[:-1] + "ить")  # удали -> удалить
+    found: set[str] = set()
+    for spelling in spellings:
+        stem = str(_RU.stemWord(spelling))
+        found.add("ru:" + stem)
+        while len(stem) > 3 and stem[-1] in _RU_TAIL:
+            stem = stem[:-1]
+        found.add("ru:" + stem)
+        if len(stem) > 5 and stem.endswith(("ыв", "ив")):
+            found.add("ru:" + stem[:-2])  # the imperfective: выкатываем -> выкат
+    return found

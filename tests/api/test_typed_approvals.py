@@ -94,6 +94,12 @@ async def test_a_typed_no_rejects_and_nothing_is_deleted(client: ApiClient, repl
         "yes but rename her first",
         "not yes",
         "what would that delete?",
+        "не надо удалять",
+        "don't, actually",
+        "yes, but don't delete",
+        "approve? no",
+        "approve?",
+        "да?",
     ],
 )
 async def test_a_negated_or_longer_reply_leaves_the_approval_pending(

@@ -65,6 +65,20 @@ def test_whole_refusals_reject(text: str) -> None:
         "   ",
         "delete it",
         "удали",
+        # hostile: a refusal of the action that is not a plain "no", a change of mind,
+        # a yes with a condition, a question
+        "не надо удалять",
+        "don't, actually",
+        "yes, but don't delete",
+        "approve? no",
+        "approve?",
+        "да?",
+        "Yes?!",
+        "ok？",
+        "no?",
+        "да, но не удаляй",
+        "не отменяй",
+        "no wait, yes",
     ],
 )
 def test_anything_more_decides_nothing(text: str) -> None:
@@ -82,6 +96,18 @@ def test_anything_more_decides_nothing(text: str) -> None:
         "stop",
         "отмена",
         "I can't delete this, right?",
+        "не надо удалять",
+        "don't, actually",
+        "yes, but don't delete",
+        "approve? no",
+        "nevermind, keep the backup",
+        "forget it",
+        "hold off on the deploy",
+        "that isn't what I want, delete nothing",
+        "хватит деплоить",
+        "прекрати откат",
+        "отставить удаление",
+        "отмените релиз",
     ],
 )
 def test_negated_requests(text: str) -> None:
@@ -90,7 +116,15 @@ def test_negated_requests(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["delete the backup", "удали бэкап", "notify the team", "another node", "неделя отчётов"],
+    [
+        "delete the backup",
+        "удали бэкап",
+        "notify the team",
+        "another node",
+        "неделя отчётов",
+        "hold the line: deploy now",
+        "forgetful user, reset her password",
+    ],
 )
 def test_plain_requests_are_not_negated(text: str) -> None:
     assert not negated(text)

@@ -71,6 +71,16 @@ async def test_a_long_request_is_embedded_from_its_first_words() -> None:
     assert route.tools == ["a"]
 
 
+async def test_a_request_is_embedded_as_its_words_without_punctuation() -> None:
+    embedder = Counting()
+    r = routed(embedder, [tool("a", "a match")])
+
+    await r.route("«Roll back» pr-17 to v2.4.1, Bob's request?! (#ops_team)")
+    await r.route("?!")
+
+    assert embedder.queries == ["Roll back pr-17 to v2.4.1 Bob's request ops team", "?!"]
+
+
 async def test_a_tool_mounted_later_is_scored_too() -> None:
     embedder = Counting()
     tools = [tool("a", "other")]

@@ -101,6 +101,36 @@ async def test_a_one_letter_typo_in_a_long_word_still_matches() -> None:
     assert list((await r.route("удали окружениие")).keyword_hits) == ["envs"]
 
 
+async def test_russian_verb_forms_match_across_aspect_mood_and_number() -> None:
+    r = router(tool("deploys", "деплой", "задеплой", "выкатить"), tool("deletes", "удали"))
+
+    for text in ("хватит деплоить", "задеплойте api", "выкатываем релиз", "выкатите релиз"):
+        assert list((await r.route(text)).keyword_hits) == ["deploys"], text
+    for text in ("удалите стенд", "не надо удалять стенд", "удалил стенд"):
+        assert list((await r.route(text)).keyword_hits) == ["deletes"], text
+
+
+async def test_english_ing_and_ed_forms_match_but_plurals_do_not() -> None:
+    r = router(
+        tool("deploys", "deploy"), tool("rollbacks", "roll back"), tool("revokes", "revoke"),
+        tool("tool", "tool"),
+    )  # fmt: skip
+
+    assert list((await r.route("deploying the api")).keyword_hits) == ["deploys"]
+    assert list((await r.route("we rolled it back")).keyword_hits) == ["rollbacks"]
+    assert list((await r.route("rolling back now")).keyword_hits) == ["rollbacks"]
+    assert list((await r.route("revoked Bob's access")).keyword_hits) == ["revokes"]
+    assert (await r.route("list the tools")).keyword_hits == {}
+
+
+async def test_a_typo_with_one_letter_too_many_matches_like_one_too_few() -> None:
+    r = router(tool("deploys", "deployment"), tool("backups", "бэкап"))
+
+    assert list((await r.route("deploymennt status")).keyword_hits) == ["deploys"]
+    assert list((await r.route("deplyment status")).keyword_hits) == ["deploys"]
+    assert list((await r.route("восстанови из бэкаппа")).keyword_hits) == ["backups"]
+
+
 async def test_the_capabilities_tool_is_always_offered_last() -> None:
     r = router(tool("backups", "backup"))
 
@@ -195,7 +225,9 @@ async def test_the_real_model_finds_a_tool_no_keyword_names() -> None:
 @pytest.mark.parametrize(
     "text",
     ["don't delete the backup", "не удаляй бэкап", "stop the backup", "отмена, не надо бэкап",
-     "never restore backups", "не выкатывай релиз"],
+     "never restore backups", "не выкатывай релиз", "не надо удалять бэкап",
+     "don't, actually, leave the backup", "yes, but don't delete the backup",
+     "approve? no, keep the environment", "хватит деплоить", "forget it, no rollback"],
 )  # fmt: skip
 async def test_a_negated_request_never_preselects_a_mutating_tool(text: str) -> None:
     r = router(*OPS)

@@ -9,8 +9,9 @@ it, so only what is new is read:
 
 | the input holds                                  | the turn                               |
 |--------------------------------------------------|----------------------------------------|
-| `resume` entries                                 | each decides the approval it names     |
-|                                                  | (then the conversation continues)      |
+| `resume` entries                                 | each decides the approval, or answers  |
+|                                                  | the tool's question, it names (then    |
+|                                                  | the conversation continues)            |
 | tool messages after the last assistant message   | results of the client tool calls that  |
 |                                                  | wait (others are the server's own)     |
 | otherwise a last `user` message                  | a new user turn                        |
@@ -19,7 +20,11 @@ it, so only what is new is read:
 A resume entry is a claim, checked like every decision: `interruptId` must be a pending
 approval of this user in this thread (404 otherwise); `status: "resolved"` with payload
 `{approved: bool, reason?}` (or a bare boolean) decides it, `status: "cancelled"` rejects
-it; a second decision is 409 and never runs the tool again.
+it; a second decision is 409 and never runs the tool again. An entry naming a server
+tool's question (`elic_...`, an interrupt of reason `input_required`) answers it as
+`POST .../submissions/{toolCallId}` would: `status: "resolved"` with payload
+`{action: "accept", content}` or `{action: "decline"}`, `status: "cancelled"` is
+`cancel`; the same refusals (404, 409 `already_answered`, 422 `invalid_submission`).
 
 Untrusted input: `context` entries and `system` / `developer` messages sent after the
 last assistant message come from the page, not from the deployer. They never reach the
@@ -33,7 +38,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ag_ui.core import (
     AssistantMessage,
@@ -49,10 +54,13 @@ from ag_ui.core import TextPart as AguiText
 from app.api.encoders.agui_history import AguiMessage, agui_messages
 from app.api.schemas.ui_chat import ApprovalAnswer
 from app.domain.errors import InvalidRequest
+from app.domain.identity import Caller
 from app.domain.parts import FINAL_TOOL_STATUSES, Part, TextData, TextPart, ToolPart
 from app.domain.stream import ToolSpec
 from app.runs.turns import ToolResult
 from app.store.database import Database
+from app.store.repos.elicitations import ElicitationRecord
+from app.toolruntime.elicitations import ElicitationService
 
 MAX_TOOLS = 128
 MAX_CONTEXT_CHARS = 8_000
@@ -62,6 +70,18 @@ CONTEXT_HEADER = (
 )
 
 
+QUESTION_PREFIX = "elic_"  # the ids of stored questions (`tool_elicitations`)
+
+
+@dataclass(frozen=True)
+class InputAnswer:
+    """A `resume` entry answering a server tool's question."""
+
+    elicitation_id: str
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None
+
+
 @dataclass(frozen=True)
 class AguiTurn:
     """One run's worth of a `RunAgentInput`."""
@@ -69,6 +89,7 @@ class AguiTurn:
     tools: list[ToolSpec]
     model: str | None
     answers: list[ApprovalAnswer] = field(default_factory=list)
+    inputs: list[InputAnswer] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
     content: list[Part] = field(default_factory=list)
 
@@ -85,11 +106,13 @@ def read_input(body: RunAgentInput) -> AguiTurn:
     props = body.forwarded_props
     model = props.get("model") if isinstance(props, dict) else None
     turn = AguiTurn(tools=tools, model=model if isinstance(model, str) else None)
-    answers = [_answer(entry) for entry in body.resume or []]
+    entries = body.resume or []
+    answers = [_answer(e) for e in entries if not e.interrupt_id.startswith(QUESTION_PREFIX)]
+    inputs = [_input(e) for e in entries if e.interrupt_id.startswith(QUESTION_PREFIX)]
     new = _after_last_assistant(body)
     results = [_result(m) for m in new if isinstance(m, ToolMessage)]
-    if answers or results:
-        return AguiTurn(turn.tools, turn.model, answers=answers, results=results)
+    if answers or inputs or results:
+        return AguiTurn(turn.tools, turn.model, answers, inputs, results)
     if not new or not isinstance(new[-1], UserMessage):
         raise InvalidRequest(
             "Nothing to run: the last message must be a user message or tool results, "
@@ -125,6 +148,52 @@ def _answer(entry: ResumeEntry) -> ApprovalAnswer:
     raise InvalidRequest(
         "A resolved interrupt's payload is `{approved: true|false, reason?}`.", param="resume"
     )
+
+
+async def check_questions(
+    submissions: ElicitationService, caller: Caller, conversation_id: str, inputs: list[InputAnswer]
+) -> list[tuple[ElicitationRecord, InputAnswer]]:
+    """Check every answer before any is given (or any approval decided): a bad one
+    answers nothing."""
+    return [
+        (
+            await submissions.question(
+                caller, conversation_id, a.elicitation_id, a.action, a.content
+            ),
+            a,
+        )
+        for a in inputs
+    ]
+
+
+async def answer_questions(
+    submissions: ElicitationService,
+    caller: Caller,
+    checked: list[tuple[ElicitationRecord, InputAnswer]],
+) -> list[ToolPart]:
+    """Give each checked answer once; the answered parts, for the encoder to report
+    before the run continues."""
+    parts = []
+    for record, answer in checked:
+        result = await submissions.answer(
+            caller, record.conversation_id, record.tool_call_id, answer.action, answer.content
+        )
+        parts.append(result.part)
+    return parts
+
+
+def _input(entry: ResumeEntry) -> InputAnswer:
+    if entry.status == "cancelled":
+        return InputAnswer(entry.interrupt_id, "cancel", None)
+    payload = entry.payload
+    action = payload.get("action") if isinstance(payload, dict) else None
+    content = payload.get("content") if isinstance(payload, dict) else None
+    if action not in ("accept", "decline", "cancel") or not isinstance(content, dict | None):
+        raise InvalidRequest(
+            "A resolved question's payload is `{action: accept|decline|cancel, content?}`.",
+            param="resume",
+        )
+    return InputAnswer(entry.interrupt_id, action, content)
 
 
 def _result(message: ToolMessage) -> ToolResult:

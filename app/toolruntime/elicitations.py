@@ -120,6 +120,26 @@ class ElicitationService:
         )
         return await self._finish(record, action, outcome)
 
+    async def question(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        elicitation_id: str,
+        action: Action,
+        content: dict[str, Any] | None,
+    ) -> ElicitationRecord:
+        """The pending question `elicitation_id` of this conversation, once the answer is
+        checked against it (a wire that answers by question id checks all its answers
+        before giving any)."""
+        async with self.db.read() as tx:
+            record = await tx.elicitations.get(caller.user_id, elicitation_id)
+        if record is None or record.conversation_id != conversation_id:
+            raise NotFound("No such question waits for an answer.", code="submission_not_found")
+        if record.status != "pending":
+            raise _answered(record)
+        check_content(record.requested_schema, action, content)
+        return record
+
     async def _check_part(self, record: ElicitationRecord) -> None:
         async with self.db.read() as tx:
             found = await find_part(tx.messages, record)

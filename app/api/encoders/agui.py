@@ -30,7 +30,9 @@ message or tool call still open. So the encoder closes what it opened before it 
 - a server tool that needs a human -> the run ends `RUN_FINISHED` with outcome
   `interrupt`: one interrupt per pending approval (`id` = our approval id, `reason`
   "confirmation", `message` the summary, `toolCallId`, `expiresAt` ISO 8601,
-  `responseSchema` for `{approved, reason?}`); a `resume` entry decides it.
+  `responseSchema` for `{approved, reason?}`); a `resume` entry decides it. A server
+  tool's question (an MCP elicitation) is an interrupt with `reason` "input_required"
+  (`app.api.encoders.agui_interrupts`), answered by a `resume` entry too.
 - the end: `completed` / `max_iterations` / `budget_exceeded` -> outcome `success` (our
   metadata's `status` says which, with the budget's `error`); `cancelled` /
   `interrupted` -> outcome `cancelled` (a stop is not an error); `failed` ->
@@ -41,7 +43,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, assert_never
 
 from ag_ui.core import (
@@ -73,6 +74,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from app.api.encoders.agui_history import AguiMessage
+from app.api.encoders.agui_interrupts import OURS, approval_interrupt, input_interrupt
 from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
@@ -92,16 +94,6 @@ from app.domain.events import (
 )
 from app.domain.parts import ToolPart
 
-OURS = "chatBff"  # our key in an event's `metadata` (`ag-ui` is the protocol's)
-CONFIRMATION = "confirmation"
-APPROVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approved": {"type": "boolean"},
-        "reason": {"type": "string", "maxLength": 4000},
-    },
-    "required": ["approved"],
-}
 _SSE = EventEncoder()
 
 
@@ -311,17 +303,9 @@ class AguiEncoder:
         if event.kind == "client_tool":
             self._pending.append(event.part.id)
         elif event.approval_id is not None:
-            self._interrupts.append(
-                Interrupt(
-                    id=event.approval_id,
-                    reason=CONFIRMATION,
-                    message=event.summary,
-                    tool_call_id=event.part.id,
-                    expires_at=_iso(event.expires_at),
-                    response_schema=APPROVAL_SCHEMA,
-                    metadata={OURS: {"toolName": event.part.data.toolName}},
-                )
-            )
+            self._interrupts.append(approval_interrupt(event, event.approval_id))
+        elif event.kind == "input" and (asked := input_interrupt(event.part)) is not None:
+            self._interrupts.append(asked)
         return out
 
     # -- the end ---------------------------------------------------------------------
@@ -378,9 +362,3 @@ class AguiEncoder:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _iso(unix: float | None) -> str | None:
-    if unix is None:
-        return None
-    return datetime.fromtimestamp(unix, tz=UTC).isoformat().replace("+00:00", "Z")

@@ -25,6 +25,9 @@ writes into something:
   to decide through `POST /api/approvals/{id}`. v5 never gets `tool-approval-request`,
   `tool-output-denied`, `custom` or `reset-step`; this encoder writes no `custom`, and
   `reset-step` only to v7.
+- a server tool's question (an MCP elicitation, `waitingSubmission`) -> `data-elicitation`
+  (`{elicitationId, toolCallId, toolName, message, requestedSchema}`), answered through
+  `POST /api/conversations/{conversationId}/submissions/{toolCallId}`.
 - failover after the first byte (`step_reset`): v7 gets `reset-step`, which drops the
   failed call's parts from the client's message, then `message-metadata` naming the model
   answering now; v5/v6 have no way to take parts back, so their open blocks and calls are
@@ -71,6 +74,7 @@ from app.api.schemas.ui_chunks import (
     ToolOutputAvailableChunk,
     ToolOutputDeniedChunk,
     ToolOutputErrorChunk,
+    elicitation_chunk,
 )
 from app.domain.events import (
     ConfirmRequired,
@@ -309,6 +313,9 @@ class VercelEncoder:
         if call is None:
             return b""
         out = self._input(event.part, call)
+        asked = elicitation_chunk(event.part) if event.kind == "input" else None
+        if asked is not None:
+            return out + chunk(asked)
         if event.kind != "approval" or event.approval_id is None:
             return out
         if self.major >= 6:

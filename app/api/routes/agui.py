@@ -6,7 +6,8 @@ CopilotKit's runtime) at `POST /api/agui`. The `threadId` is the durable convers
 is AG-UI events as SSE (see `app.api.encoders.agui`).
 
 - A server tool that needs a human ends the run with `RUN_FINISHED` outcome `interrupt`;
-  the next input's `resume` entries decide the approvals and the run continues.
+  the next input's `resume` entries decide the approvals (or answer the tools'
+  questions, reason `input_required`) and the run continues.
 - Client tools (the input's `tools`) end the run with `pendingToolCallIds`; the next
   input's tool messages carry their results and the run continues.
 - `POST /api/agui/{threadId}/stop` cancels the thread's active run: its stream ends with
@@ -24,8 +25,14 @@ from typing import Annotated, Any
 
 from fastapi import Path, Response
 
-from app.api.agui import read_input, thread_snapshot, waiting_results
-from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
+from app.api.agui import (
+    answer_questions,
+    check_questions,
+    read_input,
+    thread_snapshot,
+    waiting_results,
+)
+from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep, SubmissionsDep
 from app.api.encoders.agui import AguiEncoder, farewell_frames
 from app.api.routing import api_router
 from app.api.schemas.agui import AguiRunInput
@@ -57,6 +64,7 @@ _STREAM: dict[int | str, dict[str, Any]] = {
         400: {"description": "Nothing to run, or a malformed resume entry."},
         404: {"description": "A `conv_` thread or an interrupt that is not yours."},
         409: {"description": "A run is active, or the interrupt was already decided."},
+        422: {"description": "invalid_submission: an answer does not match the question."},
     },
     summary="Run the agent on an AG-UI thread (a RunAgentInput), streaming AG-UI events.",
 )
@@ -65,6 +73,7 @@ async def run_agui(
     runs: RunsDep,
     db: DbDep,
     approvals: ApprovalsDep,
+    submissions: SubmissionsDep,
     config: StreamDep,
     caller: CallerDep,
 ) -> Response:
@@ -72,7 +81,9 @@ async def run_agui(
     turn = read_input(body)
     conversation = await chat_conversation(db, caller, body.thread_id)
     cid = conversation.id
+    questions = await check_questions(submissions, caller, cid, turn.inputs)
     decided = await decide_answers(approvals, caller, cid, turn.answers) if turn.answers else []
+    answered = await answer_questions(submissions, caller, questions)
     snapshot = None
     if turn.content:
         inputs = TurnInput(client_tools=turn.tools, model_id=turn.model)
@@ -94,7 +105,7 @@ async def run_agui(
         thread_id=body.thread_id,
         run_id=body.run_id,
         continues=not turn.content,
-        settled=tuple(d.part for d in decided),
+        settled=(*(d.part for d in decided), *answered),
         snapshot=snapshot,
     )
     return sse_response(

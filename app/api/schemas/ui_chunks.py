@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from app.domain.parts import ToolPart
+
 
 def _unset(value: Any) -> bool:
     return value is None
@@ -210,6 +212,42 @@ class DataApprovalChunk(BaseModel):
     data: ApprovalData = Field(description="The approval.")
 
 
+class ElicitationData(BaseModel):
+    """A server tool's question to the user (an MCP elicitation), to answer through
+    `POST /api/conversations/{conversationId}/submissions/{toolCallId}`."""
+
+    elicitationId: str = Field(description="The stored question's id.")
+    toolCallId: str = _CALL
+    toolName: str = Field(description="Tool name.")
+    message: str = Field(description="What the tool asks, to show the user.")
+    requestedSchema: dict[str, Any] = Field(
+        description="JSON schema of the answer's `content` (flat object of primitives)."
+    )
+
+
+class DataElicitationChunk(BaseModel):
+    """A server tool waits for the user's answer (every major version: a data part)."""
+
+    type: Literal["data-elicitation"] = _kind("data-elicitation")
+    id: str = Field(description="The question's id (the data part's id).")
+    data: ElicitationData = Field(description="The question.")
+
+
+def elicitation_chunk(part: ToolPart) -> DataElicitationChunk | None:
+    """The question a waiting tool part holds, as a data part (None when it holds none)."""
+    asked = part.data.elicitation
+    if asked is None:
+        return None
+    data = ElicitationData(
+        elicitationId=asked.id,
+        toolCallId=part.id,
+        toolName=part.data.toolName,
+        message=asked.message,
+        requestedSchema=asked.requestedSchema,
+    )
+    return DataElicitationChunk(id=asked.id, data=data)
+
+
 class ErrorChunk(BaseModel):
     """The run failed; the client shows `errorText`."""
 
@@ -257,6 +295,7 @@ UIMessageChunk = Annotated[
     | ToolOutputDeniedChunk
     | ToolApprovalRequestChunk
     | DataApprovalChunk
+    | DataElicitationChunk
     | ErrorChunk
     | AbortChunk
     | FinishChunk,

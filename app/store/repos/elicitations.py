@@ -105,6 +105,14 @@ class ElicitationRepo:
         )
         return _record(row) if row is not None else None
 
+    async def get(self, owner_id: str, elicitation_id: str) -> ElicitationRecord | None:
+        row = await self._session.scalar(
+            select(ElicitationRow).where(
+                ElicitationRow.id == elicitation_id, ElicitationRow.owner_id == owner_id
+            )
+        )
+        return _record(row) if row is not None else None
+
     async def claim(self, owner_id: str, elicitation_id: str, *, action: str) -> bool:
         """Mark a pending question answered; True for exactly one caller."""
         result = await self._session.execute(

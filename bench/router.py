@@ -8,7 +8,7 @@ all in the routed subset), the mean subset size, the token reduction against off
 whole catalogue (tool specs as JSON, 4 characters a token), negated requests that
 pre-selected a mutating tool, and router latency p50/p99 (keywords only, and with the
 embedding fallback, after the model's first load, which is reported on its own). The
-machine is shared, so the fallback is also given as this process's CPU time per request
+machine is shared, so both are also given as this process's CPU time per request
 (which moves much less with the load than the wall clock) and as the latency of the same
 requests asked again (the recent requests' vectors are cached); the load average is printed.
 """
@@ -80,8 +80,8 @@ async def measure(embeddings: str, show_misses: bool) -> dict[str, Any]:
             row["bad_preselect"].append(route.intended in mutating)
         key = "latency_fallback" if route.fallback_used else "latency_keywords"
         row[key].append(route.elapsed_ms)
+        row["cpu_fallback" if route.fallback_used else "cpu_keywords"].append(cpu_ms)
         if route.fallback_used:
-            row["cpu_fallback"].append(cpu_ms)
             row["latency_repeat"].append((await router.route(case.text)).elapsed_ms)
         if not hit:
             misses.append(_miss(case, route.tools))
@@ -124,6 +124,7 @@ def _summary(row: dict[str, list[Any]]) -> dict[str, Any]:
         "negated_detected_pct": share(row["negated"]),
         "negated_preselected_mutating": sum(row["bad_preselect"]),
         "latency_keywords_ms": ms(row["latency_keywords"]),
+        "cpu_keywords_ms": ms(row["cpu_keywords"]),
         "latency_with_fallback_ms": ms(row["latency_fallback"]),
         "cpu_with_fallback_ms": ms(row["cpu_fallback"]),
         "latency_with_fallback_repeated_ms": ms(row["latency_repeat"]),

@@ -14,7 +14,7 @@ cut to its first `max_query_tokens` (a pasted log would otherwise cost seconds; 
 is in its first words), and the last `cache_size` requests' vectors are kept (a retried or
 regenerated turn costs nothing). The engine runs on one thread: OpenMP threads spin at
 each of its ~120 barriers per text, and on cores shared with other work two threads
-measured 20x slower. Dropping stop words saved another 15% and lost recall; it is not done.
+measured 20x slower. Dropping stop words saved another 7-15% and lost recall: not done.
 """
 
 from __future__ import annotations

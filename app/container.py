@@ -57,6 +57,7 @@ from app.tools.catalog import ToolCatalog
 from app.tools.modules import load_tool_modules, migration_dirs
 from app.tools.registry import ToolRegistry
 from app.usage.book import UsageBook
+from app.usage.writer import UsageWriter
 
 log = logging.getLogger("chat_bff")
 
@@ -91,6 +92,7 @@ class Services:
     async def aclose(self) -> None:
         await self.background.shutdown(self.settings.shutdown_timeout_seconds)
         await self.runs.manager.shutdown(self.settings.shutdown_timeout_seconds)
+        await self.usage.aclose()  # the rows the runs booked last, queued for batching
         for provider in self.providers.values():
             await provider.aclose()
         await self.limits.aclose()
@@ -339,7 +341,12 @@ async def build_services(
     bus = build_bus(settings)
     db.announce = announcer(bus)
     router = build_router(settings, tool_catalog)
-    usage = UsageBook(db, settings.budget_policy(), observe=metrics.usage_recorded)
+    usage = UsageBook(
+        db,
+        settings.budget_policy(),
+        observe=metrics.usage_recorded,
+        writer=UsageWriter(db, interval=settings.usage_write_interval_seconds),
+    )
     manager = RunManager(
         journal=RunJournal(db, instance_id=f"{socket.gethostname()}:{uuid.uuid4().hex[:12]}"),
         tools=InstrumentedTools(tools, metrics),  # counts tool calls by tool and outcome

@@ -48,6 +48,14 @@ class BudgetSettings(BaseSettings):
         '`{"*": {"tokens_per_day": 200000}, "key_abc": {"cost_per_month": 50}}`.',
     )
 
+    usage_write_interval_seconds: float = Field(
+        default=0.1,
+        gt=0,
+        le=60,
+        description="How long a usage row no budget reads may wait to be written with "
+        "others in one INSERT (written at once when a budget applies; flushed on shutdown).",
+    )
+
     @field_validator("budget_roles", "budget_role_totals", "budget_api_keys", mode="before")
     @classmethod
     def _parse_budget_json(cls, value: Any) -> Any:

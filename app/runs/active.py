@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.domain.errors import ChatBffError
 from app.domain.events import ContextInfo, PartChange, RunEvent, RunStatus
@@ -25,6 +26,7 @@ from app.domain.usage import Allowance
 from app.providers.base import Provider
 from app.runs.log import RunLog
 from app.runs.writer import EventWriter
+from app.store.repos.usage import UsageEntry
 
 
 class StoppedBeforeStart(Exception):
@@ -55,6 +57,18 @@ class RunRequest:
     decided: Sequence[PartChange] = ()  # announced after `run_start` (`PartUpdate`)
     fallback_models: tuple[ModelInfo, ...] = ()  # priced as themselves when they answer
 
+    def stored_options(self) -> dict[str, Any] | None:
+        """What a later continuation needs to offer the model the same tools."""
+        if not self.client_tools and self.tool_choice is None:
+            return None
+        choice = self.tool_choice
+        return {
+            "client_tools": [t.model_dump() for t in self.client_tools],
+            "tool_choice": choice
+            if choice is None or isinstance(choice, str)
+            else choice.model_dump(),
+        }
+
 
 @dataclass
 class ActiveRun:
@@ -76,6 +90,8 @@ class ActiveRun:
     final_message: Message | None = None
     truncated_input: bool = False  # the user message was cut to fit (the answer says so)
     allowance: Allowance | None = None  # the caller's budgets left when the run was admitted
+    # A conversation run's usage, written with its end (`RunJournal.finish`).
+    usage_rows: list[UsageEntry] = field(default_factory=list)
 
     async def emit(self, event: RunEvent) -> None:
         item = self.log.append(event)

@@ -9,7 +9,7 @@ the stored events.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +31,7 @@ from app.domain.parts import Part, TextData, TextPart, cancel_unfinished
 from app.domain.text import valid_json
 from app.store.database import Database, Tx
 from app.store.records import RunRecord
+from app.store.repos.usage import UsageEntry
 
 # A stored replay is read in slices this long: a reader whose socket stalls holds one slice,
 # not the run (a long run is tens of thousands of events).
@@ -133,10 +134,14 @@ class RunJournal:
         error: dict[str, Any] | None,
         last_seq: int,
         events: list[SequencedEvent] | None = None,
+        usage_rows: Sequence[UsageEntry] = (),
     ) -> None:
+        """The run's end in one transaction: its last events, its answer (which also
+        lets the conversation go), its state and its usage rows."""
         async with self._db.unit() as tx:
             if events:
                 await tx.events.append_many(run_id, events)
+            await tx.usage.insert(usage_rows)
             if message.parts() and (message.text() or message.tool_parts()):
                 # Stores the answer and lets the conversation go in one UPDATE of it.
                 await tx.messages.upsert(

@@ -142,7 +142,7 @@ class RunManager:
                 assistant_message_id=message_id,
                 user_message=user_message,
                 prepare=prepare,
-                options=_options(request),
+                options=request.stored_options(),
                 system_prompt=request.system_prompt,
             )
         except BaseException:
@@ -190,8 +190,11 @@ class RunManager:
                 router=self._router,
             )
             run.final_message = ending.message
-            # Booked before the end is visible: the caller's next run is checked against it.
-            await self._usage.record(request.caller, run.run_id, run.conversation_id, ending.calls)
+            # Booked before the end is visible: the caller's next run is checked against it
+            # (a conversation run's rows go into the transaction that stores its end).
+            run.usage_rows = await self._usage.run_ended(
+                request.caller, run.run_id, run.conversation_id, ending.calls
+            )
             await run.emit(MessageEnd(run_id=run.run_id, message=ending.message))
             await self._finish(run, ending)
         finally:
@@ -229,12 +232,13 @@ class RunManager:
     async def _store_end(
         self, run: ActiveRun, ending: Ending, end: RunEnd, rest: list[SequencedEvent]
     ) -> RunEnd:
-        """Store the run's end, retrying a failing database briefly; returns the `run_end`
-        readers get. When it cannot be stored, the run is closed as `failed` (its answer
-        not saved) in the background until the database takes it, so the conversation
-        never stays claimed by a run that no longer lives."""
+        """Store the run's end (with its usage rows), retrying a failing database briefly;
+        returns the `run_end` readers get. When it cannot be stored, the run is closed as
+        `failed` (its answer not saved) in the background until the database takes it, so
+        the conversation never stays claimed by a run that no longer lives; its usage goes
+        to the batching writer, which retries it on its own."""
         assert run.conversation_id is not None
-        seq = run.log.last_seq + 1
+        seq, rows = run.log.last_seq + 1, run.usage_rows
         for delay in (*END_WRITE_RETRIES, None):
             try:
                 await self._journal.finish(
@@ -247,9 +251,12 @@ class RunManager:
                     error=ending.error,
                     last_seq=seq,
                     events=[*rest, SequencedEvent(seq=seq, event=end)],
+                    usage_rows=rows,
                 )
+                self._usage.booked(rows)
                 return end
             except NotFound:
+                self._usage.write_later(rows)  # spent all the same
                 return end  # purged meanwhile: nothing is left to close
             except Exception:
                 log.warning(
@@ -269,6 +276,7 @@ class RunManager:
                 "retryable": True,
             },
         )
+        self._usage.write_later(rows)
         self._unsettled[run.run_id] = Unsettled(
             run, ending.message, [*rest, SequencedEvent(seq=seq, event=failed)]
         )
@@ -386,14 +394,3 @@ def _stop(run: ActiveRun) -> None:
     run.cancel_requested = True
     if run.started and run.task is not None:
         run.task.cancel()
-
-
-def _options(request: RunRequest) -> dict[str, Any] | None:
-    """What a later continuation needs to offer the model the same tools."""
-    if not request.client_tools and request.tool_choice is None:
-        return None
-    choice = request.tool_choice
-    return {
-        "client_tools": [t.model_dump() for t in request.client_tools],
-        "tool_choice": choice if choice is None or isinstance(choice, str) else choice.model_dump(),
-    }

@@ -76,8 +76,13 @@ async def main_async(quick: bool, only: str | None) -> dict[str, Any]:
     results["load_average_at_start"] = os.getloadavg()
     try:
         with scratch() as tmp:
-            results["issue2"] = await issue2(size, upstream, tmp, log) if only != "3" else {}
-            results["issue3"] = await issue3(size, upstream, tmp, log) if only != "2" else {}
+            results["issue2"] = (
+                await issue2(size, upstream, tmp, log, nonstream_only=only == "nonstream")
+                if only != "3"
+                else {}
+            )
+            wanted = only in (None, "3")
+            results["issue3"] = await issue3(size, upstream, tmp, log) if wanted else {}
     finally:
         upstream.stop()
     results["environment"] = environment(results["issue2"].get("server", " ".join(uvicorn_flags())))
@@ -88,7 +93,11 @@ async def main_async(quick: bool, only: str | None) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts (~1 minute)")
-    parser.add_argument("--only", choices=["2", "3"], help="run one issue's part only")
+    parser.add_argument(
+        "--only",
+        choices=["2", "3", "nonstream"],
+        help="run one issue's part only (nonstream: issue 2's non-streaming requests)",
+    )
     args = parser.parse_args()
     runner = asyncio.run
     if has_module("uvloop"):
@@ -97,10 +106,7 @@ def main() -> None:
         runner = uvloop.run
     results = runner(main_async(args.quick, args.only))
     RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
-    if args.only is None:
-        print(table(results))
-    else:
-        print(json.dumps(results, indent=2, default=str))
+    print(table(results))
     env = results["environment"]
     print(
         f"\n{env['server']}, Python {env['python']}, {env['cpus']} CPUs, commit "

@@ -21,7 +21,9 @@ GOALS = {
     "gap_p99_over_direct_ms": 10.0,
     "idle_rss_mb": 120.0,
     "startup_s": 2.0,
-    "persisted_cpu_ratio": 1.5,
+    "persisted_cpu_ratio": 1.3,
+    "nonstream_cpu_ms": 2.0,
+    "nonstream_requests_per_s": 300.0,
     "db_writes_per_50_chunks": 1.0,
 }
 

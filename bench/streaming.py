@@ -13,12 +13,14 @@ from bench.sizes import Size
 # --- issue 2: streaming overhead --------------------------------------------------------
 
 
-async def issue2(size: Size, upstream: Upstream, tmp: Path, log: Any) -> dict[str, Any]:
+async def issue2(
+    size: Size, upstream: Upstream, tmp: Path, log: Any, *, nonstream_only: bool = False
+) -> dict[str, Any]:
     shapes = [(5, 0), (5, 5), (size.chunks, 0), (size.paced_chunks, 5), (20, 0)]
     models_json = catalogue(shapes)
     out: dict[str, Any] = {"startup": []}
     service: Service | None = None
-    for n in range(size.startups):
+    for n in range(1 if nonstream_only else size.startups):
         if service is not None:
             service.stop()
         db = tmp / f"issue2-{n}.db"
@@ -43,7 +45,7 @@ async def issue2(size: Size, upstream: Upstream, tmp: Path, log: Any) -> dict[st
         for t, port in targets:
             await run_requests(port, [t.request(port, 5, 0)] * 20, concurrency=4, marker=t.marker)
 
-        for delay in (0, 5):
+        for delay in () if nonstream_only else (0, 5):
             key = f"ttft1_d{delay}"
             out[key] = await one_at_a_time(
                 [
@@ -55,34 +57,8 @@ async def issue2(size: Size, upstream: Upstream, tmp: Path, log: Any) -> dict[st
             )
             log(f"TTFT at 1 stream, {delay} ms pacing: done")
 
-        out["saturated"] = {}
-        for t, port in targets:
-            load = await measure(
-                port,
-                [t.request(port, size.chunks, 0)] * size.streams,
-                concurrency=size.streams,
-                service=svc_for(t),
-                upstream=upstream,
-                marker=t.marker,
-                expected_tokens=size.chunks,
-            )
-            out["saturated"][t.name] = load.summary()
-            log(f"{size.streams} streams x {size.chunks} chunks, 0 ms pacing, {t.name}: done")
-
-        out["paced"] = {}
-        for t, port in targets:
-            load = await measure(
-                port,
-                [t.request(port, size.paced_chunks, 5)] * size.streams,
-                concurrency=size.streams,
-                service=svc_for(t),
-                upstream=upstream,
-                marker=t.marker,
-                gaps=True,
-                expected_tokens=size.paced_chunks,
-            )
-            out["paced"][t.name] = load.summary()
-            log(f"{size.streams} streams x {size.paced_chunks} chunks, 5 ms pacing, {t.name}: done")
+        if not nonstream_only:
+            await streams(out, size, upstream, targets, svc_for, log)
 
         out["nonstream"] = {}
         for t, port in targets:
@@ -99,3 +75,42 @@ async def issue2(size: Size, upstream: Upstream, tmp: Path, log: Any) -> dict[st
     finally:
         service.stop()
     return out
+
+
+async def streams(
+    out: dict[str, Any],
+    size: Size,
+    upstream: Upstream,
+    targets: list[tuple[Target, int]],
+    svc_for: Any,
+    log: Any,
+) -> None:
+    """Many streams at once, unpaced and paced at 5 ms."""
+    out["saturated"] = {}
+    for t, port in targets:
+        load = await measure(
+            port,
+            [t.request(port, size.chunks, 0)] * size.streams,
+            concurrency=size.streams,
+            service=svc_for(t),
+            upstream=upstream,
+            marker=t.marker,
+            expected_tokens=size.chunks,
+        )
+        out["saturated"][t.name] = load.summary()
+        log(f"{size.streams} streams x {size.chunks} chunks, 0 ms pacing, {t.name}: done")
+
+    out["paced"] = {}
+    for t, port in targets:
+        load = await measure(
+            port,
+            [t.request(port, size.paced_chunks, 5)] * size.streams,
+            concurrency=size.streams,
+            service=svc_for(t),
+            upstream=upstream,
+            marker=t.marker,
+            gaps=True,
+            expected_tokens=size.paced_chunks,
+        )
+        out["paced"][t.name] = load.summary()
+        log(f"{size.streams} streams x {size.paced_chunks} chunks, 5 ms pacing, {t.name}: done")

@@ -31,6 +31,7 @@ from app.domain.parts import Part, TextData, TextPart, cancel_unfinished
 from app.domain.text import valid_json
 from app.store.database import Database, Tx
 from app.store.records import RunRecord
+from app.store.repos.messages import NotClaimed
 from app.store.repos.usage import UsageEntry
 
 # A stored replay is read in slices this long: a reader whose socket stalls holds one slice,
@@ -76,9 +77,11 @@ class RunJournal:
         or missing conversation is NotFound); the caller already read the conversation,
         so its `system_prompt` comes in rather than being read again.
         """
+        # Without `prepare`, the user message's UPDATE of the conversation takes the claim.
+        along = user_message if prepare is None else None
         async with self._db.unit() as tx:
             conversations = tx.conversations
-            holder = await conversations.claim_active_run(owner_id, conversation_id, run_id)
+            holder = await _claim(tx, owner_id, conversation_id, run_id, along)
             if holder is not None:
                 await tx.rollback()
                 raise Conflict(
@@ -88,7 +91,7 @@ class RunJournal:
                 )
             messages = tx.messages
             proceed = True if prepare is None else await prepare(tx)
-            if user_message is not None:
+            if user_message is not None and along is None:
                 await messages.append(owner_id, conversation_id, user_message, run_id=run_id)
             if not proceed:
                 await conversations.release_active_run(conversation_id, run_id)
@@ -271,6 +274,25 @@ class RunJournal:
                 last_seq=last_seq + 2,
             )
             await tx.commit()
+
+
+async def _claim(
+    tx: Tx, owner_id: str, conversation_id: str, run_id: str, message: Message | None
+) -> str | None:
+    """Claim the conversation for `run_id` (None) or name the run that holds it; with
+    `message`, store it in the same UPDATE of the conversation (one statement fewer)."""
+    if message is not None:
+        try:
+            await tx.messages.append(
+                owner_id, conversation_id, message, run_id=run_id, claim_run_id=run_id
+            )
+            return None
+        except NotClaimed:
+            pass  # held, released meanwhile, or not the owner's: the claim says which
+    holder = await tx.conversations.claim_active_run(owner_id, conversation_id, run_id)
+    if holder is None and message is not None:
+        await tx.messages.append(owner_id, conversation_id, message, run_id=run_id)
+    return holder
 
 
 def _valid_message(message: Message) -> Message:

@@ -48,6 +48,10 @@ def preview(message: Message) -> str | None:
     return flat[: PREVIEW_MAX_CHARS - 1].rstrip() + "…"
 
 
+class NotClaimed(Exception):
+    """An append that was to claim the conversation found it held (or not the owner's)."""
+
+
 def to_record(row: MessageRow) -> MessageRecord:
     payload = {"id": row.id, "role": row.role, "content": row.content, "metadata": row.metadata_}
     return MessageRecord(
@@ -75,13 +79,17 @@ class MessageRepo:
         *,
         run_id: str | None = None,
         release_run_id: str | None = None,
+        claim_run_id: str | None = None,
     ) -> MessageRecord:
         """Add `message` after the last one; keeps count, preview, title and updated_at.
 
         The conversation row is updated first: that takes its write lock, so two appends
         to one conversation queue up instead of racing for the same position (and for
         the same message id). `release_run_id` also clears the conversation's active run
-        when it is still that run, in the same UPDATE (a run's end stores its answer).
+        when it is still that run, in the same UPDATE (a run's end stores its answer);
+        `claim_run_id` makes that run the active one if there is none, in the same UPDATE
+        (a run's start stores the user message), and raises `NotClaimed`, with nothing
+        written, when another run holds the conversation or it is not the owner's.
         """
         if len(message.id) > MESSAGE_ID_MAX_CHARS:
             raise InvalidRequest(
@@ -103,15 +111,19 @@ class MessageRepo:
                 (ConversationRow.active_run_id == release_run_id, None),
                 else_=ConversationRow.active_run_id,
             )
+        where = [ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id]
+        if claim_run_id is not None:
+            where.append(ConversationRow.active_run_id.is_(None))
+            values["active_run_id"] = claim_run_id
         touched = await self._session.execute(
             update(ConversationRow)
-            .where(ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id)
+            .where(*where)
             .values(**values)
             .returning(ConversationRow.id)
             .execution_options(synchronize_session=False)
         )
         if touched.one_or_none() is None:
-            raise conversation_not_found()
+            raise NotClaimed() if claim_run_id is not None else conversation_not_found()
         # One round trip: the last position, and whether the id is taken already.
         last, taken = (
             await self._session.execute(

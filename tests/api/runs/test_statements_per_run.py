@@ -15,14 +15,15 @@ from app.providers.scripted import ScriptedTurn
 from tests.api.runs.helpers import create, finished, play, send
 from tests.fakes.db import ApiClient
 
-# A plain turn of 300 chunks: read the conversation; claim it, store the user message (an
-# UPDATE, one SELECT for position and id, an INSERT) and the run, read the history; two
-# event batches; the usage row; at the end the answer (UPDATE that also lets the
-# conversation go, SELECT, INSERT) and the run's state; and the run's entry in the
-# conversation's feed (one INSERT that numbers itself, so other tabs see the run start).
-# It was 19 before the answer's UPDATE took the release along and the duplicate lookups
-# went, then 15 before the feed.
-STATEMENTS_PER_RUN = 16
+# A plain turn of 300 chunks: read the conversation; claim it and store the user message
+# (one UPDATE of the conversation does both, one SELECT for position and id, an INSERT)
+# and the run, read the history; two event batches; at the end the answer (UPDATE that
+# also lets the conversation go, SELECT, INSERT), the run's state and the usage row (in
+# the end's transaction); and the run's entry in the conversation's feed (one INSERT that
+# numbers itself, so other tabs see the run start). It was 19 before the answer's UPDATE
+# took the release along and the duplicate lookups went, 15 before the feed, 16 before the
+# user message's UPDATE took the claim along.
+STATEMENTS_PER_RUN = 15
 ANSWER = " ".join(f"word{i}" for i in range(300))
 
 

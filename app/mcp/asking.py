@@ -9,18 +9,24 @@ response under the server's key and the state echoed byte for byte, from whichev
 instance receives it.
 
 We ask one question at a time: a round asking several, asking for a URL visit, for a
-sample of our model or for roots is refused as a tool failure the model reads. Older
-servers ask with an `elicitation/create` request in the middle of the call, which would
-pin the call to this process and connection until someone answers: we refuse those
-(`refuse_mid_call`) and the server ends the call as it sees fit.
+sample of our model or for roots is refused as a tool failure the model reads.
+
+Older servers (and servers on the older handshake) ask with an `elicitation/create`
+request in the middle of the call. Holding that request open until a person answers
+would pin the call to this process and connection (the answer may reach another
+instance, after a restart, or never), and the SDK's callback does not say which of the
+connection's calls asked. So we answer `decline` at once (`decline_mid_call`), with a
+warning naming the server: the server hears a declined question, as if the user had
+said no, and ends its call its own way; the model reads that result.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from mcp.client.session import ElicitationFnT
 from mcp_types import (
-    INVALID_REQUEST,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitRequestParams,
@@ -31,6 +37,8 @@ from mcp_types import (
 )
 
 from app.tools.base import InputRequired, ToolFailure, UserAnswer
+
+log = logging.getLogger("chat_bff.mcp")
 
 
 def asked(server: str, result: InputRequiredResult) -> InputRequired | ToolFailure:
@@ -57,9 +65,15 @@ def answered(answer: UserAnswer | None) -> tuple[InputResponses | None, str | No
     return {str(answer.state["key"]): response}, answer.state.get("request_state")
 
 
-async def refuse_mid_call(context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-    return ErrorData(
-        code=INVALID_REQUEST,
-        message="This client answers elicitation only as an input_required result "
-        "(protocol 2026-07-28); it cannot hold a call open for a person.",
-    )
+def decline_mid_call(server: str) -> ElicitationFnT:
+    """The elicitation callback of a connection to `server`: decline, and say so."""
+
+    async def decline(context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        log.warning(
+            "MCP server asked the user mid-call (elicitation/create, the older way); "
+            "declined: only input_required results can wait for a person",
+            extra={"mcp_server": server, "mode": getattr(params, "mode", None) or "form"},
+        )
+        return ElicitResult(action="decline")
+
+    return decline

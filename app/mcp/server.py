@@ -29,7 +29,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CONNECTION_CLOSED, Implementation, Tool, ToolListChangedNotification
 
-from app.mcp.asking import refuse_mid_call
+from app.mcp.asking import decline_mid_call
 from app.mcp.calling import Connection
 from app.mcp.config import McpServerConfig
 from app.mcp.schema import InvalidSchema, SchemaArgs, schema_args_model
@@ -161,7 +161,7 @@ class McpServer:
                 mode=self.config.handshake,
                 client_info=_CLIENT_INFO,
                 message_handler=self._on_message,
-                elicitation_callback=refuse_mid_call,
+                elicitation_callback=decline_mid_call(self.name),
             )
             async with asyncio.timeout(self.config.connect_timeout):
                 await stack.enter_async_context(client)
@@ -332,7 +332,7 @@ class McpServer:
                 cache=None,
                 mode=self.config.handshake,
                 client_info=_CLIENT_INFO,
-                elicitation_callback=refuse_mid_call,
+                elicitation_callback=decline_mid_call(self.name),
             )
             try:
                 async with asyncio.timeout(self.config.connect_timeout):

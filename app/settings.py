@@ -242,7 +242,7 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings):
         default=12, ge=0, description="For auto: route only above this many tools."
     )
     tool_router_top_k: int = Field(
-        default=5, ge=0, le=50, description="Most tools the embedding fallback adds."
+        default=8, ge=0, le=50, description="Most tools the embedding fallback adds."
     )
     tool_router_threshold: float = Field(
         default=0.75,

@@ -33,7 +33,7 @@ class RouterConfig:
     mode: RouterMode = "auto"
     min_tools: int = 12  # auto: route only when more tools than this are available
     fallback_below: int = 3  # fewer keyword tools than this: ask the embeddings too
-    top_k: int = 5
+    top_k: int = 8
     threshold: float = 0.75
     max_tools: int = 10
 

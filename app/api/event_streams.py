@@ -60,8 +60,9 @@ EVENT_STREAMS: dict[str, EventUnion] = {
     "ConversationEvent": EventUnion(
         CONVERSATION_EVENT_ADAPTER,
         "One event of a conversation's follow stream: `follow` first, then the native "
-        "events of every run of the conversation as it happens and `part_update` for tool "
-        "parts changed outside a run. `id:` is the reader's position `<feed>.<seq>`; send "
+        "events of every run of the conversation as it happens (after `message_added`, the "
+        "person's message that starts it) and `part_update` for tool parts changed "
+        "outside a run. `id:` is the reader's position `<feed>.<seq>`; send "
         "it back as Last-Event-ID. Discriminated on `type`.",
     ),
     "ChatCompletionStreamEvent": EventUnion(

@@ -3,15 +3,18 @@ parts that change outside a run (an approval decided, a proposal batch settled),
 every open tab of a conversation shows the same thing without reloading.
 
 Two durable logs make the stream, both in the database: the conversation's feed
-(`app.store.repos.feed`: a run started, a part changed; numbered per conversation) and
+(`app.store.repos.feed`: a run started, with the person's message it answers; a part
+changed; numbered per conversation) and
 each run's event log (numbered per run). A reader's position is the pair
 
     Cursor(feed, seq)    "<feed>.<seq>" on the wire (the SSE `id:`, sent back as Last-Event-ID)
 
 `feed` is the last feed entry it has, `seq` the last event it has of the run that `feed`
-is in (the last `run` entry at or before `feed`). Feed entries are read in order; a `run`
-entry is entered only once the run before it is read to its end (one run at a time per
-conversation, so that end exists), and then the new run is read from its first event.
+is in (the last `run` entry at or before `feed`); the message a run answers comes at its
+run's `seq` 0, before the run's first event, so a reader past it never reads it twice.
+Feed entries are read in order; a `run` entry is entered only once the run before it is
+read to its end (one run at a time per conversation, so that end exists), and then the
+new run is read from its first event.
 Part changes and the current run's events interleave as they come; since each of the two
 positions only grows, resuming from any cursor gives exactly what came after it, with
 no gap and no duplicate, on any instance and after a restart.
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.domain.events import PartUpdate, SequencedEvent
+from app.domain.messages import Message
 from app.domain.parts import ToolPart
 from app.runs.bus import Bus, Subscription
 from app.store.database import Database
@@ -66,9 +70,17 @@ class Opened:
 
 
 @dataclass(frozen=True, slots=True)
+class Added:
+    """A message a person added (another tab's included), before the run it starts."""
+
+    message: Message
+    run_id: str  # the run that answers it
+
+
+@dataclass(frozen=True, slots=True)
 class Followed:
     cursor: Cursor  # the reader's position once it has this item
-    item: SequencedEvent | Opened
+    item: SequencedEvent | Opened | Added
 
 
 # Writes the part changes that time makes (approvals expiring): (owner id, conversation id).
@@ -240,6 +252,9 @@ class _Reader:
         if entry.kind == "run" and entry.run_id is not None:
             self.cursor = Cursor(entry.seq, 0)
             self._follow(entry.run_id, 0)
+            if entry.data.get("message"):  # before the run's events, at the run's position 0
+                added = Added(Message.model_validate(entry.data["message"]), entry.run_id)
+                yield [Followed(self.cursor, added)]
             return
         self.cursor = Cursor(entry.seq, self.cursor.seq)
         if entry.kind == "part":

@@ -106,8 +106,10 @@ class RunJournal:
                 options=options,
                 instance_id=self.instance_id,
             )
-            # Announced to the conversation's followers (other tabs) once this commits.
-            await tx.feed.record_run(conversation_id, run_id)
+            # Announced to the conversation's followers (other tabs) once this commits, with
+            # the person's message, so they show the question before the answer.
+            asked = None if user_message is None else user_message.model_dump(mode="json")
+            await tx.feed.record_run(conversation_id, run_id, asked)
             # The claim found the conversation and its owner: no need to look again.
             history = await messages.history(owner_id, conversation_id, checked=True)
             await tx.commit()

@@ -1,8 +1,9 @@
 """Following a conversation end to end (a real process, real HTTP on loopback, SQLite and
 Postgres): `GET /api/conversations/{id}/events` carries every run of the conversation as
-it happens and the cards a decision changes, resumes with Last-Event-ID across runs (after
-a restart too, from the database alone), opens with a stream token, beats while idle, and
-is 404 for anyone else's conversation."""
+it happens (after the person's message that starts it, from whichever tab) and the cards
+a decision changes, resumes with Last-Event-ID across runs (after a restart too, from the
+database alone), opens with a stream token, beats while idle, and is 404 for anyone
+else's conversation."""
 
 from __future__ import annotations
 
@@ -120,7 +121,7 @@ async def http(
         yield client
 
 
-async def send(http: httpx.AsyncClient, cid: str, content: str) -> str:
+async def send(http: httpx.AsyncClient, cid: str, content: str | list[dict[str, Any]]) -> str:
     started = await http.post(f"/api/conversations/{cid}/messages", json={"content": content})
     assert started.status_code == 202, started.text
     run_id: str = started.json()["run_id"]
@@ -191,6 +192,43 @@ async def test_a_tab_sees_every_run_and_a_decision_live_and_resumes_across_runs(
         assert rest[0].event == "follow"
         assert rest[0].id == seen[cut - 1].id
         assert rest[1:] == seen[cut:], f"resumed after {seen[cut - 1].id}"
+
+
+async def test_a_tab_sees_the_message_another_tab_sends_before_its_answer(
+    http: httpx.AsyncClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text="Hello to you."), Completion(text="Again."))
+    cid = (await http.post("/api/conversations", json={})).json()["id"]
+
+    async with follow(http, cid) as tab:
+        await tab.wait_for(lambda events: len(events) >= 1)
+        first = await send(http, cid, "Hello from the other tab.")
+        await tab.wait_for(lambda events: run_ends(events) == ["completed"])
+        second = await send(http, cid, [{"type": "text", "data": {"text": "And again."}}])
+        seen = await tab.wait_for(lambda events: len(run_ends(events)) == 2)
+
+    names = [e.event for e in seen]
+    assert names[:3] == ["follow", "message_added", "run_start"]
+    added = [e for e in seen if e.event == "message_added"]
+    assert [a.data["run_id"] for a in added] == [first, second]
+    # The message as the conversation stores it: what a reload would show.
+    stored = (await http.get(f"/api/conversations/{cid}")).json()["messages"]
+    asked = [m for m in stored if m["role"] == "user"]
+    assert [a.data["message"] for a in added] == asked
+    assert asked[0]["content"] == "Hello from the other tab."
+    # Each comes at its run's position 0, just before the run's first event.
+    for message in added:
+        after = seen[seen.index(message) + 1]
+        assert (after.event, after.data["run_id"]) == ("run_start", message.data["run_id"])
+        assert position(message) == (position(after)[0], 0)
+
+    # A tab that resumes past the message does not get it again; one before it does.
+    async with follow(http, cid, last_event_id=added[1].id) as again:
+        rest = await again.wait_for(lambda events: len(run_ends(events)) == 1)
+    assert [e.event for e in rest][:2] == ["follow", "run_start"]
+    async with follow(http, cid, last_event_id=seen[-len(rest) - 1].id) as again:
+        rest = await again.wait_for(lambda events: len(run_ends(events)) == 1)
+    assert rest[1] == added[1]
 
 
 async def test_a_fresh_tab_reads_the_run_in_progress_from_its_start(

@@ -1,8 +1,8 @@
 // chat-bff's built-in page: plain JavaScript, no build step, nothing from a CDN.
 // It uses only the public API: conversations, messages (202), one EventSource per open
-// conversation (GET /api/conversations/{id}/events: every run as it happens, and cards
-// decided anywhere), approvals, cancel. A second tab shows the same runs and cards live;
-// a reload reads the run in progress from its start.
+// conversation (GET /api/conversations/{id}/events: every message sent and every run as
+// it happens, and cards decided anywhere), approvals, cancel. A second tab shows the same
+// messages, runs and cards live; a reload reads the run in progress from its start.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -176,7 +176,7 @@ async function eventsUrl(conversationId) {
   return `${path}?token=${encodeURIComponent(minted.token)}`;
 }
 
-const EVENTS = ["follow", "run_start", "text_delta", "thinking_delta", "tool_start", "tool_args_delta",
+const EVENTS = ["follow", "message_added", "run_start", "text_delta", "thinking_delta", "tool_start", "tool_args_delta",
   "tool_end", "tool_error", "confirm_required", "part_update", "run_end"];
 
 async function follow(conversationId) {
@@ -223,8 +223,10 @@ async function pump() {
 async function handle(name, data) {
   if (name === "follow") {
     if (data.active_run_id) setRunning(true, data.active_run_id);
+  } else if (name === "message_added") {
+    // A person's message, from this tab or another, before the run that answers it.
+    if (!state.boxes.has(data.message.id)) renderMessage(data.message);
   } else if (name === "run_start") {
-    if (!state.boxes.has(data.message_id)) await showNewMessages(data.message_id);
     const box = state.boxes.get(data.message_id) || element("div", "msg assistant");
     box.replaceChildren(); // a run replayed from its start rebuilds its message
     state.boxes.set(data.message_id, box);
@@ -256,15 +258,6 @@ async function handle(name, data) {
     else status(data.status === "completed" ? "" : `Run ${data.status}${why}`);
     setRunning(false, null);
     loadConversations();
-  }
-}
-
-// A run started (here or in another tab): show the messages it answers that this page
-// has not shown yet (the user's message), from the stored conversation.
-async function showNewMessages(answerId) {
-  const detail = await api("GET", `/api/conversations/${encodeURIComponent(state.conversation)}`);
-  for (const message of detail.messages) {
-    if (message.id !== answerId && !state.boxes.has(message.id)) renderMessage(message);
   }
 }
 
@@ -300,7 +293,7 @@ async function send(event) {
   if (!state.conversation) await newConversation();
   $("input").value = "";
   try {
-    // The run (and the message it answers) comes back on the conversation's stream.
+    // The message (`message_added`) and the run come back on the conversation's stream.
     await api("POST", `/api/conversations/${encodeURIComponent(state.conversation)}/messages`, { content: text });
   } catch (error) {
     status(error.message);

@@ -1,12 +1,12 @@
 """`GET /api/conversations/{id}/events`: follow a conversation, not one run.
 
-Every run of the conversation as it happens (a run another tab started included), and
-`part_update` when a tool part changes outside a run (an approval decided, a proposal
-batch applied or rejected), so every open tab shows the same cards. One EventSource per
-open conversation; it resumes with Last-Event-ID (`<feed>.<seq>`, see
-`app.runs.following`) across runs, instances and restarts. Comment heartbeats keep
-proxies from closing an idle stream; on shutdown the stream ends and the browser
-reconnects, to whichever instance answers.
+Every run of the conversation as it happens (a run another tab started included, after
+`message_added`: the person's message that starts it), and `part_update` when a tool part
+changes outside a run (an approval decided, a proposal batch applied or rejected), so every
+open tab shows the same messages and cards. One EventSource per open conversation; it
+resumes with Last-Event-ID (`<feed>.<seq>`, see `app.runs.following`) across runs,
+instances and restarts. Comment heartbeats keep proxies from closing an idle stream; on
+shutdown the stream ends and the browser reconnects, to whichever instance answers.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from sse_starlette.sse import EventSourceResponse
 from app.api.deps import CallerDep, FollowDep, StreamDep
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
-from app.api.schemas.follow import FollowOpened
+from app.api.schemas.follow import FollowOpened, MessageAdded
 from app.api.streaming import SSE_HEADERS
 from app.domain.errors import InvalidRequest
-from app.runs.following import Cursor, Followed, Opened
+from app.runs.following import Added, Cursor, Followed, Opened
 
 router = api_router(prefix="/api/conversations", tags=["runs"])
 
@@ -55,6 +55,10 @@ def _frame(followed: Followed) -> bytes:
         )
         body = opened.model_dump_json().encode()
         return head + body + _BLANK
+    if isinstance(item, Added):
+        added = MessageAdded(run_id=item.run_id, message=item.message)
+        head = b"id: %s\nevent: message_added\ndata: " % str(followed.cursor).encode()
+        return head + added.model_dump_json().encode() + _BLANK
     head = b"id: %s\nevent: %s\ndata: " % (str(followed.cursor).encode(), item.event.type.encode())
     return head + item.json() + _BLANK
 
@@ -65,7 +69,8 @@ def _frame(followed: Followed) -> bytes:
         200: {
             "description": "SSE, never ending on its own: `follow` (the reader's position "
             "and the run in progress), then every run of the conversation as it happens "
-            "(its native events, `run_start` to `run_end`) and `part_update` for tool parts "
+            "(`message_added`: the message that starts it, then its native events, "
+            "`run_start` to `run_end`) and `part_update` for tool parts "
             "changed outside a run. Resumes after `Last-Event-ID` (or `after`).",
             "content": event_stream("ConversationEvent"),
         },

@@ -1,5 +1,6 @@
 """The conversation feed (see `app.store.tables.feed`): written in the transaction of the
-change itself (a run's claim, a decision, a settled proposal batch), read by the
+change itself (a run's claim with the message it answers, a decision, a settled proposal
+batch), read by the
 conversation's follow stream after a position.
 
 Every write names the conversation's topic in `touched`; `Database` announces the topics
@@ -50,8 +51,14 @@ class FeedRepo:
         self._session = session
         self._touched = touched
 
-    async def record_run(self, conversation_id: str, run_id: str) -> None:
-        await self._add(conversation_id, "run", run_id, run_id, {})
+    async def record_run(
+        self, conversation_id: str, run_id: str, message: dict[str, Any] | None = None
+    ) -> None:
+        """A run started; `message` is the person's message it answers, as stored (other
+        tabs show it before the run's events), None when no one wrote one (a decision)."""
+        await self._add(
+            conversation_id, "run", run_id, run_id, {"message": message} if message else {}
+        )
 
     async def known(self, keys: Sequence[str]) -> set[str]:
         """Which of these part changes are already in a feed."""

@@ -1,7 +1,8 @@
 """A conversation's feed: what every open tab of the conversation must hear about besides
 a run's own events, numbered per conversation (migration `0008_conversation_feed`).
 
-- `conversation_feed`: (conversation, seq) -> a run started (`run`, with its `run_id`) or a
+- `conversation_feed`: (conversation, seq) -> a run started (`run`, with its `run_id`;
+  `data.message` is the person's message it answers, as stored, when there is one) or a
   tool part changed outside its run (`part`: an approval decided or expired, a proposal
   batch applied, rejected or undone; `data` holds the part as stored and the cause).
   `item_id` + `kind` is unique, so a change noticed twice (an expiry) is written once.

@@ -3,7 +3,7 @@
 // turn, an approval accepted in the page while a second tab looks on, a reload in the middle
 // of a long answer, and Stop pressed in the middle of another. Prints what it saw as JSON;
 // screenshots of each step go to SCREENSHOTS (a directory). Usage: node aikit_page.mjs PAGE_URL
-import { count, run, texts, untilText, untilWords } from "./pagekit.mjs";
+import { count, run, texts, untilNewText, untilText, untilWords } from "./pagekit.mjs";
 
 const MESSAGE = ".g-aikit-assistant-message";
 const ANSWERS = `${MESSAGE} .g-aikit-markdown-renderer`;
@@ -106,8 +106,9 @@ await run(process.argv[2], { viewport: { width: 1100, height: 900 }, timeout: 30
   seen.stopped = { answer: (await answers(one)).at(-1), page: await pageState(one) };
   await shot(one, "stopped");
   // Usable: the next question gets its answer, and the stopped one has not moved meanwhile.
+  before = await count(one, MESSAGE);
   await ask(one, "hello");
-  await untilText(one, ".g-aikit-markdown-renderer", "Hello! I am chat-bff's offline scripted model");
+  await untilNewText(one, MESSAGE, "Hello! I am chat-bff's offline scripted model", before);
   await idle(one);
   seen.after_stop = { answers: await answers(one), page: await pageState(one) };
   await shot(one, "usable-after-stop");

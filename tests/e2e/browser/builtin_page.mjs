@@ -1,9 +1,9 @@
 // Drives chat-bff's built-in page (GET /) in Debian's Chromium like a person would: a
 // server-tool turn, an approval decided in the page while a second tab looks on (and sees
-// the decision live, without reloading), a reload in the middle of a long answer, and Stop
+// the decision, then a question asked in the first tab, live, without reloading), a reload in the middle of a long answer, and Stop
 // pressed in the middle of another. Prints what it saw as JSON; screenshots of each step go
 // to SCREENSHOTS (a directory). Usage: node builtin_page.mjs BASE_URL
-import { count, run, texts, untilText, untilWords } from "./pagekit.mjs";
+import { count, run, texts, untilNewText, untilText, untilWords } from "./pagekit.mjs";
 
 const ANSWERS = ".msg.assistant .text";
 
@@ -74,10 +74,21 @@ await run(process.argv[2], { timeout: 30_000 }, async ({ seen, base, tab, shot, 
   seen.second_tab_after = await cards(two);
   seen.second_tab_texts = await texts(two, ANSWERS);
   await shot(two, "second-tab-after-decision");
+  // A question asked in the first tab shows in the second (message_added on the follow
+  // stream), before the answer to it.
+  let before = await count(two, ".msg");
+  await ask(one, "hello from the first tab");
+  await untilNewText(two, ".msg", "Hello! I am chat-bff's offline scripted model", before + 1);
+  seen.second_tab_new = await two.$$eval(".msg", (boxes, b) => boxes.slice(b).map((m) => ({
+    role: m.classList.contains("user") ? "user" : "assistant", text: m.textContent,
+  })), before);
+  await idle(one);
+  await idle(two);
+  await shot(two, "second-tab-sees-the-question");
   await two.close();
 
   // 3. A reload in the middle of a long answer resumes it without loss.
-  let before = await count(one, ".msg.assistant");
+  before = await count(one, ".msg.assistant");
   await ask(one, "tell me a long story");
   await untilWords(one, ".msg.assistant", 20, before);
   seen.before_reload = (await texts(one, ANSWERS)).at(-1);
@@ -101,8 +112,9 @@ await run(process.argv[2], { timeout: 30_000 }, async ({ seen, base, tab, shot, 
   seen.stopped = { answer: (await answers(one)).at(-1), page: await pageState(one) };
   await shot(one, "stopped");
   // Usable: the next question gets its answer, and the stopped one has not moved meanwhile.
+  before = await count(one, ".msg.assistant");
   await ask(one, "hello");
-  await untilText(one, ANSWERS, "Hello! I am chat-bff's offline scripted model");
+  await untilNewText(one, ".msg.assistant", "Hello! I am chat-bff's offline scripted model", before);
   await idle(one);
   seen.after_stop = { answers: await answers(one), page: await pageState(one) };
   await shot(one, "usable-after-stop");

@@ -71,6 +71,13 @@ export const untilWords = (page, selector, words, before) =>
     return nodes.length > b && nodes[nodes.length - 1].textContent.trim().split(/\s+/).length > w;
   }, [selector, words, before]);
 
+// Until there are more than `before` nodes matching `selector` and the last contains `text`.
+export const untilNewText = (page, selector, text, before) =>
+  page.waitForFunction(([s, t, b]) => {
+    const nodes = [...document.querySelectorAll(s)];
+    return nodes.length > b && nodes[nodes.length - 1].textContent.includes(t);
+  }, [selector, text, before]);
+
 // How many nodes match `selector` now.
 export const count = (page, selector) => page.$$eval(selector, (nodes) => nodes.length);
 

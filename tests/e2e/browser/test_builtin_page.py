@@ -5,11 +5,12 @@ would, against a live chat-bff on the offline scripted model (its demo script pl
 answers; the harness is in conftest.py): a turn whose server tools show as finished cards; a
 `delete_node` call that waits for a human, shown as a card with Approve/Reject in this tab
 and in a second tab, approved in the page, the second tab seeing the decision live (the
-conversation's follow stream, no reload); a long answer reloaded half-way that resumes to
-the stored text; and Stop pressed half-way through another, which keeps the answer as far
-as it got, marked stopped, leaves the page idle and usable, and reads the same after a
-reload. Screenshots of each step are written for the record (see conftest.py).
-Installation and skipping work as in test_browser_eventsource.py.
+conversation's follow stream, no reload), and then a question asked in the first tab; a
+long answer reloaded half-way that resumes to the stored text; and Stop pressed half-way
+through another, which keeps the answer as far as it got, marked stopped, leaves the page
+idle and usable, and reads the same after a reload. Screenshots of each step are written
+for the record (see conftest.py). Installation and skipping work as in
+test_browser_eventsource.py.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_the_page_runs_tools_approvals_and_resumes_after_a_reload(
     seen = page_run
     assert seen["errors"] == []
     assert seen["external"] == []  # nothing from a CDN or anywhere else
-    assert len(seen["shots"]) == 11
+    assert len(seen["shots"]) == 12
     assert all(Path(p).stat().st_size > 1000 for p in seen["shots"])
 
     tools = seen["tools_turn"]["cards"]
@@ -61,6 +62,11 @@ def test_the_page_runs_tools_approvals_and_resumes_after_a_reload(
     assert seen["second_tab_reloads"] == 0
     assert seen["second_tab_buttons"] == 0
     assert any("The tool card shows what happened" in t for t in seen["second_tab_texts"])
+    # A question asked in the first tab showed in the second, then its answer, live.
+    question, answer = seen["second_tab_new"]
+    assert question == {"role": "user", "text": "hello from the first tab"}
+    assert answer["role"] == "assistant"
+    assert answer["text"].startswith("Hello! I am chat-bff's offline scripted model")
 
     # Reloaded half-way, the answer resumed to exactly the stored text: no loss, no repeat.
     assert len(seen["before_reload"]) < len(STORY)

@@ -7,8 +7,11 @@ order, each with an id that stays the same on every read:
 - an assistant message -> its consecutive text parts as one `message` item (`output_text`;
   the first keeps the message id, later ones `<message id>_<n>`); a server tool's call ->
   a finished `mcp_call` item (`id` = the call id, `output` or `error`), as AIKit and
-  reloaded histories show server-run tools; a client tool's call -> a `function_call`
-  item, and once the browser answered it a `function_call_output` (`<call id>_output`);
+  reloaded histories show server-run tools; one waiting for a person's approval -> only an
+  `mcp_approval_request` item (`id` = the approval id), one that stopped to ask the user
+  -> only an `mcp_submission_request` item (`id` = the call id), as the stream shows them;
+  a client tool's call -> a `function_call` item, and once the browser answered it a
+  `function_call_output` (`<call id>_output`);
 - system messages and reasoning are not items (they are not what the person saw).
 """
 
@@ -73,6 +76,28 @@ def _tool_items(part: ToolPart, server: bool) -> Iterator[Item]:
     data = part.data
     arguments = dumps(data.args) if data.args is not None else ""
     done = data.status in FINAL_TOOL_STATUSES
+    if server and data.status == "waitingSubmission" and data.elicitation is not None:
+        # Stopped to ask the user: the submission request is its only item, as streamed.
+        yield {
+            "type": "mcp_submission_request",
+            "id": part.id,
+            "name": data.toolName,
+            "server_label": SERVER_LABEL,
+            "arguments": arguments,
+            "message": data.elicitation.message,
+            "requested_schema": data.elicitation.requestedSchema,
+        }
+        return
+    if server and data.status == "waitingConfirmation" and data.approvalId is not None:
+        # Paused for a person: the approval request is its only item, as the stream has it.
+        yield {
+            "type": "mcp_approval_request",
+            "id": data.approvalId,
+            "name": data.toolName,
+            "server_label": SERVER_LABEL,
+            "arguments": arguments,
+        }
+        return
     if server:
         failed = data.status in ("error", "cancelled")
         yield {

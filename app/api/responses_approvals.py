@@ -1,14 +1,17 @@
 """Approvals on the Responses wire: `mcp_approval_response` input items decide them.
 
-A `confirm` server tool pauses the turn with an `mcp_call` item (`status: calling`,
-`approval_request_id`) and an `mcp_approval_request` item. The client answers with
+A `confirm` server tool pauses the turn with an `mcp_approval_request` item (its id is
+the approval's; no `mcp_call` is shown before the call is known to run). The client
+answers with
 `{type: "mcp_approval_response", approval_request_id, approve, reason?}` and the turn
 continues in that same request, its response starting with the decided `mcp_call`
 (`app.api.encoders.responses_tools`). Every rule of `POST /api/approvals/{id}` holds,
 through the same approval service, audited `via: "responses"`:
 
 - stateless (no `conversation`): the client sends its history back (`input +=
-  response.output`) followed by the answer; the claim is checked and decided by
+  response.output`) followed by the answer. The request item does not name the call: its
+  call id is the stored approval's (an approval that is not this caller's is 404 here
+  already). The claim is then checked and decided by
   `ChatApprovals`, the rules `/api/chat` applies: this caller's approval (else 404
   `approval_not_found`), asked in a stateless turn for this very call id, still pending
   (409 `already_decided` for a replayed answer) and unexpired (409 `approval_expired`),
@@ -57,10 +60,16 @@ def stateless_claims(approvals: ApprovalService, caller: Caller) -> PrepareHisto
     async def settle(history: list[Message]) -> tuple[list[Message], list[PartChange]]:
         for message in history:
             for part in message.tool_parts() if message.role == "assistant" else []:
-                if part.data.approvalId is not None and not approvals.runtime.knows(
-                    part.data.toolName
-                ):
+                if part.data.approvalId is None:
+                    continue
+                if not approvals.runtime.knows(part.data.toolName):
                     raise _not_found()  # no server tool of ours asked for it
+                if part.id == part.data.approvalId:  # read from an mcp_approval_request
+                    try:
+                        record = await approvals.get(caller, part.data.approvalId)
+                    except NotFound:
+                        raise _not_found() from None
+                    part.id = part.data.toolCallId = record.tool_call_id
         return await claims.settle(history)
 
     return settle

@@ -78,8 +78,10 @@ async def stored_run(db: Database, owner_id: str, value: str) -> RunRecord:
     return record
 
 
-def stored_encoder(record: RunRecord) -> ResponsesEncoder:
-    """The encoder a live stream of this run had (ids, tools, model), rebuilt."""
+def stored_encoder(record: RunRecord, held_tools: frozenset[str]) -> ResponsesEncoder:
+    """The encoder a live stream of this run had (ids, tools, model), rebuilt; `held_tools`
+    are the deployment's tools that may pause (`ToolCatalog.may_pause`), as the live
+    encoder had them."""
     options = record.options or {}
     tools = [ToolSpec.model_validate(t) for t in options.get("client_tools", [])]
     raw = options.get("tool_choice")
@@ -90,6 +92,7 @@ def stored_encoder(record: RunRecord) -> ResponsesEncoder:
         model=record.model,
         created_at=int(record.created_at.timestamp()),
         client_tools=frozenset(t.name for t in tools),
+        held_tools=held_tools,
         request=tool_echo(tools, choice) | {"conversation": {"id": record.conversation_id}},
     )
 

@@ -299,6 +299,7 @@ class McpServer:
             # The runtime forwards the caller's identity when a header template needs it.
             forward_identity=cfg.forward_identity if cfg.wants_token() else "off",
             audience=cfg.audience or cfg.name,
+            asks=True,  # an `input_required` result (see `app.mcp.asking`)
         )
         tool.parameters_schema()  # fails here, not in a run, if the schema cannot be shown
         return tool

@@ -200,6 +200,9 @@ class ServerTool(Generic[ArgsT]):
     # (the handler must tolerate that); otherwise it is failed with a clear result.
     long_running: bool = False
     resumable: bool = False
+    # The handler may stop to ask the user mid-call (raise `InputRequired`), as an MCP
+    # server's tools may: a wire that shows a call only once it cannot pause asks this.
+    asks: bool = False
 
     def declared_scope_args(self) -> tuple[str, ...]:
         """The scope arguments this tool's arguments model actually declares."""

@@ -32,6 +32,12 @@ class ToolCatalog:
             for t in self.available(caller, model_id)
         ]
 
+    def may_pause(self) -> frozenset[str]:
+        """The tools whose calls may wait for a person: every call of a `confirm` tool
+        waits for an approval, and a tool that `asks` may stop for the user's answer. A
+        wire that must not show such a call running before it is known to run asks here."""
+        return frozenset(t.name for t in self.registry.all() if t.policy == "confirm" or t.asks)
+
     def knows(self, name: str) -> bool:
         return name in self.registry and self.access.offered(name)
 

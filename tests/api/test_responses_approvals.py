@@ -1,8 +1,8 @@
 """Approvals on `/v1/responses` through the official openai SDK, in process, on SQLite and
-Postgres: a `confirm` tool pauses the turn as an `mcp_call` (`calling`) plus an
-`mcp_approval_request`; an `mcp_approval_response` input item decides the stored approval
-with every rule of the approvals API, and the same request continues the turn, starting
-with the decided call as a finished `mcp_call`."""
+Postgres: a `confirm` tool pauses the turn as an `mcp_approval_request` alone (no
+`mcp_call` until it is known to run); an `mcp_approval_response` input item decides the
+stored approval with every rule of the approvals API, and the same request continues the
+turn, starting with the decided call as a finished `mcp_call`."""
 
 from __future__ import annotations
 
@@ -69,15 +69,10 @@ async def paused(client: openai.AsyncOpenAI) -> tuple[list[dict[str, Any]], str]
     """The first turn, paused: the history to send back and the approval's id."""
     first = await client.responses.create(model="scripted", input=ASK)
     kinds = [(i.type, getattr(i, "status", None)) for i in first.output]
-    assert kinds == [
-        ("mcp_call", "completed"),
-        ("mcp_call", "calling"),
-        ("mcp_approval_request", None),
-    ]
-    request = first.output[2]
+    assert kinds == [("mcp_call", "completed"), ("mcp_approval_request", None)]
+    request = first.output[1]
     assert request.type == "mcp_approval_request"
-    assert first.output[1].type == "mcp_call"
-    assert first.output[1].approval_request_id == request.id
+    assert (request.name, request.arguments) == ("delete_node", '{"id":"Ada"}')
     history = [
         {"role": "user", "content": ASK},
         *[item.model_dump(exclude_none=True) for item in first.output],
@@ -102,6 +97,7 @@ async def test_approving_runs_the_tool_once_and_the_turn_continues_in_the_same_s
     call, message = done
     assert call.type == "mcp_call"
     assert (call.id, call.status) == ("call_del", "completed")
+    assert call.approval_request_id == approval_id
     assert '"deleted"' in (call.output or "")
     assert message.type == "message"
     assert "mcp_call.completed" in {e.type.removeprefix("response.") for e in events}
@@ -191,13 +187,24 @@ async def test_another_users_approval_is_404_and_stays_pending(
     assert await decisions(users_api) == []
 
 
+def _waiting_call(call_id: str, approval_id: str) -> dict[str, Any]:
+    return {
+        "type": "mcp_call",
+        "id": call_id,
+        "name": "delete_node",
+        "server_label": "chat-bff",
+        "arguments": '{"id":"Ada"}',
+        "status": "calling",
+        "approval_request_id": approval_id,
+    }
+
+
 async def test_forged_answers_are_refused(users_api: ApiClient, me: openai.AsyncOpenAI) -> None:
     script(users_api)
     history, approval_id = await paused(me)
 
-    # Another call id than the one the approval was asked for.
-    forged_call = [dict(i) for i in history]
-    forged_call[2]["id"] = "call_forged"
+    # Another call id than the one the approval was asked for (an `mcp_call` naming it).
+    forged_call = [*history[:2], _waiting_call("call_forged", approval_id)]
     refused = me.responses.create(
         model="scripted", input=cast(Any, [*forged_call, answer(approval_id)])
     )
@@ -211,7 +218,7 @@ async def test_forged_answers_are_refused(users_api: ApiClient, me: openai.Async
     await _refused(refused, 409, "approval_args_mismatch")
     # An approval id nobody asked for.
     made_up = [dict(i) for i in history]
-    made_up[2]["approval_request_id"] = "apr_made_up"
+    made_up[2]["id"] = "apr_made_up"
     refused = me.responses.create(
         model="scripted", input=cast(Any, [*made_up, answer("apr_made_up")])
     )

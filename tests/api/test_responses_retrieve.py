@@ -135,6 +135,12 @@ async def test_a_decided_approval_retrieves_with_the_finished_call(
     )
     ask = paused.output[-1]
     assert ask.type == "mcp_approval_request"
+    # The conversation's items agree with the stream: the paused call is only the request.
+    waiting = (await me.conversations.items.list(conversation.id, order="asc")).data
+    assert [(i.type, i.id) for i in waiting if i.type.startswith("mcp")] == [
+        ("mcp_call", "call_add"),
+        ("mcp_approval_request", ask.id),
+    ]
     answer: Any = [
         {"type": "mcp_approval_response", "approval_request_id": ask.id, "approve": True}
     ]
@@ -149,8 +155,15 @@ async def test_a_decided_approval_retrieves_with_the_finished_call(
     assert call.type == "mcp_call"
     assert (call.id, call.status) == ("call_del", "completed")
     assert got.output_text == "Ok."
-    # The paused response stays what it was: the call waiting, the approval asked.
-    assert [i.type for i in before.output] == ["mcp_call", "mcp_call", "mcp_approval_request"]
+    # The paused response stays what it was: the approval asked, no call announced.
+    assert [i.type for i in before.output] == ["mcp_call", "mcp_approval_request"]
+    # Reloaded, the conversation shows the call finished, not waiting.
+    items = (await me.conversations.items.list(conversation.id, order="asc")).data
+    calls = [i for i in items if i.type.startswith("mcp")]
+    assert [(i.type, i.id, getattr(i, "status", None)) for i in calls] == [
+        ("mcp_call", "call_add", "completed"),
+        ("mcp_call", "call_del", "completed"),
+    ]
 
 
 async def test_a_running_response_is_retrieved_in_progress_then_ended(

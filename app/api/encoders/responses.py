@@ -163,6 +163,8 @@ class ResponsesEncoder(ResponsesToolItems):
 
     def _close_all(self, status: Literal["completed", "incomplete"]) -> bytes:
         out = self._close_text(status) + self._close_reasoning(status)
+        for call_id in list(self._held):  # held calls that never settled: shown ended
+            out += self._announce_held(call_id)
         for call_id in list(self._tools):
             item = self._tools.pop(call_id)
             out += self._finish_args(item, None)

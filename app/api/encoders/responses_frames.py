@@ -34,6 +34,9 @@ class ResponsesFrames:
 
     `request` is what the Response object echoes back (instructions, tools in Responses
     shape, tool_choice, temperature, max_output_tokens, metadata, parallel_tool_calls).
+    `held_tools` are the server tools whose calls may wait for a person (a `confirm`
+    policy, or a tool that may ask the user mid-call): their calls are announced only once
+    known to run (see `responses_tools`).
     After `run_end`, `final` holds the terminal Response object.
     """
 
@@ -41,6 +44,7 @@ class ResponsesFrames:
     model: str
     created_at: int
     client_tools: frozenset[str]
+    held_tools: frozenset[str] = frozenset()
     request: dict[str, Any] = field(default_factory=dict)
     final: ResponseObject | None = None
     _seq: int = 0
@@ -48,6 +52,7 @@ class ResponsesFrames:
     _text: OutputItem | None = None
     _reasoning: OutputItem | None = None
     _tools: dict[str, OutputItem] = field(default_factory=dict)
+    _held: dict[str, OutputItem] = field(default_factory=dict)  # calls not announced yet
     _error: ResponseError | None = None
     _refused: bool = False  # the model declined (content_filter)
 

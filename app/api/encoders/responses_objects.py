@@ -17,7 +17,10 @@ How our parts map to output items, and why:
   to run them itself. A result is `output` as text; a failure is `status: failed` with the
   message in `output` too, because AIKit only shows string errors and the SDK types
   `error` as an object. A call awaiting a human's approval carries `approval_request_id`;
-- an approval -> an `mcp_approval_request` item (AIKit: a `waitingConfirmation` card).
+- an approval -> an `mcp_approval_request` item (AIKit: a `waitingConfirmation` card);
+- a server tool asking the user mid-call -> an `mcp_submission_request` item, the only
+  shape AIKit 2.2 reads as `waitingSubmission` (its id is the call's; `message` and
+  `requested_schema` are the question, which AIKit does not read).
 
 An item as first announced (`output_item.added`) has no content, output or error yet.
 """
@@ -35,6 +38,7 @@ from app.api.schemas.responses_items import (
     ItemStatus,
     McpApprovalRequestItem,
     McpCallItem,
+    McpSubmissionRequestItem,
     MessageItem,
     OutputText,
     ReasoningItem,
@@ -47,7 +51,14 @@ from app.api.schemas.responses_items import (
 from app.api.schemas.responses_items import OutputItem as WireItem
 
 SERVER_LABEL = "chat-bff"
-ItemKind = Literal["message", "reasoning", "function_call", "mcp_call", "mcp_approval_request"]
+ItemKind = Literal[
+    "message",
+    "reasoning",
+    "function_call",
+    "mcp_call",
+    "mcp_approval_request",
+    "mcp_submission_request",
+]
 _RATE_LIMIT_CODES = frozenset({"rate_limited", "rate_limit_exceeded"})
 
 
@@ -77,6 +88,8 @@ class OutputItem:
     output: str | None = None
     error: dict[str, Any] | None = None
     approval_request_id: str | None = None
+    question: str = ""  # what a call asking the user asks, and the answer's schema
+    answer_schema: dict[str, Any] | None = None
     dropped: bool = False
 
     def wire(self, *, added: bool = False) -> WireItem:
@@ -105,6 +118,15 @@ class OutputItem:
         if self.kind == "mcp_approval_request":
             return McpApprovalRequestItem(
                 id=self.id, name=self.name, server_label=SERVER_LABEL, arguments=self.text
+            )
+        if self.kind == "mcp_submission_request":
+            return McpSubmissionRequestItem(
+                id=self.id,
+                name=self.name,
+                server_label=SERVER_LABEL,
+                arguments=self.text,
+                message=self.question,
+                requested_schema=self.answer_schema or {},
             )
         assert_never(self.kind)
 

@@ -6,13 +6,24 @@ items for server tools, `mcp_approval_request` items for calls awaiting a human.
   arguments) is closed `incomplete` and left out of the final `output`.
 - server tools -> `mcp_call.in_progress`, `mcp_call_arguments.delta`..., then
   `mcp_call.completed` or `mcp_call.failed` (AIKit: `loading`, then `success` / `error`).
-- a call awaiting approval is closed with `status: calling` and `approval_request_id`,
-  followed by an `mcp_approval_request` item (AIKit: `waitingConfirmation`). The client
-  answers it with an `mcp_approval_response` input item (or `/api/approvals/{id}`); the
-  response that continues the turn starts with the decided call as a finished `mcp_call`
-  item (same id): `completed` with the tool's output, or `failed` when rejected or the
-  tool failed. That is how OpenAI answers an approval too, and what a reloaded history
-  needs to show the card finished rather than waiting.
+- a server tool whose policy asks a person first (`held_tools`, policy `confirm`) is held:
+  nothing is written while the model streams it, because AIKit would show an announced
+  `mcp_call` as a spinning card beside the approval. Paused, it is only an
+  `mcp_approval_request` item (id = the approval id; AIKit: `waitingConfirmation`). Known
+  to run or ended without pausing (a refused argument, a replayed answer), it is
+  announced then as an `mcp_call` with its outcome. The client answers an approval with
+  an `mcp_approval_response` input item (or `/api/approvals/{id}`); the response that
+  continues the turn starts with the decided call as a finished `mcp_call` item (id = the
+  call id, `approval_request_id` set): `completed` with the tool's output, or `failed`
+  when rejected or the tool failed. That is how OpenAI answers an approval too, and what
+  a reloaded history needs to show the card finished rather than waiting.
+- a held call that stops to ask the user (an MCP server's elicitation) is only an
+  `mcp_submission_request` item (id = the call id; AIKit: `waitingSubmission`), answered
+  through `POST /api/conversations/{id}/submissions/{call id}`; the run that continues
+  shows the answered call as a finished `mcp_call` with the same id.
+- a server tool not held that still ends up waiting (an encoder built without the held
+  names) is closed with `status: calling` and `approval_request_id`, then followed by its
+  `mcp_approval_request` item.
 """
 
 from __future__ import annotations
@@ -69,14 +80,30 @@ class ResponsesToolItems(ResponsesFrames):
             item, added = self._open("function_call", f"fc_{part.id}", name=name, call_id=part.id)
             self._tools[part.id] = item
             return out + added
-        item, added = self._open("mcp_call", part.id, name=name)
-        self._tools[part.id] = item
+        if name in self.held_tools:  # may wait for a person: no card until it is known to run
+            self._held[part.id] = OutputItem(index=-1, kind="mcp_call", id=part.id, name=name)
+            return out
+        return out + self._announce(part.id, name)
+
+    def _announce(self, call_id: str, name: str, arguments: str = "") -> bytes:
+        """An `mcp_call` item added and in progress (AIKit: a `loading` card)."""
+        item, added = self._open("mcp_call", call_id, name=name, text=arguments)
+        self._tools[call_id] = item
         started = McpCallInProgress(
             item_id=item.id, output_index=item.index, sequence_number=self._next()
         )
-        return out + added + self._emit(started)
+        return added + self._emit(started)
+
+    def _announce_held(self, call_id: str) -> bytes:
+        """A held call now known to run (or to have ended): its `mcp_call` from here on."""
+        held = self._held.pop(call_id, None)
+        return b"" if held is None else self._announce(call_id, held.name, held.text)
 
     def _args_delta(self, call_id: str, delta: str) -> bytes:
+        held = self._held.get(call_id)
+        if held is not None:
+            held.text += delta
+            return b""
         item = self._tools.get(call_id)
         if item is None:
             return b""
@@ -104,10 +131,12 @@ class ResponsesToolItems(ResponsesFrames):
         )
 
     def _tool_done(self, part: ToolPart, *, error: str | None) -> bytes:
+        out = self._announce_held(part.id)
         item = self._tools.pop(part.id, None)
         if item is None:  # a call that was never announced (defensive: nothing to close)
-            return b""
-        out = self._finish_args(item, part)
+            return out
+        item.approval_request_id = part.data.approvalId
+        out += self._finish_args(item, part)
         where: dict[str, Any] = {"item_id": item.id, "output_index": item.index}
         if item.kind == "function_call":
             # Only a refused call ends here (a client tool never runs on the server).
@@ -124,10 +153,19 @@ class ResponsesToolItems(ResponsesFrames):
         return out + self._emit(failed) + self._done(item)
 
     def _confirm(self, event: ConfirmRequired) -> bytes:
-        item = self._tools.pop(event.part.id, None)
+        part = event.part
+        held = self._held.pop(part.id, None)
+        if held is not None and (event.approval_id is not None or event.kind == "input"):
+            # Never announced: the request is the call's only card until it is answered.
+            arguments = dumps(part.data.args) if part.data.args is not None else held.text
+            if event.approval_id is not None:
+                return self._approval_request(event.approval_id, held.name, arguments)
+            return self._submission_request(part, arguments)
+        out = b"" if held is None else self._announce(part.id, held.name, held.text)
+        item = self._tools.pop(part.id, None)
         if item is None:
-            return b""
-        out = self._finish_args(item, event.part)
+            return out
+        out += self._finish_args(item, part)
         if item.kind == "function_call":
             item.status = "completed"
             return out + self._done(item)
@@ -135,10 +173,25 @@ class ResponsesToolItems(ResponsesFrames):
         out += self._done(item)
         if event.approval_id is None:
             return out
+        return out + self._approval_request(event.approval_id, item.name, item.text)
+
+    def _approval_request(self, approval_id: str, name: str, arguments: str) -> bytes:
+        """An `mcp_approval_request` item (AIKit: `waitingConfirmation`), added and done."""
+        request, added = self._open("mcp_approval_request", approval_id, name=name, text=arguments)
+        return added + self._done(request)
+
+    def _submission_request(self, part: ToolPart, arguments: str) -> bytes:
+        """An `mcp_submission_request` item (AIKit: `waitingSubmission`), added and done."""
+        asked = part.data.elicitation
         request, added = self._open(
-            "mcp_approval_request", event.approval_id, name=item.name, text=item.text
+            "mcp_submission_request",
+            part.id,
+            name=part.data.toolName,
+            text=arguments,
+            question=asked.message if asked is not None else (part.data.bodyContent or ""),
+            answer_schema=asked.requestedSchema if asked is not None else {},
         )
-        return out + added + self._done(request)
+        return added + self._done(request)
 
     def _decided(self, event: PartUpdate) -> bytes:
         """A server call whose approval a human just decided: its finished `mcp_call`.

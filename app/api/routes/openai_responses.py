@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from fastapi import Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
+from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep, ToolCatalogDep
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
 from app.api.openai_params import responses_options
@@ -103,6 +103,7 @@ async def _conversation_turn(
     stream: StreamConfig,
     caller: Caller,
     approvals: ApprovalService,
+    held: frozenset[str],
 ) -> Response:
     """A turn of a durable conversation: the input's last item is the user's message (or
     the input answers the conversation's pending approvals); the conversation holds the
@@ -130,7 +131,7 @@ async def _conversation_turn(
         turn = _turn_input(body, client_tools, choice)
         handle = await runs.send(caller, cid, sent[-1].content, turn)
     echo = _echo(body, client_tools, choice) | {"conversation": {"id": cid}}
-    wire = ResponsesWire(handle, frozenset(t.name for t in client_tools), echo)
+    wire = ResponsesWire(handle, frozenset(t.name for t in client_tools), echo, held)
     if wants_stream(request, body.stream):
         return sse_response(handle.events(0), wire.encode, stream, farewell=wire.farewell)
     await handle.wait()
@@ -153,13 +154,20 @@ def _echo(
 class ResponsesWire:
     """Responses streaming events, or the final Response object they build."""
 
-    def __init__(self, handle: RunHandle, client_tools: frozenset[str], echo: dict[str, Any]):
+    def __init__(
+        self,
+        handle: RunHandle,
+        client_tools: frozenset[str],
+        echo: dict[str, Any],
+        held: frozenset[str],
+    ):
         self._run_id = handle.run_id
         self._encoder = ResponsesEncoder(
             response_id=response_id(handle.run_id),
             model=handle.model_id,
             created_at=int(time.time()),
             client_tools=client_tools,
+            held_tools=held,
             request=echo,
         )
 
@@ -197,11 +205,13 @@ async def create_response(
     runs: RunsDep,
     stream: StreamDep,
     approvals: ApprovalsDep,
+    tools: ToolCatalogDep,
     caller: CallerDep,
 ) -> Response:
     _refuse_stateful(body)
+    held = tools.may_pause()
     if body.conversation is not None:
-        return await _conversation_turn(body, request, runs, stream, caller, approvals)
+        return await _conversation_turn(body, request, runs, stream, caller, approvals, held)
     history = messages_from_responses_input(body.input, body.instructions)
     if not any(m.role != "system" for m in history):
         raise InvalidRequest("input must not be empty.", param="input")
@@ -216,7 +226,7 @@ async def create_response(
     names = frozenset(t.name for t in client_tools)
     echo = _echo(body, client_tools, choice)
     return await run_turn(
-        request, caller, runs, stream, turn, lambda handle: ResponsesWire(handle, names, echo)
+        request, caller, runs, stream, turn, lambda handle: ResponsesWire(handle, names, echo, held)
     )
 
 
@@ -242,6 +252,7 @@ async def retrieve_response(
     runs: RunsDep,
     db: DbDep,
     config: StreamDep,
+    tools: ToolCatalogDep,
     caller: CallerDep,
     stream: Annotated[bool, Query(description="Stream the response's events as SSE.")] = False,
     starting_after: Annotated[
@@ -255,7 +266,7 @@ async def retrieve_response(
     include: Annotated[list[str] | None, Query(description="Accepted, ignored.")] = None,
 ) -> Response:
     record = await stored_run(db, caller.user_id, response_id)
-    encoder = stored_encoder(record)
+    encoder = stored_encoder(record, tools.may_pause())
     cid = record.conversation_id
     if stream:
         events = runs.follow(caller.user_id, record.id, conversation_id=cid)

@@ -95,8 +95,29 @@ class McpApprovalRequestItem(BaseModel):
     arguments: str = Field(description="Arguments as JSON text.")
 
 
+class McpSubmissionRequestItem(BaseModel):
+    """A server tool call that stopped to ask the user (an MCP server's elicitation), the
+    shape AIKit shows as `waitingSubmission`: answer it through
+    `POST /api/conversations/{id}/submissions/{id}` (this item's id is the call's)."""
+
+    id: str = Field(description="The tool call id.")
+    type: Literal["mcp_submission_request"] = Field(
+        default="mcp_submission_request", description="The item kind."
+    )
+    name: str = Field(description="Tool name.")
+    server_label: str = Field(description="Always `chat-bff`.")
+    arguments: str = Field(description="The call's arguments as JSON text.")
+    message: str = Field(description="The question the tool asks.")
+    requested_schema: dict[str, Any] = Field(description="JSON schema of the answer's `content`.")
+
+
 OutputItem = Annotated[
-    MessageItem | ReasoningItem | FunctionCallItem | McpCallItem | McpApprovalRequestItem,
+    MessageItem
+    | ReasoningItem
+    | FunctionCallItem
+    | McpCallItem
+    | McpApprovalRequestItem
+    | McpSubmissionRequestItem,
     Field(discriminator="type"),
 ]
 

@@ -11,15 +11,20 @@ and result of the tool part it answers, exactly as `openai_chat.read` folds `rol
 Items a client replays from our own answers are read too, so `input += response.output`
 works: `reasoning` becomes a thinking part and `mcp_call` (a server tool that already ran
 here, see `app.api.encoders.responses_objects`) becomes a finished tool part; a later
-`mcp_call` with the same id (the outcome of an approved call) replaces the earlier one.
-Items we cannot act on (`item_reference`, hosted tools) are a 400, never silently dropped;
-only `mcp_approval_request` is skipped, because the `mcp_call` item it pairs with is there.
+`mcp_call` with the same id, or answering the same `approval_request_id` (the outcome of
+an approved call), replaces the earlier one. Items we cannot act on (`item_reference`,
+hosted tools) are a 400, never silently dropped; only `mcp_submission_request` (a tool's
+question, answered through the submissions API) is skipped.
 
-Approvals: an `mcp_call` with `status: calling` and `approval_request_id` is a server call
-waiting for a human (a `waitingConfirmation` part with its `approvalId`). An
-`mcp_approval_response` item `{approval_request_id, approve, reason?}` answers it: the
-part becomes the claim `{approved, reason}` that the API layer checks against the stored
-approval and decides (`app.api.chat_approvals`); here only its shape is checked.
+Approvals: an `mcp_approval_request` item is a server call waiting for a human: a
+`waitingConfirmation` part with its `approvalId`. The item does not name the call, so the
+part's id is the approval id until the API layer puts the stored call's id in its place
+(`app.api.responses_approvals`). An older answer's `mcp_call` with `status: calling` and
+`approval_request_id` says the same, with the call id (the request item after it is then
+skipped). An `mcp_approval_response` item `{approval_request_id, approve, reason?}`
+answers it: the part becomes the claim `{approved, reason}` that the API layer checks
+against the stored approval and decides (`app.api.chat_approvals`); here only its shape
+is checked.
 
 A function output is read like an OpenAI tool message: JSON text becomes that JSON value,
 anything else stays a string, and the call is `success` (the format has no error flag).
@@ -81,13 +86,16 @@ def _append_item(out: list[Message], item: Any, where: str) -> None:
     if kind == "message":
         _append_message(out, item, where)
     elif kind in _ASSISTANT_ITEMS:
-        _append_assistant_part(out, _assistant_item_part(item, kind, where), kind)
+        part = _assistant_item_part(item, kind, where)
+        _append_assistant_part(out, part, kind, item.get("approval_request_id"))
     elif kind == "mcp_approval_response":
         _fold_approval(out, item, where)
     elif kind == "function_call_output":
         _fold_output(out, item, where)
     elif kind == "mcp_approval_request":
-        return  # the paired `mcp_call` item (status `calling`) already carries the call
+        _append_approval_request(out, item, where)
+    elif kind == "mcp_submission_request":
+        return  # a question to the user, answered through the submissions API, not here
     else:
         raise _bad(where, f"has an unsupported item type {kind!r}")
 
@@ -101,7 +109,7 @@ def _assistant_tail(out: list[Message]) -> list[Part]:
     return content
 
 
-def _append_assistant_part(out: list[Message], part: Part, kind: str) -> None:
+def _append_assistant_part(out: list[Message], part: Part, kind: str, approval: Any) -> None:
     """Append the item's part; a replayed `mcp_call` replaces the earlier state of its call
     (the call that waited for approval, then its outcome in the next response)."""
     if kind == "mcp_call" and isinstance(part, ToolPart):
@@ -110,10 +118,33 @@ def _append_assistant_part(out: list[Message], part: Part, kind: str) -> None:
             if message.role != "assistant" or isinstance(content, str):
                 continue
             for index, existing in enumerate(content):
-                if isinstance(existing, ToolPart) and existing.id == part.id:
+                if isinstance(existing, ToolPart) and (
+                    existing.id == part.id
+                    or (isinstance(approval, str) and existing.data.approvalId == approval)
+                ):
                     content[index] = part
                     return
     _assistant_tail(out).append(part)
+
+
+def _append_approval_request(out: list[Message], item: Mapping[str, Any], where: str) -> None:
+    """A call paused for a person's approval, as our answer showed it (see the docstring)."""
+    approval_id, name = item.get("id"), item.get("name")
+    if not isinstance(approval_id, str) or not approval_id or not isinstance(name, str) or not name:
+        raise _bad(where, "is an mcp_approval_request without `id` and `name`")
+    if any(p.data.approvalId == approval_id for m in out for p in m.tool_parts()):
+        return  # an older answer's `mcp_call` (status `calling`) already carries the call
+    raw = item.get("arguments") or ""
+    args, _ = parse_tool_args(name, raw if isinstance(raw, str) else "")
+    _assistant_tail(out).append(
+        tool_part(
+            tool_call_id=approval_id,
+            tool_name=name,
+            status="waitingConfirmation",
+            args=args,
+            approval_id=approval_id,
+        )
+    )
 
 
 def _append_message(out: list[Message], item: Mapping[str, Any], where: str) -> None:
@@ -304,8 +335,8 @@ def _fold_approval(out: list[Message], item: Mapping[str, Any], where: str) -> N
     if target is None:
         raise _bad(
             where,
-            f"answers approval {approval_id!r}, which no mcp_call item (status `calling`) in "
-            "input asks for; send the response's output back with the answer",
+            f"answers approval {approval_id!r}, which no mcp_approval_request item in input "
+            "asks for; send the response's output back with the answer",
         )
     if target.data.status != "waitingConfirmation":
         raise _bad(where, f"is a second answer to approval {approval_id!r}")

@@ -6,6 +6,8 @@
 // Assertions live in tests/e2e/aikit/test_aikit_responses.py; this script only drives AIKit and
 // reports. It exits non-zero when a scenario cannot finish (timeout, HTTP failure).
 
+import {readFileSync} from 'node:fs';
+
 import React from 'react';
 import TestRenderer from 'react-test-renderer';
 import {
@@ -82,6 +84,18 @@ results.client_tool = await renderStream(
     await post({input: 'weather in Paris', tools: [WEATHER], stream: true}),
 );
 results.failure = await renderStream('failure', await post({input: 'fail now', stream: true}));
+
+// A tool asking the user mid-call (an MCP server's question) needs an MCP server: the stream
+// our encoder writes for it is the recorded one its golden test pins, fed here as a fetch
+// Response so AIKit's own parsing reads exactly those bytes.
+const asked = readFileSync(
+    new URL('../../fixtures/encoders/responses/question-asked.sse', import.meta.url),
+    'utf8',
+);
+results.question_recorded = await renderStream(
+    'question_recorded',
+    new Response(asked, {headers: {'content-type': 'text/event-stream'}}),
+);
 
 // A confirm tool: the paused stream, then the page's answer as an mcp_approval_response
 // input item (the history sent back, as a stateless client does) and the continuation.

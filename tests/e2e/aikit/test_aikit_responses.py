@@ -207,6 +207,20 @@ def test_aikit_renders_our_stream(aikit: dict[str, Any]) -> None:
     assert tool["data"]["toolName"] == "get_weather"
     assert tool["data"]["status"] == "success"  # AIKit's reading of a completed function_call
 
+    # A tool that stopped to ask the user (our recorded stream for it): one card, waiting
+    # for the user's submission, never a loading mcp_call beside it.
+    question = aikit["question_recorded"]
+    assert (question["status"], question["error"]) == ("ready", None)
+    said, asked = question["messages"]
+    assert said["content"] == "Checking."
+    [card] = _parts(asked)
+    assert card["id"] == "call_q1"  # the call id: what the submissions route takes
+    assert (card["data"]["toolName"], card["data"]["status"]) == (
+        "web__remove",
+        "waitingSubmission",
+    )
+    assert json.loads(card["data"]["headerContent"]) == {"path": "a.txt"}
+
     # A failed run: AIKit ends in its error state, showing our message.
     failure = aikit["failure"]
     assert failure["status"] == "error"
@@ -270,11 +284,12 @@ def test_aikit_renders_an_approval_and_its_answer(aikit: dict[str, Any]) -> None
     paused = aikit["approval_paused"]
     assert paused["status"] == "ready"
     [message] = paused["messages"]
-    tools = {p["id"]: p["data"] for p in _parts(message) if p["type"] == "tool"}
-    assert tools["call_add_y"]["status"] == "success"
-    waiting = [t for t in tools.values() if t["status"] == "waitingConfirmation"]
-    assert [t["toolName"] for t in waiting] == ["delete_node"]
-    assert json.loads(waiting[0]["headerContent"]) == {"id": "y"}
+    cards = [(p["data"]["toolName"], p["data"]["status"]) for p in _parts(message)]
+    # The paused call is one card, waiting: never a loading mcp_call beside it.
+    assert cards == [("add_node", "success"), ("delete_node", "waitingConfirmation")]
+    waiting = _parts(message)[1]
+    assert waiting["id"].startswith("appr_")  # the card is the approval's, to answer
+    assert json.loads(waiting["data"]["headerContent"]) == {"id": "y"}
 
     answered = aikit["approval_answered"]
     assert (answered["status"], answered["error"]) == ("ready", None)

@@ -13,6 +13,7 @@ from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
     MessageEnd,
+    PartUpdate,
     RunEnd,
     RunEvent,
     RunStart,
@@ -27,11 +28,12 @@ from app.domain.events import (
     UsageInfo,
 )
 from app.domain.messages import Message
-from app.domain.parts import ToolData, ToolPart
+from app.domain.parts import Elicitation, ToolData, ToolPart
 
 RUN = "run_g1"
 MESSAGE = "msg_g1"
 CLIENT_TOOLS = frozenset({"get_weather", "pick_color"})
+HELD_TOOLS = frozenset({"delete_node", "web__remove"})  # tools whose calls may pause
 
 
 def start() -> RunStart:
@@ -202,6 +204,73 @@ SCENARIOS: dict[str, list[RunEvent]] = {
             summary="Delete n2",
         ),
         *end("requires_action"),
+    ],
+    "approval-decided": [
+        start(),
+        PartUpdate(
+            run_id=RUN,
+            message_id="msg_g0",
+            cause="approval_approved",
+            part=tool(
+                "call_a1",
+                "delete_node",
+                status="success",
+                args={"id": "n1"},
+                result={"deleted": "n1"},
+                approvalId="appr_1",
+            ),
+        ),
+        PartUpdate(
+            run_id=RUN,
+            message_id="msg_g0",
+            cause="approval_rejected",
+            part=tool(
+                "call_a2",
+                "delete_node",
+                status="cancelled",
+                args={"id": "n2"},
+                bodyContent="Rejected: not that one.",
+                approvalId="appr_2",
+            ),
+        ),
+        text("Deleted n1."),
+        *end("completed"),
+    ],
+    "question-asked": [
+        start(),
+        text("Checking."),
+        tool_start("call_q1", "web__remove"),
+        args("call_q1", '{"path":"a.txt"}'),
+        ConfirmRequired(
+            run_id=RUN,
+            kind="input",
+            message_id=MESSAGE,
+            part=tool(
+                "call_q1",
+                "web__remove",
+                status="waitingSubmission",
+                args={"path": "a.txt"},
+                bodyContent="Remove a.txt?",
+                elicitation=Elicitation(
+                    id="eli_1",
+                    message="Remove a.txt?",
+                    requestedSchema={"type": "object", "properties": {"ok": {"type": "boolean"}}},
+                ),
+            ),
+            summary="Remove a.txt?",
+        ),
+        *end("requires_action"),
+    ],
+    "held-call-refused": [
+        start(),
+        tool_start("call_h1", "delete_node"),
+        args("call_h1", '{"nope":1}'),
+        tool_error(
+            tool("call_h1", "delete_node", status="error", args={"nope": 1}),
+            "Unknown argument nope.",
+        ),
+        text("Let me fix that."),
+        *end("completed"),
     ],
     "iteration-cap": [
         start(),

@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openai.types.chat import ChatCompletionChunk
@@ -25,7 +26,7 @@ from app.api.encoders import native
 from app.api.encoders.chat_chunks import ChatChunkEncoder
 from app.api.encoders.responses import ResponsesEncoder
 from app.domain.events import RunEvent, SequencedEvent
-from tests.unit.encoders.scenarios import CLIENT_TOOLS, SCENARIOS
+from tests.unit.encoders.scenarios import CLIENT_TOOLS, HELD_TOOLS, SCENARIOS
 
 GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "encoders"
 BATCH = 3
@@ -59,6 +60,7 @@ def _responses() -> ResponsesEncoder:
         model="scripted",
         created_at=CREATED,
         client_tools=CLIENT_TOOLS,
+        held_tools=HELD_TOOLS,
         request=RESPONSES_REQUEST,
     )
 
@@ -103,6 +105,21 @@ def test_the_non_streaming_response_is_the_streams_terminal_response(scenario: s
 
 
 RESPONSE_EVENTS: TypeAdapter[ResponseStreamEvent] = TypeAdapter(ResponseStreamEvent)
+# AIKit's `waitingSubmission` item is not one of OpenAI's: AIKit's own adapter checks it
+# (tests/e2e/aikit); every other item and event must still be the SDK's.
+AIKIT_ONLY = "mcp_submission_request"
+
+
+def _openai_part(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The frame without AIKit's own item (None: the frame is only about that item)."""
+    item = body.get("item")
+    if isinstance(item, dict) and item.get("type") == AIKIT_ONLY:
+        return None
+    response = body.get("response")
+    if isinstance(response, dict):
+        output = [i for i in response["output"] if i.get("type") != AIKIT_ONLY]
+        return {**body, "response": {**response, "output": output}}
+    return body
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -112,7 +129,9 @@ def test_every_recorded_responses_frame_is_an_event_the_openai_sdk_accepts(scena
         name, data = block.split("\n")
         body = json.loads(data.removeprefix("data: "))
         assert name == f"event: {body['type']}"
-        RESPONSE_EVENTS.validate_python(body)
+        checked = _openai_part(body)
+        if checked is not None:
+            RESPONSE_EVENTS.validate_python(checked)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))

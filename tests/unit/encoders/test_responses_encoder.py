@@ -133,3 +133,67 @@ def test_text_after_tools_is_a_new_message_item() -> None:
     assert [i["type"] for i in output] == ["message", "mcp_call", "message"]
     assert output[1]["output"] == '{"nodes":[]}'
     assert [f["sequence_number"] for f in frames] == list(range(len(frames)))
+
+
+def test_a_call_that_may_wait_for_a_person_shows_only_its_approval_request() -> None:
+    """AIKit would show an announced `mcp_call` as a spinning card beside the approval."""
+    waiting = tool("call_d", "delete_node", status="waitingConfirmation", args={"id": "n1"})
+    held = ResponsesEncoder(
+        response_id="resp_r1",
+        model="scripted",
+        created_at=1,
+        client_tools=frozenset(),
+        held_tools=frozenset({"delete_node"}),
+    )
+    frames = _frames(
+        held,
+        [
+            start(),
+            tool_start("call_d", "delete_node"),
+            args("call_d", '{"id":"n1"}'),
+            ConfirmRequired(
+                run_id=RUN, message_id=MESSAGE, approval_id="appr_1", part=waiting, summary="x"
+            ),
+            *end("requires_action"),
+        ],
+    )
+    assert not any(f["type"].startswith("response.mcp_call") for f in frames)
+    added = [f["item"] for f in frames if f["type"] == "response.output_item.added"]
+    assert [(i["type"], i["id"]) for i in added] == [("mcp_approval_request", "appr_1")]
+    [request] = frames[-1]["response"]["output"]
+    assert json.loads(request["arguments"]) == {"id": "n1"}
+
+
+def test_a_held_call_that_ends_without_waiting_is_announced_with_its_outcome() -> None:
+    refused = tool("call_d", "delete_node", status="error", args={"nope": 1})
+    held = ResponsesEncoder(
+        response_id="resp_r1",
+        model="scripted",
+        created_at=1,
+        client_tools=frozenset(),
+        held_tools=frozenset({"delete_node"}),
+    )
+    frames = _frames(
+        held,
+        [
+            start(),
+            tool_start("call_d", "delete_node"),
+            args("call_d", '{"nope":1}'),
+            tool_error(refused, "Unknown argument nope."),
+            *end("completed"),
+        ],
+    )
+    kinds = [f["type"].removeprefix("response.") for f in frames[2:-1]]
+    assert kinds == [
+        "output_item.added",
+        "mcp_call.in_progress",
+        "mcp_call_arguments.done",
+        "mcp_call.failed",
+        "output_item.done",
+    ]
+    [call] = frames[-1]["response"]["output"]
+    assert (call["type"], call["status"], call["error"]["content"]) == (
+        "mcp_call",
+        "failed",
+        "Unknown argument nope.",
+    )

@@ -153,9 +153,10 @@ def test_replayed_reasoning_and_mcp_calls_are_read_back() -> None:
             "output": "boom",
         },
         {"type": "mcp_approval_request", "id": "appr_1", "name": "x", "arguments": "{}"},
+        {"type": "mcp_submission_request", "id": "call_q", "name": "x", "arguments": "{}"},
     ]
     _, assistant = messages_from_responses_input(items, None)
-    thinking, ok, failed = assistant.parts()
+    thinking, ok, failed, waiting = assistant.parts()
     assert isinstance(thinking, ThinkingPart) and thinking.data.content == "Think."
     assert isinstance(ok, ToolPart) and (ok.data.status, ok.data.result) == (
         "success",
@@ -164,6 +165,13 @@ def test_replayed_reasoning_and_mcp_calls_are_read_back() -> None:
     assert isinstance(failed, ToolPart) and (failed.data.status, failed.data.bodyContent) == (
         "error",
         "boom",
+    )
+    # The approval request names no call: the API layer puts the stored call's id in.
+    assert isinstance(waiting, ToolPart)
+    assert (waiting.id, waiting.data.status, waiting.data.approvalId) == (
+        "appr_1",
+        "waitingConfirmation",
+        "appr_1",
     )
 
 

@@ -9,6 +9,9 @@
   `responseSchema` for `{action: accept|decline|cancel, content?}` where `content` is
   the tool's `requestedSchema`. A `cancelled` resume entry answers `cancel`.
 Both name the `toolCallId`; `metadata.chatBff.toolName` names the tool.
+
+A tool may ask again after an answer (its server wants more): no run starts then, and
+the answering input's stream is a run that only interrupts again (`asked_again_frames`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ag_ui.core import Interrupt
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    Interrupt,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+)
+from ag_ui.encoder import EventEncoder
 
 from app.domain.events import ConfirmRequired
 from app.domain.parts import ToolPart
@@ -67,6 +77,17 @@ def input_interrupt(part: ToolPart) -> Interrupt | None:
         response_schema=schema,
         metadata={OURS: {"toolName": part.data.toolName}},
     )
+
+
+def asked_again_frames(thread_id: str, run_id: str, parts: list[ToolPart]) -> bytes:
+    """`RUN_STARTED` then `RUN_FINISHED` interrupting with the parts' new questions."""
+    interrupts = [i for i in (input_interrupt(p) for p in parts) if i is not None]
+    assert interrupts, "only parts that hold a question"
+    encoder = EventEncoder()
+    started = RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=PROTOCOL_VERSION)
+    outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+    finished = RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+    return (encoder.encode(started) + encoder.encode(finished)).encode()
 
 
 def _iso(unix: float | None) -> str | None:

@@ -7,7 +7,8 @@ is AG-UI events as SSE (see `app.api.encoders.agui`).
 
 - A server tool that needs a human ends the run with `RUN_FINISHED` outcome `interrupt`;
   the next input's `resume` entries decide the approvals (or answer the tools'
-  questions, reason `input_required`) and the run continues.
+  questions, reason `input_required`) and the run continues; a tool that asks again
+  makes that input's stream a run that only interrupts with the new question.
 - Client tools (the input's `tools`) end the run with `pendingToolCallIds`; the next
   input's tool messages carry their results and the run continues.
 - `POST /api/agui/{threadId}/stop` cancels the thread's active run: its stream ends with
@@ -34,10 +35,11 @@ from app.api.agui import (
 )
 from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep, SubmissionsDep
 from app.api.encoders.agui import AguiEncoder, farewell_frames
+from app.api.encoders.agui_interrupts import asked_again_frames
 from app.api.routing import api_router
 from app.api.schemas.agui import AguiRunInput
 from app.api.schemas.runs import RunState
-from app.api.streaming import sse_response
+from app.api.streaming import SSE_HEADERS, sse_response
 from app.api.ui_chat import chat_conversation, decide_answers, stop_chat
 from app.domain.errors import Conflict, NotFound
 from app.runs.handle import RunHandle
@@ -84,6 +86,10 @@ async def run_agui(
     questions = await check_questions(submissions, caller, cid, turn.inputs)
     decided = await decide_answers(approvals, caller, cid, turn.answers) if turn.answers else []
     answered = await answer_questions(submissions, caller, questions)
+    again = [p for p in answered if p.data.status == "waitingSubmission"]
+    if again and not turn.content and not turn.results:  # nothing can run until answered
+        frames = asked_again_frames(body.thread_id, body.run_id, again)
+        return Response(frames, media_type="text/event-stream", headers=SSE_HEADERS)
     snapshot = None
     if turn.content:
         inputs = TurnInput(client_tools=turn.tools, model_id=turn.model)

@@ -138,6 +138,7 @@ async def start_service(
     port: int | None = None,
     settings: dict[str, str] | None = None,
     start_limit_s: float = 30.0,
+    root: Path = ROOT,
 ) -> Service:
     port = port or free_port()
     env = {
@@ -180,7 +181,7 @@ async def start_service(
     log = Path(tempfile.gettempdir()) / f"chat-bff-bench-{tag}-{os.getpid()}.log"
     started = time.perf_counter()
     with log.open("wb") as out:
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(args, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     deadline = started + start_limit_s
     while True:
         if proc.poll() is not None:

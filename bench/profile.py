@@ -60,7 +60,7 @@ def summarize(raw: Path, top: int) -> str:
     return "\n".join(out)
 
 
-async def profile(kind: str, seconds: float, top: int) -> None:
+async def profile(kind: str, seconds: float, top: int, keep: Path | None = None) -> None:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         sys.exit("py-spy is not installed: .venv/bin/pip install py-spy")
@@ -109,6 +109,8 @@ async def profile(kind: str, seconds: float, top: int) -> None:
             sys.exit(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
         print(f"{kind}: {done} requests answered in {wall:.1f} s while sampling")
         print(summarize(raw, top))
+        if keep is not None:
+            shutil.copy(raw, keep)
     finally:
         if service is not None:
             service.stop()
@@ -123,8 +125,9 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--keep", type=Path, help="also write py-spy's raw samples here")
     args = parser.parse_args()
-    asyncio.run(profile(args.kind, args.seconds, args.top))
+    asyncio.run(profile(args.kind, args.seconds, args.top, args.keep))
 
 
 if __name__ == "__main__":

@@ -4,9 +4,8 @@ Each entry: the request, its language, the tools that must all be in the routed 
 and its kind: plain, synonym (words the keywords do not list), typo, inflection (Russian
 word forms; English verb forms and plurals), negation (must never pre-select a mutating
 tool), trap (a word that contains another tool's keyword, or a tool name's stem inside a
-longer word), multi (two intents), unseen (paraphrases written after the last change to
-the router and the catalogue, before being run). A bare "stop" or "отмена" names no tool:
-its right set is the capabilities tool alone.
+longer word), multi (two intents).
+A bare "stop" or "отмена" names no tool: its right set is the capabilities tool alone.
 Written by hand against the example catalogue (`app.examples.graph` + `app.examples.ops`).
 """
 
@@ -460,8 +459,7 @@ RU_INFLECTION_MORE = [
 ]
 
 # Paraphrases naming no keyword, written to probe generalisation and run once before being
-# kept. The fallback's top-k (8, was 5) was chosen after seeing them: with 5 it found 70%;
-# and the example catalogue's `ALSO` passages were written after them.
+# kept. The fallback's top-k (8, was 5) was chosen after seeing them: with 5 it found 70%.
 EN_PARAPHRASE = [
     ("search_logs", "what did the auth service print around 3am?"),
     ("search_logs", "any stack traces from the worker today?"),
@@ -521,39 +519,6 @@ RU_PARAPHRASE = [
     ("list_dashboards", "какие есть доски мониторинга?"),
 ]
 
-# Paraphrases written after the catalogue's `ALSO` passages, before being run once: the
-# router had not seen them (found 60% before those passages, 84% with them).
-EN_UNSEEN = [
-    ("search_logs", "did nginx say anything weird after midnight?"),
-    ("query_metrics", "what's the average response time of search this hour?"),
-    ("create_incident", "login is broken for all customers, sound the alarm"),
-    ("request_access", "I'm blocked from the marketing repo, sort out my rights"),
-    ("revoke_access", "remove the intern from the production cluster"),
-    ("approve_access_request", "greenlight Ben's request for the data warehouse"),
-    ("rotate_secret", "the slack webhook secret is compromised"),
-    ("invite_user", "our new QA engineer needs an account in the workspace"),
-    ("toggle_feature_flag", "show the new pricing page only to beta testers"),
-    ("deploy_service", "get build 812 of the notifier onto staging"),
-    ("rollback_deployment", "payments 4.2 is buggy, return to 4.1"),
-    ("create_environment", "I want my own copy of the stack to try things"),
-    ("restore_backup", "someone dropped rows in orders, recover them from last night"),
-    ("list_backups", "when did we last dump the analytics database?"),
-    ("share_dashboard", "give the support team a view of the sla board"),
-]
-
-RU_UNSEEN = [
-    ("search_logs", "nginx ругался на что-нибудь после полуночи?"),
-    ("query_metrics", "какое среднее время ответа поиска за этот час?"),
-    ("create_incident", "логин сломан у всех клиентов, бей тревогу"),
-    ("request_access", "меня не пускает в репо маркетинга, разберись с правами"),
-    ("revoke_access", "убери стажёра из продового кластера"),
-    ("rotate_secret", "секрет вебхука slack скомпрометирован"),
-    ("toggle_feature_flag", "покажи новую страницу цен только бета-тестерам"),
-    ("deploy_service", "закинь сборку 812 нотификатора на стейджинг"),
-    ("rollback_deployment", "платежи 4.2 глючат, верни 4.1"),
-    ("restore_backup", "кто-то удалил строки в заказах, подними их из ночной копии"),
-]
-
 CASES: list[Case] = [
     *_cases("en", "plain", EN_MORE),
     *_cases("ru", "plain", RU_MORE),
@@ -580,6 +545,4 @@ CASES: list[Case] = [
     *_cases("ru", "inflection", RU_INFLECTION_MORE),
     *_cases("en", "synonym", EN_PARAPHRASE),
     *_cases("ru", "synonym", RU_PARAPHRASE),
-    *_cases("en", "unseen", EN_UNSEEN),
-    *_cases("ru", "unseen", RU_UNSEEN),
 ]

@@ -14,10 +14,11 @@ NATIVE_MARK = b"event: text_delta"
 OPENAI_MARK = b"zq"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
+# Issue 12 raised the streaming bar (it was 60 ms and 2 ms).
 GOALS = {
-    "cpu_ms_per_1k": 60.0,
+    "cpu_ms_per_1k": 30.0,
     "chunks_per_s": 15_000.0,
-    "added_ttft_p50_ms_1": 2.0,
+    "added_ttft_p50_ms_1": 1.5,
     "gap_p99_over_direct_ms": 10.0,
     "idle_rss_mb": 120.0,
     "startup_s": 2.0,

@@ -135,7 +135,9 @@ class OpenAIProvider:
         whatever its data, so a compatible server's error is not read as an empty chunk.
         """
         try:
-            data = json.loads(event.data)
+            # SSE is UTF-8: decoding it here spares `json.loads` guessing the encoding of
+            # bytes, per chunk (what it would do with UTF-8 is exactly this).
+            data = json.loads(event.data.decode("utf-8", "surrogatepass"))
         except json.JSONDecodeError:
             if _sse.is_blank(event.data):
                 return None

@@ -42,10 +42,11 @@ class RunLog:
 
     def _wake(self) -> None:
         # Most appends find the reader busy sending the last batch: nothing to wake, and
-        # no new Event per token (the profile showed both).
+        # no new Event per token (the profile showed both). `set` resolves the parked
+        # readers' futures, so clearing at once still wakes them and reuses the Event.
         if self._waiting:
             self._changed.set()
-            self._changed = asyncio.Event()
+            self._changed.clear()
 
     def holds(self, after: int) -> bool:
         """Whether this log can serve a reader that has seen up to `after`."""

@@ -11,7 +11,6 @@ import openai
 import pytest
 
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
-from tests.auth.tokens import hs_token
 from tests.fakes.db import ApiClient
 
 SCRIPT = Script(
@@ -192,39 +191,3 @@ async def test_a_running_response_is_retrieved_in_progress_then_ended(
     assert (running.status, running.output) == ("in_progress", [])
     assert ended.status == "completed"
     assert ended.output_text == "Late but here."
-
-
-async def test_an_approval_decided_through_the_api_continues_with_the_finished_call(
-    users_api: ApiClient, me: openai.AsyncOpenAI
-) -> None:
-    """Decided elsewhere than on this wire (`POST /api/approvals/{id}`, another tab), the
-    response that continues the turn still starts with the finished `mcp_call`."""
-    delete = ScriptedToolCall(name="delete_node", id="call_del", args={"id": "Ada"})
-    users_api.services.providers["scripted"] = ScriptedProvider(
-        Script(
-            mode="sequence", turns=[ScriptedTurn(tool_calls=[delete]), ScriptedTurn(text="Ok.")]
-        ),
-        delay_ms=0,
-    )
-    conversation = await me.conversations.create()
-    paused = await me.responses.create(
-        model="scripted", input="delete Ada", conversation=conversation.id
-    )
-    [ask] = paused.output
-    assert ask.type == "mcp_approval_request"
-
-    decided = await users_api.post(
-        f"/api/approvals/{ask.id}",
-        json={"decision": "reject", "reason": "keep her"},
-        headers={"Authorization": f"Bearer {hs_token(sub='me', roles=['user'])}"},
-    )
-    assert decided.status_code == 200, decided.text
-    run_id: str = decided.json()["run_id"]
-    continued = "resp_" + run_id.removeprefix("run_")
-    events = [e async for e in await me.responses.retrieve(continued, stream=True)]
-
-    assert events[-1].type == "response.completed"
-    call = events[-1].response.output[0]
-    assert call.type == "mcp_call"
-    assert (call.id, call.status, call.approval_request_id) == ("call_del", "failed", ask.id)
-    assert events[-1].response.output_text == "Ok."

@@ -15,8 +15,6 @@ from app.domain.identity import Caller
 from app.domain.tooling import ToolOutcome
 from app.examples.graph import tools as graph
 from app.examples.graph.tables import GraphEdgeRow, GraphNodeRow
-from app.store.repos import ConversationRepo
-from app.store.repos.proposals import BatchScope
 from app.store.tables.tools import ProposalBatchRow
 from app.toolruntime.proposals import ProposalService
 from app.toolruntime.runtime import ServerToolRuntime
@@ -137,27 +135,3 @@ async def test_only_the_approver_or_an_admin_may_undo(
 
     assert caught.value.status == 403
     assert caught.value.code == "not_approver"
-
-
-async def test_a_workspaces_last_batch_follows_the_same_rules(
-    runtime: ServerToolRuntime, db_sessions: async_sessionmaker[AsyncSession]
-) -> None:
-    async with db_sessions.begin() as s:
-        bound = await ConversationRepo(s).create(
-            "alice", mode="propose", scope={"workspace_id": "ws-1"}
-        )
-    await _built_graph(runtime, bound.id)
-    async with db_sessions.begin() as s:
-        for row in await s.scalars(select(ProposalBatchRow)):
-            row.approved_by = "a-colleague"
-    workspace = BatchScope("workspace", "ws-1")
-
-    with pytest.raises(ChatBffError) as not_approver:
-        await BatchUndo(runtime).undo(ALICE, workspace)
-    with pytest.raises(NotFound):  # another user's conversations are not in their scope
-        await BatchUndo(runtime).undo(MALLORY, workspace)
-    undone = await BatchUndo(runtime).undo(ROOT, workspace)  # an admin may
-
-    assert not_approver.value.status == 403 and not_approver.value.code == "not_approver"
-    assert [c.tool_name for c in undone.undone] == ["add_node", "add_node", "connect"]
-    assert (await _rows(db_sessions))[0] == set()

@@ -120,60 +120,6 @@ SPECS: list[Spec] = [
 ]  # fmt: skip
 
 
-# How people also ask for each tool, in both languages: more passages for the router's
-# embedding fallback (`examples`; the model never sees them).
-ALSO: dict[str, tuple[str, str]] = {
-    "list_dashboards": ("Where to see charts and graphs; which monitoring boards exist.",
-                        "Где посмотреть графики; какие есть доски и экраны мониторинга."),
-    "create_dashboard": ("Build a board of charts to watch a metric or a service.",
-                         "Собрать доску с графиками, чтобы следить за метрикой или сервисом."),
-    "share_dashboard": ("Let colleagues or another team see or edit a board.",
-                        "Открыть доску коллегам или другой команде на просмотр или правку."),
-    "list_environments": ("Which sandboxes, stages, stands or clusters are up.",
-                          "Какие песочницы, стенды или кластеры сейчас подняты."),
-    "create_environment": ("Set up a sandbox or temporary stage, e.g. for a pull request.",
-                           "Поднять песочницу или временный стенд, например под пулл-реквест."),
-    "delete_environment": ("Tear down or destroy a sandbox or stage that is no longer needed.",
-                           "Снести или погасить ненужную песочницу или стенд."),
-    "request_access": ("Ask for permission to reach a repo, bucket, cluster or database.",
-                       "Попросить разрешение на репозиторий, бакет, кластер или базу."),
-    "approve_access_request": ("Say yes or no to someone's pending request to get in.",
-                               "Ответить да или нет на чужую заявку, пустить человека."),
-    "revoke_access": ("Take away what a person who left or a contractor can reach.",
-                      "Лишить ушедшего сотрудника или подрядчика доступа, отключить его."),
-    "list_backups": ("Which copies or dumps of a database exist, and from when.",
-                     "Какие копии или дампы базы есть и за какие даты."),
-    "create_backup": ("Save a copy or dump of a database before a risky change.",
-                      "Снять копию или дамп базы перед рискованным изменением."),
-    "restore_backup": ("Bring a database or table back to how it was at an earlier time.",
-                       "Вернуть базу или таблицу в состояние на прошлый момент времени."),
-    "delete_backup": ("Drop old copies or dumps of a database to free space.",
-                      "Удалить старые копии или дампы базы, освободить место."),
-    "get_schema": ("Which fields and columns a table has; describe its structure.",
-                   "Какие поля и колонки у таблицы; описать её структуру."),
-    "migrate_schema": ("Add or change columns or tables of a database in place.",
-                       "Добавить или изменить колонки и таблицы базы."),
-    "deploy_service": ("Put a new build or version live; ship it to production.",
-                       "Выпустить новую сборку или версию; залить её на прод."),
-    "rollback_deployment": ("Undo a bad release and go back to the version before it.",
-                            "Отменить неудачный релиз и вернуть версию до него."),
-    "get_deployment_status": ("Which version is running now; did a rollout finish.",
-                              "Какая версия сейчас работает; закончилась ли раскатка."),
-    "search_logs": ("What a service printed or complained about: output, stack traces.",
-                    "Что сервис писал или на что ругался: вывод, стектрейсы."),
-    "query_metrics": ("How slow or busy a service is: traffic, requests per second, usage.",
-                      "Насколько сервис тормозит или загружен: трафик, запросы в секунду."),
-    "create_incident": ("A site or service is down for users: raise it and escalate.",
-                        "Сайт или сервис недоступен пользователям: поднять тревогу, эскалировать."),
-    "toggle_feature_flag": ("Enable or disable a feature for some or all users.",
-                            "Включить или отключить функцию для части или всех пользователей."),
-    "invite_user": ("Bring a new person into the team's workspace.",
-                    "Позвать нового человека в рабочее пространство команды."),
-    "rotate_secret": ("Issue new credentials and retire the old ones, e.g. after a leak.",
-                      "Выпустить новые учётные данные вместо старых, например после утечки."),
-}  # fmt: skip
-
-
 def tools() -> list[ServerTool[Any]]:
     built: list[ServerTool[Any]] = []
     for name, description, russian, keywords, mutates, policy in SPECS:
@@ -187,7 +133,7 @@ def tools() -> list[ServerTool[Any]]:
                 mutates=mutates,
                 policy=policy,
                 keywords=keywords,
-                examples=(russian, *ALSO[name]),
+                examples=(russian,),
             )
         )
     return built

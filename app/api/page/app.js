@@ -70,8 +70,8 @@ async function openConversation(id) {
   state.cards.clear();
   state.boxes.clear();
   location.hash = id;
-  // Follow first, then read: whatever happens in between arrives on the stream, held back
-  // until the stored messages are on the page.
+  // Follow first (placed by the server), then read: whatever happens in between arrives
+  // on the stream, held back until the stored messages are on the page.
   await follow(id);
   const detail = await api("GET", `/api/conversations/${encodeURIComponent(id)}`);
   $("messages").replaceChildren();
@@ -199,6 +199,13 @@ async function follow(conversationId) {
     } else {
       status("Connection lost, reconnecting…"); // EventSource resumes with Last-Event-ID
     }
+  });
+  // Done once the server has placed this reader (its `follow` frame): every change after
+  // that comes on the stream, so the stored conversation read next misses nothing. A
+  // source only created may be placed later, after a change that read did not see.
+  await new Promise((placed) => {
+    source.addEventListener("follow", placed, { once: true });
+    source.addEventListener("error", placed, { once: true });
   });
 }
 

@@ -85,6 +85,9 @@ export function App() {
             .then((url) => {
                 if (closed) return;
                 source = new EventSource(url);
+                // Read again once the server has placed this follower: a card decided or a run
+                // started between the first read and then is in the stored conversation.
+                source.addEventListener('follow', refresh);
                 source.addEventListener('part_update', refresh);
                 source.addEventListener('run_start', refresh);
             })

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-# 300 words at 30 ms a word: long enough to reload half-way.
-STORY = " ".join(f"word{i}" for i in range(300)) + "."
+# 600 words at 30 ms a word (18 s): reloaded 20 words in, the page must find the answer
+# still running however loaded the machine (a built page's reload takes seconds there).
+STORY = " ".join(f"word{i}" for i in range(600)) + "."
 # Long enough that Stop, pressed a few words in, always lands before the end, however
 # loaded the machine: if Stop does nothing, the page waits in vain and the test fails.
 SAGA = " ".join(f"saga{i}" for i in range(3000)) + "."

@@ -29,16 +29,21 @@ from bench.sizes import GOALS, ROOT
 async def _services(upstream: Upstream, baseline: Path, tmp: Path) -> dict[str, Service]:
     models_json = catalogue([(5, 0), (200, 0)])
     out: dict[str, Service] = {}
-    for name, root in (("baseline", baseline), ("this", ROOT)):
-        out[name] = await start_service(
-            upstream=upstream,
-            database_url=f"sqlite+aiosqlite:///{tmp / name}.db",
-            models_json=models_json,
-            app_spec=["app.main:app"],
-            tag=f"compare-{name}",
-            root=root,
-            start_limit_s=120.0,  # a loaded machine starts slowly
-        )
+    try:
+        for name, root in (("baseline", baseline), ("this", ROOT)):
+            out[name] = await start_service(
+                upstream=upstream,
+                database_url=f"sqlite+aiosqlite:///{tmp / name}.db",
+                models_json=models_json,
+                app_spec=["app.main:app"],
+                tag=f"compare-{name}",
+                root=root,
+                start_limit_s=120.0,  # a loaded machine starts slowly
+            )
+    except BaseException:
+        for started in out.values():  # the other one failed: leave no process behind
+            started.stop()
+        raise
     return out
 
 

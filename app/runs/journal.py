@@ -150,7 +150,12 @@ class RunJournal:
             if message.parts() and (message.text() or message.tool_parts()):
                 # Stores the answer and lets the conversation go in one UPDATE of it.
                 await tx.messages.upsert(
-                    owner_id, conversation_id, message, run_id=run_id, release_run_id=run_id
+                    owner_id,
+                    conversation_id,
+                    message,
+                    run_id=run_id,
+                    release_run_id=run_id,
+                    expect_new=True,
                 )
             else:
                 await tx.conversations.release_active_run(conversation_id, run_id)

@@ -134,6 +134,25 @@ async def test_upsert_replaces_content_in_place(
     assert conversation.last_message_preview == "Hello"
 
 
+async def test_an_upsert_expecting_a_new_message_still_replaces_one_already_stored(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    question = Message(role="user", content="Hi")
+    partial = Message(role="assistant", content="Hal", metadata={"status": "incomplete"})
+    later = Message(role="user", content="Still there?")
+    await _append(db_sessions, conversation_id, question, partial, later)
+    async with db_sessions.begin() as s:
+        done = partial.model_copy(update={"content": "Hello", "metadata": None})
+        await MessageRepo(s).upsert("alice", conversation_id, done, expect_new=True)
+    async with db_sessions() as s:
+        history = await MessageRepo(s).history("alice", conversation_id)
+        conversation = await ConversationRepo(s).get("alice", conversation_id)
+
+    assert [m.text() for m in history] == ["Hi", "Hello", "Still there?"]
+    assert conversation.message_count == 3
+    assert conversation.last_message_preview == "Still there?"  # the latest, not the replaced
+
+
 async def test_supersede_hides_the_message_and_everything_after(
     db_sessions: Sessions, conversation_id: str
 ) -> None:

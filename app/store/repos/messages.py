@@ -164,12 +164,33 @@ class MessageRepo:
         *,
         run_id: str | None = None,
         release_run_id: str | None = None,
+        expect_new: bool = False,
     ) -> MessageRecord:
         """Insert `message`, or replace the content and metadata of the one with its id
         (the run manager writes the assistant message this way, at run end and on cancel).
         `release_run_id` also clears the conversation's active run when it is still that
         run (in the conversation's UPDATE when the message is new).
+
+        `expect_new` (a run's answer at its end): append straight away, which finds out
+        itself whether the id is taken (one lookup fewer); if it is, the append's count is
+        taken back and the stored message replaced as usual.
         """
+        refresh = False
+        if expect_new:
+            try:
+                return await self.append(
+                    owner_id, conversation_id, message, run_id=run_id, release_run_id=release_run_id
+                )
+            except Conflict as exc:
+                if exc.code != "message_id_taken":
+                    raise
+            await self._session.execute(
+                update(ConversationRow)
+                .where(ConversationRow.id == conversation_id)
+                .values(message_count=ConversationRow.message_count - 1)
+                .execution_options(synchronize_session=False)
+            )
+            refresh = True  # the append's UPDATE set this message's preview
         row = await self._session.scalar(
             select(MessageRow).where(
                 MessageRow.conversation_id == conversation_id,
@@ -188,7 +209,7 @@ class MessageRepo:
         if run_id is not None:
             row.run_id = run_id
         await self._session.flush()
-        if row.superseded_at is None:
+        if row.superseded_at is None or refresh:
             await self._refresh_preview(conversation_id)
         if release_run_id is not None:
             await ConversationRepo(self._session).release_active_run(

@@ -104,7 +104,7 @@ async def profile(kind: str, seconds: float, top: int, keep: Path | None = None)
             timeout=seconds - 1,
         )
         done = sum(1 for r in results if r.error is None and r.status == 200)
-        _, err = recorder.communicate(timeout=seconds + 30)
+        _, err = recorder.communicate(timeout=seconds + 180)  # slow to write on a busy machine
         if not raw.exists():
             sys.exit(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
         print(f"{kind}: {done} requests answered in {wall:.1f} s while sampling")

@@ -40,7 +40,13 @@ from app.translate.tool_args import parse_tool_args
 class _ToolCall:
     id: str
     name: str
-    args_text: str = ""
+    # Argument deltas, joined when read: `+=` on a string held by an object copies the
+    # whole string per delta, which grows quadratically with a long argument.
+    args_pieces: list[str] = field(default_factory=list)
+
+    @property
+    def args_text(self) -> str:
+        return "".join(self.args_pieces)
 
 
 @dataclass
@@ -68,8 +74,10 @@ class PartsBuilder:
     """Accumulates deltas; `feed` returns what changed so the agent can emit events."""
 
     _order: list[tuple[str, int]] = field(default_factory=list)  # (kind, key)
-    _texts: list[str] = field(default_factory=list)
-    _thinking: list[str] = field(default_factory=list)
+    # Each text or thinking segment is kept as its deltas and joined once in `build`:
+    # appending to a string in a list copies it per delta (quadratic in a long answer).
+    _texts: list[list[str]] = field(default_factory=list)
+    _thinking: list[list[str]] = field(default_factory=list)
     _signatures: dict[int, str] = field(default_factory=dict)  # thinking key -> signature
     _calls: dict[int, _ToolCall] = field(default_factory=dict)  # key -> call
     _keys: dict[int, int] = field(default_factory=dict)  # vendor index -> current key
@@ -119,17 +127,17 @@ class PartsBuilder:
         if not event.text:
             return
         if self._order and self._order[-1][0] == "text":
-            self._texts[-1] += event.text
+            self._texts[-1].append(event.text)
         else:
             self._order.append(("text", len(self._texts)))
-            self._texts.append(event.text)
+            self._texts.append([event.text])
 
     def _thought(self, event: ThinkingDelta) -> None:
         if self._order and self._order[-1][0] == "thinking":
-            self._thinking[-1] += event.text
+            self._thinking[-1].append(event.text)
         else:
             self._order.append(("thinking", len(self._thinking)))
-            self._thinking.append(event.text)
+            self._thinking.append([event.text])
         if event.signature:
             # Anthropic verifies thinking by this signature when it travels back.
             self._signatures[len(self._thinking) - 1] = event.signature
@@ -144,11 +152,11 @@ class PartsBuilder:
             self._calls[key] = call
             self._keys[event.index] = key
             self._order.append(("tool", key))
-            call.args_text += event.args_delta
+            call.args_pieces.append(event.args_delta)
             return call
         if event.name and not call.name:
             call.name = event.name
-        call.args_text += event.args_delta
+        call.args_pieces.append(event.args_delta)
         return None
 
     def call_for(self, index: int) -> _ToolCall | None:
@@ -160,12 +168,12 @@ class PartsBuilder:
         parts: list[Part] = []
         for kind, key in self._order:
             if kind == "text":
-                parts.append(TextPart(data=TextData(text=self._texts[key])))
+                parts.append(TextPart(data=TextData(text="".join(self._texts[key]))))
             elif kind == "thinking":
                 parts.append(
                     ThinkingPart(
                         data=ThinkingData(
-                            content=self._thinking[key],
+                            content="".join(self._thinking[key]),
                             status="thought",
                             signature=self._signatures.get(key),
                         )

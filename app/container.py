@@ -393,7 +393,7 @@ async def build_services(
         bus=bus,
         files=files,
         usage=usage,
-        background=await start_background(background, runs, db, settings),
+        background=await start_background(background, runs, db, settings, bus),
         mcp=mcp,
         router=router,
     )

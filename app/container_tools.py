@@ -10,6 +10,8 @@ import uuid
 
 from app.auth.forwarding import Forwarder
 from app.runs.background import BackgroundResults
+from app.runs.bus import Bus
+from app.runs.job_stops import JobStops
 from app.runs.turns import Runs
 from app.settings import Settings
 from app.store.database import Database
@@ -52,13 +54,16 @@ def build_tool_runtime(
 
 
 async def start_background(
-    background: BackgroundJobs, runs: Runs, db: Database, settings: Settings
+    background: BackgroundJobs, runs: Runs, db: Database, settings: Settings, bus: Bus
 ) -> BackgroundJobs:
-    """Results continue their conversations through `runs`; then what dead processes left
-    is resumed or failed, and this instance keeps its leases."""
+    """Results continue their conversations through `runs`; a cancel reaches the instance
+    running the job through a shared bus; then what dead processes left is resumed or
+    failed, and this instance keeps its leases."""
     # A busy conversation is waited for as long as its run may last.
     wait = settings.run_timeout_seconds + settings.run_lease_seconds
     background.deliver = BackgroundResults(runs, db, wait_seconds=wait).deliver
+    if bus.shared:
+        await JobStops(bus, background).start()
     recovered = await background.start_keeping()
     if recovered:
         log.warning("recovered background jobs a stopped process left", extra={"jobs": recovered})

@@ -27,7 +27,6 @@ from app.agent.part_fixes import (
     waiting_changes,
     waits_for_human,
 )
-from app.agent.pauses import awaiting
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
 from app.agent.turn import TurnOptions, TurnResult, TurnStatus
 from app.agent.valid_stream import valid_events
@@ -47,7 +46,7 @@ from app.domain.events import (
 )
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
-from app.domain.parts import Part, ToolData, ToolPart
+from app.domain.parts import Part, ToolData, ToolPart, awaiting
 from app.domain.stream import (
     ModelRequest,
     ProviderEvent,
@@ -321,6 +320,7 @@ class Agent:
             args=outcome.args if outcome.args is not None else part.data.args,
             body_content=outcome.error,
             mutates=outcome.mutates,
+            job_id=outcome.job_id,
         )
         updated = self._find(part.id)
         if outcome.status == "error":

@@ -7,6 +7,7 @@ SSE events and the database alike. AIKit's own fields are camelCase (`toolName`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -211,3 +212,16 @@ def cancel_unfinished(
     if body_content is not None:
         update["bodyContent"] = body_content
     return ToolPart(id=part.id, data=part.data.model_copy(update=update))
+
+
+def awaiting(parts: Sequence[Part]) -> dict[str, object]:
+    """What a paused turn's message says of its background jobs, in its metadata: the jobs
+    whose results will continue the conversation (`background_jobs`) and
+    `finish_reason: awaiting_background` (a person's turn, `requires_action`, overrides it)."""
+    tools = [p for p in parts if isinstance(p, ToolPart)]
+    out: dict[str, object] = {}
+    loading = [p.data.backgroundJobId for p in tools if p.data.status == "loading"]
+    loading = [job for job in loading if job]
+    if loading:
+        out = {"finish_reason": "awaiting_background", "background_jobs": loading}
+    return out

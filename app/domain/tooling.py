@@ -58,6 +58,9 @@ class ToolOutcome:
     mutates: bool = False
     error: str | None = None
     args: dict[str, Any] | None = None  # the arguments as run (after pinning)
+    # The background job the call started (a long-running tool in a stateless turn: the
+    # result is a receipt naming the job, which runs on outside the turn).
+    job_id: str | None = None
 
 
 @dataclass(frozen=True)

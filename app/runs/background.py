@@ -21,12 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from app.agent.pauses import awaiting
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.events import PartChange
 from app.domain.identity import Caller
 from app.domain.messages import Message
-from app.domain.parts import FINAL_TOOL_STATUSES, ToolPart, ToolStatus
+from app.domain.parts import FINAL_TOOL_STATUSES, ToolPart, ToolStatus, awaiting
 from app.runs.turns import Runs
 from app.store.database import Database, Tx
 from app.store.repos.jobs import JobRecord

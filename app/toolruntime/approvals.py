@@ -19,29 +19,33 @@ decided and the tool not run: at most once, never twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.events import PartChange, PartUpdateCause
 from app.domain.identity import Caller
-from app.domain.messages import Message
 from app.domain.parts import ToolPart, tool_part
-from app.domain.tooling import ToolOutcome
-from app.store.database import Tx
+from app.domain.tooling import BackgroundStarted, ToolOutcome
 from app.store.repos.approvals import ApprovalRecord, approval_not_found
-from app.store.repos.messages import MessageRepo
 from app.toolruntime.asking import approval_answer
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
+from app.toolruntime.stored_parts import find_part, rewrite_part, updated_part
 from app.tools.base import visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
 Decision = Literal["approve", "reject"]
-WAITING_STATUSES = frozenset({"loading", "waitingConfirmation", "waitingSubmission"})
+
+
+def recorded(outcome: ToolOutcome | BackgroundStarted) -> tuple[str, Any]:
+    """What the approval keeps of its call's outcome: an approved long-running call is
+    `background`, naming its job (a replay answers with the same job)."""
+    if isinstance(outcome, BackgroundStarted):
+        return "background", {"background_job": outcome.job_id}
+    return outcome.status, outcome.result
 
 
 class Unprocessable(ChatBffError):
@@ -123,11 +127,20 @@ class ApprovalService:
             self._refuse_if_closed(await self.get(caller, approval_id), now=now)
             raise Conflict("This approval was already decided.", code="already_decided")
 
-        if model is not None:
-            outcome = await self.runtime.execute(tool, model, stored_site(caller, record))
+        outcome: ToolOutcome | BackgroundStarted
+        site = stored_site(caller, record)
+        background = self.runtime.background if tool.long_running else None
+        if model is not None and background is not None:
+            # Like an auto call: a background job, whose result continues the conversation
+            # in a new run; launched once the part says it is loading.
+            outcome = await background.start(tool, model, site, launch=False)
+        elif model is not None:
+            outcome = await self.runtime.execute(tool, model, site)
         else:
             outcome = error_outcome(REJECTED, args=visible_args(tool, record.args), reason=reason)
         part, ready = await self._finish(caller, record, decision, outcome, final_args, via)
+        if isinstance(outcome, BackgroundStarted) and background and model is not None:
+            background.launch(outcome.job_id, tool, model, site)
         return DecisionResult(await self.get(caller, approval_id), part, ready)
 
     async def check_claim(
@@ -249,7 +262,7 @@ class ApprovalService:
         caller: Caller,
         record: ApprovalRecord,
         decision: Decision,
-        outcome: ToolOutcome,
+        outcome: ToolOutcome | BackgroundStarted,
         final_args: dict[str, Any],
         via: str,
     ) -> tuple[ToolPart | None, bool]:
@@ -257,9 +270,10 @@ class ApprovalService:
         part: ToolPart | None = None
         ready = False
         written: tuple[ToolPart, bool, str] | None = None
+        status, result = recorded(outcome)
         async with self.db.write() as tx:
             await tx.approvals.record_outcome(
-                owner, record.id, outcome_status=outcome.status, result=outcome.result
+                owner, record.id, outcome_status=status, result=result
             )
             if record.conversation_id is not None:
                 # Take the conversation's write lock first, so two decisions on one message
@@ -278,8 +292,8 @@ class ApprovalService:
                 "args": final_args,
                 "edited": final_args != record.args,
                 "via": via,
-                "outcome": outcome.status,
-                "reason": outcome.error if outcome.status == "error" else None,
+                "outcome": status,
+                "reason": result.get("error") if status == "error" else None,
             }
             await settle_card(
                 tx,
@@ -299,64 +313,3 @@ class ApprovalService:
                 outcome,
             )
         return part, ready
-
-
-def updated_part(part: ToolPart, outcome: ToolOutcome) -> ToolPart:
-    data = part.data.model_copy(
-        update={
-            "status": outcome.status,
-            "result": outcome.result,
-            "args": outcome.args if outcome.args is not None else part.data.args,
-            "bodyContent": outcome.error,
-            "mutates": outcome.mutates,
-        }
-    )
-    return ToolPart(id=part.id, data=data)
-
-
-async def rewrite_part(
-    tx: Tx, record: _StoredCall, change: Callable[[ToolPart], ToolPart]
-) -> tuple[ToolPart, bool, str] | None:
-    """Replace the stored tool part of `record`'s call by `change(part)`, in the caller's
-    unit of work (which holds the conversation's write lock); None when it is not stored.
-    Also says whether no part of the message waits any more (the run may resume), and
-    the message's id."""
-    assert record.conversation_id is not None
-    found = await find_part(tx.messages, record)
-    if found is None:
-        return None
-    (message, run_id), old = found
-    part = change(old)
-    content = [part if isinstance(p, ToolPart) and p.id == part.id else p for p in message.parts()]
-    ready = not any(isinstance(p, ToolPart) and p.data.status in WAITING_STATUSES for p in content)
-    metadata = dict(message.metadata or {})
-    if ready and metadata.get("finish_reason") == "requires_action":
-        del metadata["finish_reason"]  # nothing waits for a person any more
-    updated = message.model_copy(update={"content": content, "metadata": metadata})
-    await tx.messages.upsert(record.owner_id, record.conversation_id, updated, run_id=run_id)
-    return part, ready, message.id
-
-
-class _StoredCall(Protocol):
-    @property
-    def owner_id(self) -> str: ...
-    @property
-    def conversation_id(self) -> str | None: ...
-    @property
-    def tool_call_id(self) -> str: ...
-
-
-async def find_part(
-    messages: MessageRepo, record: _StoredCall
-) -> tuple[tuple[Message, str | None], ToolPart] | None:
-    """The newest current message holding the tool part of this stored call (an approval's,
-    a question's)."""
-    assert record.conversation_id is not None
-    records = await messages.records(record.owner_id, record.conversation_id)
-    for stored in reversed(records):
-        if stored.message.role != "assistant":
-            continue
-        for p in stored.message.tool_parts():
-            if p.id == record.tool_call_id:
-                return (stored.message, stored.run_id), p
-    return None

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from app.domain.tooling import ApprovalNeeded, CallSite, ToolOutcome
+from app.domain.tooling import ApprovalNeeded, BackgroundStarted, CallSite, ToolOutcome
 from app.store.database import Database
 from app.store.repos.approvals import ApprovalRecord
 from app.toolruntime.outcomes import REJECTED, error_outcome
@@ -29,7 +29,7 @@ async def ask_approval(
     args: BaseModel,
     *,
     expires_at: datetime,
-) -> ToolOutcome | ApprovalNeeded:
+) -> ToolOutcome | ApprovalNeeded | BackgroundStarted:
     pinned = args.model_dump(mode="json")
     digest = args_hash(pinned)
     async with db.write() as tx:
@@ -46,7 +46,9 @@ async def ask_approval(
     return approval_answer(tool, record)
 
 
-def approval_answer(tool: ServerTool[Any], record: ApprovalRecord) -> ToolOutcome | ApprovalNeeded:
+def approval_answer(
+    tool: ServerTool[Any], record: ApprovalRecord
+) -> ToolOutcome | ApprovalNeeded | BackgroundStarted:
     """What the stored approval of a call says to the model now."""
     shown = visible_args(tool, record.args)
     if record.status == "pending" and record.expires_at <= datetime.now(UTC):
@@ -63,6 +65,9 @@ def approval_answer(tool: ServerTool[Any], record: ApprovalRecord) -> ToolOutcom
         return error_outcome(REJECTED, args=shown, reason=record.reason)
     if record.status == "cancelled":
         return error_outcome("The call was cancelled before anyone decided.", args=shown)
+    if record.outcome_status == "background":  # approved, running as this job
+        job_id = str(dict(record.result or {}).get("background_job", ""))
+        return BackgroundStarted(job_id, f"{record.summary}: running in the background", shown)
     if record.outcome_status == "success":
         return ToolOutcome(status="success", result=record.result, mutates=tool.mutates, args=shown)
     result = record.result if isinstance(record.result, dict) else {}

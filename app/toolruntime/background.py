@@ -5,7 +5,8 @@
       otherwise a job row (running, this instance's lease), the handler started as a task
       outside any request                           -> BackgroundStarted: the turn ends
     the task ends   -> the row records the result (unless cancelled meanwhile) -> deliver
-    cancel(owner, job_id)     -> row cancelled, task stopped, the cancellation delivered
+    cancel(owner, job_id)     -> row cancelled, task stopped (on another instance: told
+                                 through the shared bus), the cancellation delivered
     cancel_run(owner, run_id) -> the run's jobs cancelled (the run closes their parts)
     every lease/3   -> renew this instance's leases; stop tasks cancelled through another
                        instance; a dead process's running jobs are run again (a
@@ -13,8 +14,10 @@
                        never reached their conversation are delivered
 
 `deliver` (wired by the container: `app.runs.background`) carries a result into the
-conversation and continues it in a new run. The caps are counts of running rows, so they
-hold across instances and restarts; this instance also serialises its own starts.
+conversation and continues it in a new run. The caps are counts of running rows taken
+under a lock every instance's starts share (`JobRepo.lock_starts`), so they hold across
+instances and restarts. In a stateless turn there is no conversation to continue: the
+call's answer is a receipt naming the job, whose result the client fetches by its URL.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ log = logging.getLogger("chat_bff.tools")
 
 Runner = Callable[[ServerTool[Any], BaseModel, CallSite], Awaitable[ToolOutcome]]
 Deliver = Callable[[JobRecord], Awaitable[None]]
+Tell = Callable[[str, str], Awaitable[None]]  # (instance id, job id)
 
 CANCELLED = "cancelled by the user"
 
@@ -49,10 +53,34 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def job_url(job_id: str) -> str:
+    return f"/api/background-jobs/{job_id}"
+
+
+def receipt(tool_name: str, job_id: str, shown: dict[str, Any] | None) -> ToolOutcome:
+    """A stateless turn's answer to a long-running call: it started, as this job. There
+    is no conversation for its result to continue, so the client fetches it by the URL."""
+    note = (
+        f"`{tool_name}` is running in the background as job {job_id}. This chat is not "
+        "stored, so its result will not come back here: the user can follow the job (and "
+        "read its result) in the app."
+    )
+    result = {"status": "running", "job_id": job_id, "job_url": job_url(job_id), "note": note}
+    return ToolOutcome(status="success", result=result, args=shown, job_id=job_id)
+
+
 def restart_message(tool_name: str) -> str:
     return (
         f"The service restarted while `{tool_name}` was running in the background; its "
         "result is lost. Run it again if it is still needed."
+    )
+
+
+def token_lost_message(tool_name: str) -> str:
+    return (
+        f"The service restarted while `{tool_name}` was running in the background. It acts "
+        "with the user's own sign-in token, which is never stored, so it could not survive "
+        "the restart and the job could not be resumed. Run it again if it is still needed."
     )
 
 
@@ -77,54 +105,74 @@ class BackgroundJobs:
         # a result reaches its conversation.
         self.runner: Runner | None = None
         self.deliver: Deliver | None = None
+        # Tells the instance running a job to stop it (a shared bus; `app.runs.job_stops`).
+        self.tell: Tell | None = None
         self._running: dict[str, asyncio.Task[None]] = {}
         self._delivering: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._starting = asyncio.Lock()
         self._keeper: asyncio.Task[None] | None = None
 
     # -- starting -------------------------------------------------------------------
 
     async def start(
-        self, tool: ServerTool[Any], args: BaseModel, site: CallSite
+        self, tool: ServerTool[Any], args: BaseModel, site: CallSite, *, launch: bool = True
     ) -> BackgroundStarted | ToolOutcome:
+        """Start the call as a job. In a stateless turn (no conversation to continue) the
+        answer is a receipt naming the job, which the model reads and the client follows
+        on `/api/background-jobs/{id}`. `launch=False`: the caller calls `launch` once
+        the call's part says it is loading (an approved call), so a quick result cannot
+        arrive before it."""
         shown = visible_args(tool, args.model_dump(mode="json"))
         summary = f"{tool.summary(args)}: running in the background"
         owner = site.caller.user_id
-        async with self._starting, self.db.write() as tx:
+        async with self.db.write() as tx:
             jobs = tx.jobs
-            existing = await jobs.for_call(site.run_id, site.tool_call_id)
-            if existing is not None:  # a replayed call: the same job answers
-                return BackgroundStarted(existing.id, summary, shown)
-            if await jobs.count_running(owner) >= self.per_user:
-                return error_outcome(
-                    f"You already have {self.per_user} background tasks running; `{tool.name}` "
-                    "was not started. Try again when one of them has finished.",
-                    args=shown,
-                    code="background_limit",
+            await jobs.lock_starts()  # the counts below hold until the insert commits
+            job = await jobs.for_call(site.run_id, site.tool_call_id)
+            fresh = job is None  # a replayed call finds its job: the same job answers
+            if job is None:
+                refused = await self._refusal(jobs, tool.name, owner)
+                if refused is not None:
+                    return error_outcome(refused, args=shown, code="background_limit")
+                job = await jobs.create(
+                    site,
+                    tool.name,
+                    args.model_dump(mode="json"),
+                    instance_id=self.instance_id,
+                    now=_now(),
                 )
-            if await jobs.count_running() >= self.total:
-                return error_outcome(
-                    f"The service is running as many background tasks as it allows; "
-                    f"`{tool.name}` was not started. Try again later.",
-                    args=shown,
-                    code="background_limit",
-                )
-            job = await jobs.create(
-                site,
-                tool.name,
-                args.model_dump(mode="json"),
-                instance_id=self.instance_id,
-                now=_now(),
-            )
-        self._spawn(job.id, tool, args, site)
+        if fresh and launch:
+            self.launch(job.id, tool, args, site)
+        if site.conversation_id is None:
+            return receipt(tool.name, job.id, shown)
         return BackgroundStarted(job.id, summary, shown)
+
+    async def _refusal(self, jobs: JobRepo, tool_name: str, owner: str) -> str | None:
+        if await jobs.count_running(owner) >= self.per_user:
+            return (
+                f"You already have {self.per_user} background tasks running; `{tool_name}` "
+                "was not started. Try again when one of them has finished."
+            )
+        if await jobs.count_running() >= self.total:
+            return (
+                "The service is running as many background tasks as it allows; "
+                f"`{tool_name}` was not started. Try again later."
+            )
+        return None
+
+    def launch(self, job_id: str, tool: ServerTool[Any], args: BaseModel, site: CallSite) -> None:
+        """Run a started job's handler as a task outside any request."""
+        self._spawn(job_id, tool, args, site)
 
     def _spawn(self, job_id: str, tool: ServerTool[Any], args: BaseModel, site: CallSite) -> None:
         task = asyncio.get_running_loop().create_task(
             self._run(job_id, tool, args, site), name=f"background job {job_id}"
         )
         self._running[job_id] = task
+        self._keep_ref(task)
+
+    def adopt(self, task: asyncio.Task[None]) -> None:
+        """Keep a helper's task (the bus listener of `app.runs.job_stops`) until shutdown."""
         self._keep_ref(task)
 
     def _keep_ref(self, task: asyncio.Task[None]) -> None:
@@ -194,10 +242,10 @@ class BackgroundJobs:
         """Stop a job and tell its conversation (the model reads that it was cancelled);
         harmless when it already ended. Another owner's id is 404."""
         async with self.db.write() as tx:
-            await tx.jobs.get(owner_id, job_id)
+            job = await tx.jobs.get(owner_id, job_id)
             ended = await self._record_cancel(tx.jobs, job_id)
         if ended:
-            self._stop(job_id)
+            await self._stop_anywhere(job)
             self._deliver_later(job_id)
         return await self.get(owner_id, job_id)
 
@@ -205,11 +253,34 @@ class BackgroundJobs:
         """The run that started them was cancelled: so are its jobs (the run closes their
         parts as cancelled itself, so nothing is delivered)."""
         now = _now()
+        stopped = []
         async with self.db.write() as tx:
-            for job_id in await tx.jobs.running_of_run(owner_id, run_id):
-                if await self._record_cancel(tx.jobs, job_id):
-                    await tx.jobs.delivered(job_id, now)
-                    self._stop(job_id)
+            for job in await tx.jobs.running_of_run(owner_id, run_id):
+                if await self._record_cancel(tx.jobs, job.id):
+                    await tx.jobs.delivered(job.id, now)
+                    stopped.append(job)
+        for job in stopped:
+            await self._stop_anywhere(job)
+
+    async def _stop_anywhere(self, job: JobRecord) -> None:
+        """Stop a job whose cancel is committed: here, or on the instance that runs it
+        (told through the shared bus; failing that, its lease renewal notices)."""
+        if job.instance_id == self.instance_id or self.tell is None:
+            self._stop(job.id)
+            return
+        try:
+            await self.tell(job.instance_id, job.id)
+        except Exception:  # noqa: BLE001
+            log.warning("could not tell an instance to stop a job", extra={"job_id": job.id})
+
+    async def stop_if_ended(self, job_id: str) -> None:
+        """Another instance recorded this job's cancel: stop its task here."""
+        if job_id not in self._running:
+            return
+        async with self.db.read() as tx:
+            job = await tx.jobs.load(job_id)
+        if job is None or job.status != "running":
+            self._stop(job_id)
 
     @staticmethod
     async def _record_cancel(jobs: JobRepo, job_id: str) -> bool:
@@ -261,7 +332,12 @@ class BackgroundJobs:
     async def _recover_one(self, job: JobRecord, before: datetime) -> None:
         caller = Caller(user_id=job.owner_id, roles=job.roles)
         tool = self.catalog.permitted(job.tool_name, caller, job.model_id)
-        if tool is not None and tool.resumable:
+        message = restart_message(job.tool_name)
+        if tool is not None and tool.resumable and tool.forward_identity == "bearer":
+            # The user's own token lived in the dead process's memory only (never stored):
+            # a run again could not act as the user. A minted identity is minted anew.
+            message = token_lost_message(job.tool_name)
+        elif tool is not None and tool.resumable:
             try:
                 args, _ = pin_and_validate(tool, job.args, job.scope)
             except InvalidArguments:
@@ -275,7 +351,6 @@ class BackgroundJobs:
                     log.warning("resumed a background job", extra={"job_id": job.id})
                     self._spawn(job.id, tool, args, stored_site(caller, job))
                 return
-        message = restart_message(job.tool_name)
         async with self.db.write() as tx:
             ended = await tx.jobs.finish(
                 job.id, "failed", result={"error": message}, error=message, now=_now()

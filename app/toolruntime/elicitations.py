@@ -32,10 +32,10 @@ from app.domain.identity import Caller
 from app.domain.parts import Elicitation, ToolPart
 from app.domain.tooling import InputNeeded, ToolOutcome
 from app.store.repos.elicitations import ElicitationRecord
-from app.toolruntime.approvals import find_part, rewrite_part, updated_part
 from app.toolruntime.outcomes import stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
+from app.toolruntime.stored_parts import find_part, rewrite_part, updated_part
 from app.tools.base import UserAnswer
 from app.tools.pinning import InvalidArguments, pin_and_validate
 

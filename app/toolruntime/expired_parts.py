@@ -13,8 +13,8 @@ from app.domain.events import PartChange
 from app.domain.parts import ToolPart
 from app.store.database import Database
 from app.store.repos.feed import PartEntry
-from app.toolruntime.approvals import find_part
 from app.toolruntime.settled_parts import feed_entry
+from app.toolruntime.stored_parts import find_part
 
 EXPIRED = "The approval for this call expired."
 

@@ -7,8 +7,10 @@
       -> policy propose (or a mutating tool in propose mode) -> stored proposal, receipt
       -> auto: run in its own transaction, with a timeout    -> success / error outcome
          (the tool asks the user mid-call: InputRequired)     -> stored question, InputNeeded
-      -> auto, a `long_running` tool in a conversation       -> background job, the turn
-                                                               ends (`app.toolruntime.background`)
+      -> auto, a `long_running` tool                         -> background job, the turn
+                                                               ends (`app.toolruntime.background`);
+                                                               stateless: a receipt naming the job
+      (an approved `long_running` call becomes a background job the same way)
 
 A `confirm` tool stays `confirm` in a propose-mode conversation: only a stored approval,
 decided through the API, ever runs it (`app.toolruntime.approvals`). Invoking the same
@@ -60,8 +62,12 @@ class Background(Protocol):
     """Where `long_running` calls go (`app.toolruntime.background.BackgroundJobs`)."""
 
     async def start(
-        self, tool: ServerTool[Any], args: BaseModel, site: CallSite
+        self, tool: ServerTool[Any], args: BaseModel, site: CallSite, *, launch: bool = True
     ) -> BackgroundStarted | ToolOutcome: ...
+
+    def launch(
+        self, job_id: str, tool: ServerTool[Any], args: BaseModel, site: CallSite
+    ) -> None: ...
 
     async def cancel_run(self, owner_id: str, run_id: str) -> None: ...
 
@@ -142,7 +148,7 @@ class ServerToolRuntime:
             return await ask_approval(self.db, site, tool, args, expires_at=expires_at)
         if tool.policy == "propose" or (ctx.mode == "propose" and tool.mutates):
             return await propose(self.db, site, tool, args, position=position)
-        if tool.long_running and self.background is not None and site.conversation_id:
+        if tool.long_running and self.background is not None:
             return await self.background.start(tool, args, site)
         return await self.run_or_ask(tool, args, site)
 

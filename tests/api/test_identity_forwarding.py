@@ -4,6 +4,7 @@ service; no token reaches the model, the answer, the stored rows or the logs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +18,7 @@ from sqlalchemy import text
 
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
+from app.toolruntime.background import token_lost_message
 from tests.auth.tokens import HS_SECRET, bearer, hs_token
 from tests.fakes.db import ApiClient, MakeApi
 from tests.support import forwarding_tools
@@ -174,6 +176,70 @@ async def test_without_a_minting_key_the_tool_fails_and_the_downstream_is_never_
 
     assert tool["data"]["status"] == "error"
     assert downstream.seen == []
+
+
+async def _job_left_by_a_stopped_process(make_api: MakeApi, settings: Settings, tool: str) -> str:
+    """Alice's conversation whose turn started `tool` as a job, then its process stopped
+    with the job still running (its bearer token gone with it): the conversation's id."""
+    forwarding_tools.SLOW["seconds"] = 60
+    turns = [ScriptedTurn(tool_calls=[ScriptedToolCall(name=tool, id="call_1")])]
+    providers = {"scripted": ScriptedProvider(Script(mode="sequence", turns=turns))}
+    async with make_api(settings, providers=providers) as first:
+        cid: str = (await first.post("/api/conversations", json={}, headers=alice())).json()["id"]
+        started = await first.post(
+            f"/api/conversations/{cid}/messages", json={"content": "orders"}, headers=alice()
+        )
+        await first.get(started.json()["events_url"], headers=alice())  # the turn ended
+    forwarding_tools.SLOW["seconds"] = 0
+    return cid
+
+
+async def _after_restart(
+    make_api: MakeApi, settings: Settings, cid: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The restarted service resumes or fails the job: (its tool part, the job)."""
+    answer = Script(mode="sequence", turns=[ScriptedTurn(text="Here is what happened.")])
+    async with make_api(settings, providers={"scripted": ScriptedProvider(answer)}) as again:
+        while True:
+            detail = (await again.get(f"/api/conversations/{cid}", headers=alice())).json()
+            assistants = [m for m in detail["messages"] if m["role"] == "assistant"]
+            if len(assistants) >= 2 and detail["active_run_id"] is None:
+                break
+            await asyncio.sleep(0.05)
+        jobs = (await again.get("/api/background-jobs", headers=alice())).json()["data"]
+    part = next(p for p in assistants[0]["content"] if p["type"] == "tool")
+    return part["data"], jobs[0]
+
+
+async def test_a_job_resumed_after_a_restart_acts_as_the_user_with_a_freshly_minted_token(
+    make_api: MakeApi, settings: Settings, downstream: Downstream
+) -> None:
+    settings = settings.model_copy(update={"run_lease_seconds": 0.3})
+    cid = await _job_left_by_a_stopped_process(make_api, settings, "slow_orders_minted")
+
+    part, job = await asyncio.wait_for(_after_restart(make_api, settings, cid), 60)
+
+    assert (job["status"], job["attempts"]) == ("succeeded", 2)
+    assert part["result"] == {"orders_of": "alice", "relayed_by": "chat-bff"}
+    assert downstream.seen == [
+        {"user": "alice", "actor": "chat-bff", "service": "chat-bff", "roles": ["user"]}
+    ]
+
+
+async def test_a_job_forwarding_the_users_own_token_fails_after_a_restart_saying_why(
+    make_api: MakeApi, settings: Settings, downstream: Downstream
+) -> None:
+    update = {"run_lease_seconds": 0.3, "forward_bearer_tokens": True}
+    settings = settings.model_copy(update=update)
+    cid = await _job_left_by_a_stopped_process(make_api, settings, "slow_orders_bearer")
+
+    part, job = await asyncio.wait_for(_after_restart(make_api, settings, cid), 60)
+
+    assert job["status"] == "failed"
+    assert job["error"] == token_lost_message("slow_orders_bearer")
+    assert part["status"] == "error"
+    assert part["result"] == {"error": token_lost_message("slow_orders_bearer")}
+    assert downstream.seen == []  # nothing reached the downstream without the user's token
 
 
 _TABLES = {

@@ -1,8 +1,11 @@
-"""A long-running tool that is not resumable (a restart fails it), for background tests."""
+"""Long-running tools for background tests: one not resumable (a restart fails it), and
+one a human approves first (policy `confirm`), one that says when its task was stopped."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 from pydantic import Field
 
@@ -19,6 +22,18 @@ async def report(args: ReportArgs, ctx: ToolContext) -> dict[str, float]:
     return {"rows": 42, "seconds": args.seconds}
 
 
+async def watched(args: ReportArgs, ctx: ToolContext) -> dict[str, float]:
+    """`report`, leaving a file named by the call's id in $TEST_STOPPED_JOBS_DIR when its
+    task is stopped: how a test of real processes sees that a cancel reached the task."""
+    try:
+        return await report(args, ctx)
+    except asyncio.CancelledError:
+        folder = os.environ.get("TEST_STOPPED_JOBS_DIR")
+        if folder:
+            Path(folder, ctx.site.tool_call_id).write_text("stopped")
+        raise
+
+
 def register(registry: ToolRegistry) -> None:
     registry.register(
         ServerTool(
@@ -26,6 +41,25 @@ def register(registry: ToolRegistry) -> None:
             description="Build a long report.",
             args_model=ReportArgs,
             handler=report,
+            long_running=True,
+        )
+    )
+    registry.register(
+        ServerTool(
+            name="archive_logs",
+            description="Archive the logs (asks first).",
+            args_model=ReportArgs,
+            handler=report,
+            long_running=True,
+            policy="confirm",
+        )
+    )
+    registry.register(
+        ServerTool(
+            name="watched_report",
+            description="Build a long report (says when it was stopped).",
+            args_model=ReportArgs,
+            handler=watched,
             long_running=True,
         )
     )

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -12,6 +13,9 @@ from app.tools.base import ServerTool, ToolArgs, ToolContext, ToolFailure
 from app.tools.registry import ToolRegistry
 
 DOWNSTREAM = {"url": ""}
+# How long the long-running ones work before they call (a test makes the first attempt
+# outlast its process, and the one after the restart quick).
+SLOW = {"seconds": 0.0}
 
 
 class NoArgs(ToolArgs):
@@ -26,6 +30,11 @@ async def my_orders(args: NoArgs, ctx: ToolContext) -> Any:
     if response.status_code != 200:
         raise ToolFailure(f"the orders API said {response.status_code}")
     return response.json()
+
+
+async def slow_orders(args: NoArgs, ctx: ToolContext) -> Any:
+    await asyncio.sleep(SLOW["seconds"])
+    return await my_orders(NoArgs(), ctx)
 
 
 def register(registry: ToolRegistry) -> None:
@@ -49,3 +58,16 @@ def register(registry: ToolRegistry) -> None:
             audience="orders-api",
         )
     )
+    for mode in ("minted", "bearer"):  # long-running: a restart runs them again
+        registry.register(
+            ServerTool(
+                name=f"slow_orders_{mode}",
+                description="The user's orders, after long work, as the user.",
+                args_model=NoArgs,
+                handler=slow_orders,
+                forward_identity=mode,
+                audience="orders-api",
+                long_running=True,
+                resumable=True,
+            )
+        )

@@ -28,8 +28,9 @@ class ApprovalOut(BaseModel):
     expires_at: datetime = Field(description="After this it can no longer be approved.")
     decided_at: datetime | None = Field(description="When it was decided.")
     reason: str | None = Field(description="The reason given with the decision.")
-    outcome: Literal["success", "error"] | None = Field(
-        description="How the tool call ended once decided."
+    outcome: Literal["success", "error", "background"] | None = Field(
+        description="How the tool call ended once decided; `background`: a long-running "
+        "tool, running on as a background job (its card names the job)."
     )
 
 

@@ -5,6 +5,7 @@ owner's id raise the same `NotFound`. Finishing is a conditional UPDATE on
 `status = 'running'` (Postgres re-checks it under the row lock, SQLite has one writer at
 a time), so a cancel and the job's own end cannot both be recorded; a take-over after a
 restart is conditional on the lease having lapsed, so two instances never both resume it.
+A start counts the running jobs under `lock_starts`, so the caps hold across instances.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
@@ -25,6 +26,8 @@ from app.store.tables.jobs import BackgroundJobRow
 from app.store.tables.types import new_id
 
 RUNNING = "running"
+# pg_advisory_xact_lock key of job starts: "chatbff" + "\x0b" as a big-endian integer.
+STARTS_LOCK_KEY = int.from_bytes(b"chatbff\x0b", "big")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,24 @@ class JobRepo:
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
+
+    async def lock_starts(self) -> None:
+        """Serialise job starts over every instance until the transaction ends, so the
+        count of running jobs a start is admitted on cannot change before it is inserted.
+
+        Postgres: a transaction-level advisory lock (starts are rare; a row lock would need
+        a row). SQLite: a write first, which takes the database's one write lock.
+        """
+        if self._session.get_bind().dialect.name == "postgresql":
+            await self._session.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": STARTS_LOCK_KEY}
+            )
+            return
+        await self._session.execute(
+            update(BackgroundJobRow)
+            .where(BackgroundJobRow.id == "")
+            .values(status=BackgroundJobRow.status)
+        )
 
     async def create(
         self,
@@ -141,15 +162,15 @@ class JobRepo:
         )
         return [_record(r) for r in rows]
 
-    async def running_of_run(self, owner_id: str, run_id: str) -> list[str]:
+    async def running_of_run(self, owner_id: str, run_id: str) -> list[JobRecord]:
         rows = await self._session.scalars(
-            select(BackgroundJobRow.id).where(
+            select(BackgroundJobRow).where(
                 BackgroundJobRow.owner_id == owner_id,
                 BackgroundJobRow.run_id == run_id,
                 BackgroundJobRow.status == RUNNING,
             )
         )
-        return list(rows)
+        return [_record(r) for r in rows]
 
     async def finish(
         self, job_id: str, status: str, *, result: Any, error: str | None, now: datetime

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -17,12 +18,21 @@ from tests.fakes.db import ApiClient, MakeApi
 BACKUP = ["app.examples.ops.backup"]
 
 
-@pytest.fixture
-async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
-    settings = app_settings.model_copy(update={"tool_modules": BACKUP})
+@asynccontextmanager
+async def scripted_api(
+    make_api: MakeApi, app_settings: Settings, modules: list[str]
+) -> AsyncIterator[ApiClient]:
+    """A service loading `modules` whose model plays what the test scripts (`play`)."""
+    settings = app_settings.model_copy(update={"tool_modules": modules})
     async with make_api(
         settings, providers={"scripted": ScriptedProvider(Script(mode="sequence", turns=[]))}
     ) as api:
+        yield api
+
+
+@pytest.fixture
+async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
+    async with scripted_api(make_api, app_settings, BACKUP) as api:
         yield api
 
 

@@ -1,0 +1,96 @@
+"""A stored call's tool part (an approval's, a question's): found in its conversation's
+messages and rewritten in place, with the message's metadata saying what it still waits
+for (a person: `requires_action`; a background job: `awaiting_background`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from app.domain.messages import Message
+from app.domain.parts import ToolPart, awaiting
+from app.domain.tooling import BackgroundStarted, ToolOutcome
+from app.store.database import Tx
+from app.store.repos.messages import MessageRepo
+
+WAITING_STATUSES = frozenset({"loading", "waitingConfirmation", "waitingSubmission"})
+# What waits for a person (an approval, an answer, the browser's tool result).
+ASKING_STATUSES = frozenset({"waitingConfirmation", "waitingSubmission"})
+
+
+def updated_part(part: ToolPart, outcome: ToolOutcome | BackgroundStarted) -> ToolPart:
+    """The part with the call's outcome; an approved long-running call's part is
+    `loading`, naming the background job it runs as."""
+    if isinstance(outcome, BackgroundStarted):
+        data = part.data.model_copy(
+            update={
+                "status": "loading",
+                "args": outcome.args if outcome.args is not None else part.data.args,
+                "bodyContent": outcome.summary,
+                "backgroundJobId": outcome.job_id,
+            }
+        )
+        return ToolPart(id=part.id, data=data)
+    data = part.data.model_copy(
+        update={
+            "status": outcome.status,
+            "result": outcome.result,
+            "args": outcome.args if outcome.args is not None else part.data.args,
+            "bodyContent": outcome.error,
+            "mutates": outcome.mutates,
+        }
+    )
+    return ToolPart(id=part.id, data=data)
+
+
+async def rewrite_part(
+    tx: Tx, record: _StoredCall, change: Callable[[ToolPart], ToolPart]
+) -> tuple[ToolPart, bool, str] | None:
+    """Replace the stored tool part of `record`'s call by `change(part)`, in the caller's
+    unit of work (which holds the conversation's write lock); None when it is not stored.
+    Also says whether no part of the message waits any more (the run may resume), and
+    the message's id."""
+    assert record.conversation_id is not None
+    found = await find_part(tx.messages, record)
+    if found is None:
+        return None
+    (message, run_id), old = found
+    part = change(old)
+    content = [part if isinstance(p, ToolPart) and p.id == part.id else p for p in message.parts()]
+    ready = not any(isinstance(p, ToolPart) and p.data.status in WAITING_STATUSES for p in content)
+    metadata = dict(message.metadata or {})
+    asking = any(isinstance(p, ToolPart) and p.data.status in ASKING_STATUSES for p in content)
+    if not asking and metadata.get("finish_reason") == "requires_action":
+        del metadata["finish_reason"]  # nothing waits for a person any more
+    jobs = awaiting(content)  # an approved long-running call: its job's result continues
+    if jobs:
+        metadata["background_jobs"] = jobs["background_jobs"]
+        metadata.setdefault("finish_reason", jobs["finish_reason"])
+    updated = message.model_copy(update={"content": content, "metadata": metadata})
+    await tx.messages.upsert(record.owner_id, record.conversation_id, updated, run_id=run_id)
+    return part, ready, message.id
+
+
+class _StoredCall(Protocol):
+    @property
+    def owner_id(self) -> str: ...
+    @property
+    def conversation_id(self) -> str | None: ...
+    @property
+    def tool_call_id(self) -> str: ...
+
+
+async def find_part(
+    messages: MessageRepo, record: _StoredCall
+) -> tuple[tuple[Message, str | None], ToolPart] | None:
+    """The newest current message holding the tool part of this stored call (an approval's,
+    a question's)."""
+    assert record.conversation_id is not None
+    records = await messages.records(record.owner_id, record.conversation_id)
+    for stored in reversed(records):
+        if stored.message.role != "assistant":
+            continue
+        for p in stored.message.tool_parts():
+            if p.id == record.tool_call_id:
+                return (stored.message, stored.run_id), p
+    return None

@@ -8,6 +8,7 @@ there."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -132,3 +133,20 @@ async def test_a_stateless_chat_completion_answers_at_once_and_the_job_runs_on(
     assert [(j["tool_name"], j["status"]) for j in jobs] == [("build_report", "running")]
     cancelled = await client.post(f"/api/background-jobs/{jobs[0]['id']}/cancel")
     assert cancelled.json()["status"] == "cancelled"
+
+
+async def test_a_stateless_response_shows_the_receipt_as_the_calls_output(
+    client: ApiClient,
+) -> None:
+    play(client, call("build_report", 0.2), ScriptedTurn(text="It is running."))
+
+    response = await client.post("/v1/responses", json={"model": "scripted", "input": "Report"})
+
+    assert response.status_code == 200, response.text
+    mcp, message = response.json()["output"]
+    assert (mcp["type"], mcp["name"], mcp["status"]) == ("mcp_call", "build_report", "completed")
+    receipt = json.loads(mcp["output"])
+    assert receipt["status"] == "running"
+    job = await eventually(lambda: _job_done(client, receipt["job_url"]))
+    assert job["result"] == {"rows": 42, "seconds": 0.2}
+    assert message["content"][0]["text"] == "It is running."

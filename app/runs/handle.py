@@ -64,6 +64,9 @@ class RunHandle:
     def events(self, after: int = 0) -> AsyncIterator[list[SequencedEvent]]:
         """Batches of the run's events with a sequence number above `after`, replayed and
         then live, until `run_end`."""
+        if self._run.conversation_id is None:
+            # A stateless run lives only here: its log is in memory and nowhere else.
+            return self._run.log.follow(after)
         return self._control.follow(
             self._run.owner_id,
             self._run.run_id,
@@ -94,6 +97,8 @@ class RunHandle:
 
     async def cancel(self) -> RunStatus:
         """Stop the run (partial answer kept); harmless when it already ended."""
+        if self._run.conversation_id is None and self.done:
+            return self._run.status  # nothing to stop, nothing left waiting to close
         return await self._control.cancel(
             self._run.owner_id, self._run.run_id, self._run.conversation_id
         )

@@ -40,8 +40,9 @@ from app.usage.book import NoUsage, UsageBook
 
 log = logging.getLogger("chat_bff.runs")
 
-# Recently finished runs stay in memory so a reader that reconnects right after the end
-# is served without the database; bounded, since a long answer holds thousands of events.
+# Recently finished conversation runs stay in memory so a reader that reconnects right
+# after the end is served without the database; bounded, since a long answer holds
+# thousands of events.
 FINISHED_LOGS_KEPT = 64
 
 # Pauses between attempts to store a run's end before it is closed as `failed`.
@@ -225,6 +226,11 @@ class RunManager:
             await run.emit(end)
         run.log.close()
         self._active.pop(run.run_id, None)
+        if run.conversation_id is None:
+            # A stateless run is read only through the handle that started it, which
+            # holds it; kept here it would outlive its request (and, after a burst of
+            # streams, scatter survivors that keep the allocator's arenas resident).
+            return
         self._finished[run.run_id] = run
         while len(self._finished) > FINISHED_LOGS_KEPT:
             self._finished.popitem(last=False)

@@ -5,6 +5,10 @@ Routes declare the narrow values they need (`RunsDep`, `CatalogDep`, `StreamDep`
 and never reach into `app.state` or the container themselves. The values are built once,
 at start-up, by the composition root (`app.container`) and hung on `app.state` by
 `create_app`.
+
+Every dependency is `async def`: FastAPI runs a plain `def` dependency in its thread pool,
+one thread hop per dependency per request, and a burst of requests leaves dozens of idle
+worker threads behind (each with its own allocator arena). These only read `app.state`.
 """
 
 from __future__ import annotations
@@ -36,81 +40,85 @@ from app.tools.catalog import ToolCatalog
 from app.usage.book import UsageBook
 
 
-def get_services(request: Request) -> Services:
+def _services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
+
+
+async def get_services(request: Request) -> Services:
+    return _services(request)
 
 
 Svc = Annotated[Services, Depends(get_services)]
 
 
-def get_runs(request: Request) -> Runs:
-    return get_services(request).runs
+async def get_runs(request: Request) -> Runs:
+    return _services(request).runs
 
 
-def get_catalog(request: Request) -> Catalog:
-    return get_services(request).catalog
+async def get_catalog(request: Request) -> Catalog:
+    return _services(request).catalog
 
 
-def get_stream_config(request: Request) -> StreamConfig:
+async def get_stream_config(request: Request) -> StreamConfig:
     config: StreamConfig = request.app.state.stream_config
     return config
 
 
-def get_authenticator(request: Request) -> Authenticator:
-    return get_services(request).authenticator
+async def get_authenticator(request: Request) -> Authenticator:
+    return _services(request).authenticator
 
 
-def get_db(request: Request) -> Database:
-    return get_services(request).db
+async def get_db(request: Request) -> Database:
+    return _services(request).db
 
 
-def get_approvals(request: Request) -> ApprovalService:
-    return get_services(request).approvals
+async def get_approvals(request: Request) -> ApprovalService:
+    return _services(request).approvals
 
 
-def get_background(request: Request) -> BackgroundJobs:
-    return get_services(request).background
+async def get_background(request: Request) -> BackgroundJobs:
+    return _services(request).background
 
 
-def get_submissions(request: Request) -> ElicitationService:
-    return ElicitationService(get_services(request).approvals.runtime)
+async def get_submissions(request: Request) -> ElicitationService:
+    return ElicitationService(_services(request).approvals.runtime)
 
 
-def get_proposals(request: Request) -> ProposalService:
-    return get_services(request).proposals
+async def get_proposals(request: Request) -> ProposalService:
+    return _services(request).proposals
 
 
-def get_undo(request: Request) -> BatchUndo:
-    return BatchUndo(get_services(request).proposals.runtime)
+async def get_undo(request: Request) -> BatchUndo:
+    return BatchUndo(_services(request).proposals.runtime)
 
 
-def get_review_queue(request: Request) -> ReviewQueue:
-    return ReviewQueue(get_services(request).db)
+async def get_review_queue(request: Request) -> ReviewQueue:
+    return ReviewQueue(_services(request).db)
 
 
-def get_follow(request: Request) -> ConversationFollow:
-    services = get_services(request)
+async def get_follow(request: Request) -> ConversationFollow:
+    services = _services(request)
     db = services.db
     return ConversationFollow(db, services.runs, services.bus, expire=partial(expire_due, db))
 
 
-def get_tool_catalog(request: Request) -> ToolCatalog:
-    return get_services(request).tool_catalog
+async def get_tool_catalog(request: Request) -> ToolCatalog:
+    return _services(request).tool_catalog
 
 
-def get_files(request: Request) -> Files:
-    return get_services(request).files
+async def get_files(request: Request) -> Files:
+    return _services(request).files
 
 
-def get_tool_sources(request: Request) -> list[dict[str, Any]]:
+async def get_tool_sources(request: Request) -> list[dict[str, Any]]:
     """Each MCP server's state (`connected`, `unavailable`, ...), for `/readyz`."""
-    mcp = get_services(request).mcp
+    mcp = _services(request).mcp
     return mcp.status() if mcp is not None else []
 
 
-def get_router(request: Request) -> ToolRouter:
-    return get_services(request).router
+async def get_router(request: Request) -> ToolRouter:
+    return _services(request).router
 
 
 DbDep = Annotated[Database, Depends(get_db)]
@@ -131,8 +139,8 @@ ToolSourcesDep = Annotated[list[dict[str, Any]], Depends(get_tool_sources)]
 RouterDep = Annotated[ToolRouter, Depends(get_router)]
 
 
-def get_usage(request: Request) -> UsageBook:
-    return get_services(request).usage
+async def get_usage(request: Request) -> UsageBook:
+    return _services(request).usage
 
 
 UsageDep = Annotated[UsageBook, Depends(get_usage)]

@@ -25,6 +25,7 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 
 from app.api.drain import Drain
+from app.api.sse_lean import LeanEventSourceResponse
 from app.domain.events import SequencedEvent
 
 CHUNK_BYTES = 16 * 1024
@@ -111,7 +112,7 @@ def sse_response(
         if on_disconnect is not None:
             await on_disconnect()
 
-    return EventSourceResponse(
+    return LeanEventSourceResponse(
         body(),
         headers=SSE_HEADERS,
         ping=config.heartbeat_seconds,

@@ -1,0 +1,105 @@
+"""sse-starlette's `EventSourceResponse` with one helper task per stream instead of four.
+
+Why: an open stream's memory is what it holds while it waits, and sse-starlette waits in
+four anyio tasks per response (the stream, the heartbeat, the shutdown listener, the
+disconnect listener), each with its task handle, completion event, cancel scope and
+coroutine frames: about a quarter of what an open, slowly paced stream cost
+(`python -m bench.memory`). Here the request's own task streams (sse-starlette's
+`_stream_response`: encoding, send timeout, closing the body on failure), and one watcher
+task does the waiting: for the client's disconnect (then `client_close_handler_callable`
+and the stream is cancelled, as before), and, between messages, the heartbeat (sent under
+the same lock and send timeout as sse-starlette's). Server shutdown reaches the stream
+through sse-starlette's own watcher (one per event loop), which cancels it, as before.
+
+What goes on the wire, and when, is unchanged; only how the waiting is arranged differs.
+A response that uses what this does not arrange (HEAD, a `data_sender_callable`, a
+`shutdown_event` or grace period) is served by sse-starlette's own `__call__`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import anyio
+from sse_starlette.event import ServerSentEvent, ensure_bytes
+from sse_starlette.sse import (
+    AppStatus,
+    EventSourceResponse,
+    _ensure_watcher_started_on_this_loop,
+    _get_shutdown_state,
+)
+from starlette.types import Receive, Scope, Send
+
+
+class _Cancel:
+    """Stands in sse-starlette's set of shutdown events: its watcher calls `set()` on
+    each when the server exits, which cancels the stream here."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        self.scope = scope
+
+    def set(self) -> None:
+        self.scope.cancel()
+
+
+class LeanEventSourceResponse(EventSourceResponse):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"].upper() == "HEAD"
+            or self.data_sender_callable is not None
+            or self._shutdown_event is not None
+            or self._shutdown_grace_period > 0
+        ):
+            await super().__call__(scope, receive, send)
+            return
+        _ensure_watcher_started_on_this_loop()
+        shutdown = _get_shutdown_state().events
+        cancel = anyio.CancelScope()
+        stop = _Cancel(cancel)
+        shutdown.add(stop)  # type: ignore[arg-type]  # only its set() is called
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, cancel))
+        try:
+            with cancel:
+                if AppStatus.should_exit:
+                    cancel.cancel()
+                await self._stream_response(send)
+        finally:
+            shutdown.discard(stop)
+            watcher.cancel()
+            await asyncio.wait((watcher,))  # raises only if this task is cancelled
+        if not watcher.cancelled() and (failed := watcher.exception()) is not None:
+            raise failed
+        if self.background is not None:
+            await self.background()
+
+    async def _watch(self, receive: Receive, send: Send, cancel: anyio.CancelScope) -> None:
+        """Until the client disconnects (then the stream is cancelled), sending the
+        heartbeat whenever `ping_interval` passes without a message from the client."""
+        interval = self.ping_interval or math.inf
+        try:
+            while self.active:
+                message = None
+                with anyio.move_on_after(interval):
+                    message = await receive()
+                if message is None:
+                    await self._heartbeat(send)
+                elif message["type"] == "http.disconnect":
+                    self.active = False
+                    if self.client_close_handler_callable is not None:
+                        await self.client_close_handler_callable(message)
+                    return
+        finally:
+            cancel.cancel()
+
+    async def _heartbeat(self, send: Send) -> None:
+        factory = self.ping_message_factory or (lambda: ServerSentEvent(comment="ping"))
+        frame = ensure_bytes(factory(), self.sep)
+        async with self._send_lock:
+            if self.active:
+                await self._send_with_timeout(
+                    send, {"type": "http.response.body", "body": frame, "more_body": True}
+                )

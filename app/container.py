@@ -269,6 +269,7 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
             timeout=settings.provider_timeout_seconds,
             connect_timeout=settings.provider_connect_timeout_seconds,
             max_retries=settings.provider_max_retries,
+            max_connections=settings.provider_max_connections,
         )
     if "anthropic" in needed:
         from app.providers.anthropic import AnthropicProvider
@@ -283,6 +284,7 @@ def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]
             timeout=settings.provider_timeout_seconds,
             connect_timeout=settings.provider_connect_timeout_seconds,
             max_retries=settings.provider_max_retries,
+            max_connections=settings.provider_max_connections,
         )
     if "scripted" in needed:
         providers["scripted"] = ScriptedProvider(

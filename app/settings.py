@@ -166,6 +166,13 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings):
     provider_connect_timeout_seconds: float = Field(
         default=10.0, gt=0, description="Connect timeout."
     )
+    provider_max_connections: int = Field(
+        default=1000,
+        ge=1,
+        description="Connections each provider opens to its upstream at most (a streaming "
+        "answer holds one over HTTP/1.1); a request beyond them waits for a free one, up to "
+        "the connect timeout. Raise it with the open streams one process serves.",
+    )
     provider_max_retries: int = Field(
         default=2,
         ge=0,

@@ -32,6 +32,7 @@ from app.domain.errors import ProviderError
 from app.domain.stream import ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
+from app.providers.pool import pool_limits
 from app.translate.anthropic.options import SUPPORTED as ANTHROPIC_OPTIONS
 from app.translate.anthropic.options import options_to_anthropic
 from app.translate.anthropic.stream import stream_event_to_events
@@ -64,18 +65,22 @@ class AnthropicProvider:
         timeout: float,
         connect_timeout: float,
         max_retries: int,
+        max_connections: int = 1000,
         http_client: httpx2.AsyncClient | None = None,
         name: str = "anthropic",
     ) -> None:
         self.name = name
         self._errors = UpstreamErrors(provider=name, label="Anthropic", secret=api_key)
         limits = httpx2.Timeout(timeout, connect=connect_timeout)
+        client = http_client or anthropic.DefaultAsyncHttpxClient(
+            timeout=limits, limits=pool_limits(max_connections)
+        )
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url,
             timeout=limits,
             max_retries=max_retries,
-            http_client=http_client or anthropic.DefaultAsyncHttpxClient(timeout=limits),
+            http_client=client,
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from app.domain.errors import ProviderError
 from app.domain.stream import Finish, ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
+from app.providers.pool import pool_limits
 from app.translate.openai_chat.options import SUPPORTED as OPENAI_OPTIONS
 from app.translate.openai_chat.options import options_to_openai
 from app.translate.openai_chat.stream import chunk_to_events
@@ -61,6 +62,7 @@ class OpenAIProvider:
         timeout: float,
         connect_timeout: float,
         max_retries: int,
+        max_connections: int = 1000,
         http_client: httpx2.AsyncClient | None = None,
         name: str = "openai",
     ) -> None:
@@ -73,8 +75,10 @@ class OpenAIProvider:
             base_url=base_url,
             timeout=limits,
             max_retries=max_retries,
-            # The SDK's own defaults (pool size, redirects) with our timeouts.
-            http_client=http_client or openai.DefaultAsyncHttpxClient(timeout=limits),
+            # The SDK's own defaults (redirects, keep-alive pool) with our timeouts and
+            # pool size (one connection per open stream).
+            http_client=http_client
+            or openai.DefaultAsyncHttpxClient(timeout=limits, limits=pool_limits(max_connections)),
         )
         # OpenAI itself wants `max_completion_tokens` (reasoning models refuse `max_tokens`);
         # compatible servers have long known only `max_tokens`.

@@ -47,6 +47,7 @@ from app.api.routes import metrics as metrics_route
 from app.api.streaming import StreamConfig
 from app.container import build_services
 from app.observability.logging import configure_logging
+from app.observability.memory import Trimmer
 from app.observability.metrics import Metrics
 from app.providers.base import Provider
 from app.settings import Settings, get_settings, settings_or_exit
@@ -83,9 +84,12 @@ def create_app(
         # builds many apps (tests) can still collect the old ones.
         gc.collect()
         gc.freeze()
+        trimmer = Trimmer()  # heap freed by a burst of streams goes back to the system
+        trimmer.start()
         try:
             yield
         finally:
+            await trimmer.stop()
             await services.aclose()
             gc.unfreeze()
 

@@ -139,6 +139,7 @@ async def start_service(
     settings: dict[str, str] | None = None,
     start_limit_s: float = 30.0,
     root: Path = ROOT,
+    module: str = "uvicorn",
 ) -> Service:
     port = port or free_port()
     env = {
@@ -165,7 +166,7 @@ async def start_service(
     args = [
         sys.executable,
         "-m",
-        "uvicorn",
+        module,
         *app_spec,
         "--host",
         "127.0.0.1",

@@ -93,6 +93,8 @@ def stored_encoder(record: RunRecord, held_tools: frozenset[str]) -> ResponsesEn
         created_at=int(record.created_at.timestamp()),
         client_tools=frozenset(t.name for t in tools),
         held_tools=held_tools,
+        client_submissions=(options.get("wire") or {}).get("client_tool_items")
+        == "submission_request",
         request=tool_echo(tools, choice) | {"conversation": {"id": record.conversation_id}},
     )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,13 +56,15 @@ class RunRequest:
     system_prompt: str | None = None
     decided: Sequence[PartChange] = ()  # announced after `run_start` (`PartUpdate`)
     fallback_models: tuple[ModelInfo, ...] = ()  # priced as themselves when they answer
+    wire_options: Mapping[str, str] = field(default_factory=dict)  # stored as `wire`
 
     def stored_options(self) -> dict[str, Any] | None:
         """What a later continuation needs to offer the model the same tools."""
-        if not self.client_tools and self.tool_choice is None:
+        if not self.client_tools and self.tool_choice is None and not self.wire_options:
             return None
         choice = self.tool_choice
-        return {
+        wire = {"wire": dict(self.wire_options)} if self.wire_options else {}
+        return wire | {
             "client_tools": [t.model_dump() for t in self.client_tools],
             "tool_choice": choice
             if choice is None or isinstance(choice, str)

@@ -8,7 +8,7 @@ written once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app.agent.ports import ToolRuntime
@@ -34,6 +34,8 @@ class TurnInput:
     temperature: float | None = None
     parallel_tool_calls: bool | None = None
     options: GenerationOptions = field(default_factory=GenerationOptions)
+    # How the wire that started the turn shows it (stored so a replay shows it alike).
+    wire_options: Mapping[str, str] = field(default_factory=dict)
     # Whether every reader of this turn's answer can take back streamed text (native SSE,
     # Vercel v7's `reset-step`, an answer sent whole): only then may a stream that failed
     # after its first byte be answered again by a fallback.
@@ -110,6 +112,7 @@ class RunRequests:
             temperature=turn.temperature,
             parallel_tool_calls=turn.parallel_tool_calls,
             options=turn.options,
+            wire_options=dict(turn.wire_options),
             mode=settings.mode,
             scope=dict(settings.scope),
             context=(

@@ -36,7 +36,8 @@ class ResponsesFrames:
     shape, tool_choice, temperature, max_output_tokens, metadata, parallel_tool_calls).
     `held_tools` are the server tools whose calls may wait for a person (a `confirm`
     policy, or a tool that may ask the user mid-call): their calls are announced only once
-    known to run (see `responses_tools`).
+    known to run (see `responses_tools`). `client_submissions` shows a client call the
+    client must answer as an `mcp_submission_request` item instead of a `function_call`.
     After `run_end`, `final` holds the terminal Response object.
     """
 
@@ -45,6 +46,7 @@ class ResponsesFrames:
     created_at: int
     client_tools: frozenset[str]
     held_tools: frozenset[str] = frozenset()
+    client_submissions: bool = False  # client calls as `mcp_submission_request` items
     request: dict[str, Any] = field(default_factory=dict)
     final: ResponseObject | None = None
     _seq: int = 0

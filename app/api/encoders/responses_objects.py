@@ -49,6 +49,9 @@ from app.api.schemas.responses_items import (
     ResponseUsage,
 )
 from app.api.schemas.responses_items import OutputItem as WireItem
+from app.translate.openai_responses.submissions import CLIENT_LABEL
+
+__all__ = ["CLIENT_LABEL", "SERVER_LABEL"]
 
 SERVER_LABEL = "chat-bff"
 ItemKind = Literal[
@@ -90,6 +93,7 @@ class OutputItem:
     approval_request_id: str | None = None
     question: str = ""  # what a call asking the user asks, and the answer's schema
     answer_schema: dict[str, Any] | None = None
+    label: str = SERVER_LABEL  # an `mcp_submission_request`'s server_label
     dropped: bool = False
 
     def wire(self, *, added: bool = False) -> WireItem:
@@ -123,7 +127,7 @@ class OutputItem:
             return McpSubmissionRequestItem(
                 id=self.id,
                 name=self.name,
-                server_label=SERVER_LABEL,
+                server_label=self.label,
                 arguments=self.text,
                 message=self.question,
                 requested_schema=self.answer_schema or {},

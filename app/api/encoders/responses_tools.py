@@ -2,7 +2,11 @@
 items for server tools, `mcp_approval_request` items for calls awaiting a human.
 
 - client tools -> arguments stream as `function_call_arguments.delta`; the item is done
-  when the call is parked for the client. A client call the loop refused (bad JSON
+  when the call is parked for the client. With `client_submissions` (the request's
+  `client_tool_items: "submission_request"`) a client call is held like a server call that
+  may wait, and parked it is only an `mcp_submission_request` item (id = the call id,
+  `server_label: "client"`; AIKit: `waitingSubmission`), answered by a
+  `function_call_output` input item with that `call_id`. A client call the loop refused (bad JSON
   arguments) is closed `incomplete` and left out of the final `output`.
 - server tools -> `mcp_call.in_progress`, `mcp_call_arguments.delta`..., then
   `mcp_call.completed` or `mcp_call.failed` (AIKit: `loading`, then `success` / `error`).
@@ -31,7 +35,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.encoders.responses_frames import ResponsesFrames
-from app.api.encoders.responses_objects import OutputItem, dumps, result_text
+from app.api.encoders.responses_objects import (
+    CLIENT_LABEL,
+    SERVER_LABEL,
+    OutputItem,
+    dumps,
+    result_text,
+)
 from app.api.schemas.responses_events import (
     FunctionCallArgumentsDelta,
     FunctionCallArgumentsDone,
@@ -76,14 +86,20 @@ class ResponsesToolItems(ResponsesFrames):
     def _tool_start(self, part: ToolPart) -> bytes:
         out = self._close_text("completed") + self._close_reasoning("completed")
         name = part.data.toolName
-        if name in self.client_tools:
-            item, added = self._open("function_call", f"fc_{part.id}", name=name, call_id=part.id)
-            self._tools[part.id] = item
-            return out + added
-        if name in self.held_tools:  # may wait for a person: no card until it is known to run
+        if name in self.client_tools and not self.client_submissions:
+            return out + self._function_call(part.id, name)
+        if name in self.held_tools or name in self.client_tools:  # no card until it is known
             self._held[part.id] = OutputItem(index=-1, kind="mcp_call", id=part.id, name=name)
             return out
         return out + self._announce(part.id, name)
+
+    def _function_call(self, call_id: str, name: str, arguments: str = "") -> bytes:
+        """A client tool's `function_call` item, added (AIKit: a `loading` card)."""
+        item, added = self._open(
+            "function_call", f"fc_{call_id}", name=name, call_id=call_id, text=arguments
+        )
+        self._tools[call_id] = item
+        return added
 
     def _announce(self, call_id: str, name: str, arguments: str = "") -> bytes:
         """An `mcp_call` item added and in progress (AIKit: a `loading` card)."""
@@ -97,7 +113,11 @@ class ResponsesToolItems(ResponsesFrames):
     def _announce_held(self, call_id: str) -> bytes:
         """A held call now known to run (or to have ended): its `mcp_call` from here on."""
         held = self._held.pop(call_id, None)
-        return b"" if held is None else self._announce(call_id, held.name, held.text)
+        if held is None:
+            return b""
+        if held.name in self.client_tools:  # a client call that ended without being parked
+            return self._function_call(call_id, held.name, held.text)
+        return self._announce(call_id, held.name, held.text)
 
     def _args_delta(self, call_id: str, delta: str) -> bytes:
         held = self._held.get(call_id)
@@ -155,9 +175,13 @@ class ResponsesToolItems(ResponsesFrames):
     def _confirm(self, event: ConfirmRequired) -> bytes:
         part = event.part
         held = self._held.pop(part.id, None)
-        if held is not None and (event.approval_id is not None or event.kind == "input"):
+        if held is not None and (
+            event.approval_id is not None or event.kind == "input" or held.name in self.client_tools
+        ):
             # Never announced: the request is the call's only card until it is answered.
             arguments = dumps(part.data.args) if part.data.args is not None else held.text
+            if held.name in self.client_tools:  # `client_tool_items: submission_request`
+                return self._submission_request(part, arguments, label=CLIENT_LABEL)
             if event.approval_id is not None:
                 return self._approval_request(event.approval_id, held.name, arguments)
             return self._submission_request(part, arguments)
@@ -180,7 +204,9 @@ class ResponsesToolItems(ResponsesFrames):
         request, added = self._open("mcp_approval_request", approval_id, name=name, text=arguments)
         return added + self._done(request)
 
-    def _submission_request(self, part: ToolPart, arguments: str) -> bytes:
+    def _submission_request(
+        self, part: ToolPart, arguments: str, label: str = SERVER_LABEL
+    ) -> bytes:
         """An `mcp_submission_request` item (AIKit: `waitingSubmission`), added and done."""
         asked = part.data.elicitation
         request, added = self._open(
@@ -188,6 +214,7 @@ class ResponsesToolItems(ResponsesFrames):
             part.id,
             name=part.data.toolName,
             text=arguments,
+            label=label,
             question=asked.message if asked is not None else (part.data.bodyContent or ""),
             answer_schema=asked.requestedSchema if asked is not None else {},
         )

@@ -86,7 +86,13 @@ def _turn_input(
         temperature=body.temperature,
         parallel_tool_calls=body.parallel_tool_calls,
         options=responses_options(body),
+        wire_options=_wire_options(body.client_tool_items == "submission_request"),
     )
+
+
+def _wire_options(client_submissions: bool) -> dict[str, str]:
+    """Stored with the run, so a replay (`GET /v1/responses/{id}`) shows what the stream did."""
+    return {"client_tool_items": "submission_request"} if client_submissions else {}
 
 
 def _conversation_id(value: Any) -> str:
@@ -131,7 +137,8 @@ async def _conversation_turn(
         turn = _turn_input(body, client_tools, choice)
         handle = await runs.send(caller, cid, sent[-1].content, turn)
     echo = _echo(body, client_tools, choice) | {"conversation": {"id": cid}}
-    wire = ResponsesWire(handle, frozenset(t.name for t in client_tools), echo, held)
+    names = frozenset(t.name for t in client_tools)
+    wire = ResponsesWire(handle, names, echo, held, body.client_tool_items == "submission_request")
     if wants_stream(request, body.stream):
         return sse_response(handle.events(0), wire.encode, stream, farewell=wire.farewell)
     await handle.wait()
@@ -160,6 +167,7 @@ class ResponsesWire:
         client_tools: frozenset[str],
         echo: dict[str, Any],
         held: frozenset[str],
+        client_submissions: bool = False,
     ):
         self._run_id = handle.run_id
         self._encoder = ResponsesEncoder(
@@ -168,6 +176,7 @@ class ResponsesWire:
             created_at=int(time.time()),
             client_tools=client_tools,
             held_tools=held,
+            client_submissions=client_submissions,
             request=echo,
         )
 
@@ -225,8 +234,14 @@ async def create_response(
     )
     names = frozenset(t.name for t in client_tools)
     echo = _echo(body, client_tools, choice)
+    subs = body.client_tool_items == "submission_request"
     return await run_turn(
-        request, caller, runs, stream, turn, lambda handle: ResponsesWire(handle, names, echo, held)
+        request,
+        caller,
+        runs,
+        stream,
+        turn,
+        lambda handle: ResponsesWire(handle, names, echo, held, subs),
     )
 
 

@@ -65,6 +65,15 @@ class ResponsesRequest(BaseModel):
         "input item is the user's message.",
     )
     background: bool | None = Field(default=None, description="Not supported (stateless).")
+    client_tool_items: Literal["function_call", "submission_request"] = Field(
+        default="function_call",
+        description="How a client tool call the client must answer is shown: `function_call` "
+        "items (OpenAI's, what the openai SDK's function calling reads), or one "
+        "`mcp_submission_request` item `{id: call id, name, arguments, server_label: "
+        "'client'}` (Gravity UI AIKit shows it as `waitingSubmission`). Either is answered "
+        "by a `function_call_output` input item with that `call_id`. Not OpenAI's: the "
+        "openai SDK sends it with `extra_body`.",
+    )
     text: TextOptions | None = Field(default=None, description="Output format, verbosity.")
     reasoning: ReasoningOptions | None = Field(default=None, description="Reasoning effort.")
     top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")

@@ -96,16 +96,20 @@ class McpApprovalRequestItem(BaseModel):
 
 
 class McpSubmissionRequestItem(BaseModel):
-    """A server tool call that stopped to ask the user (an MCP server's elicitation), the
-    shape AIKit shows as `waitingSubmission`: answer it through
-    `POST /api/conversations/{id}/submissions/{id}` (this item's id is the call's)."""
+    """A tool call waiting for the user, the shape AIKit shows as `waitingSubmission`.
+
+    `server_label: chat-bff`: a server tool asking a question (an MCP server's
+    elicitation), answered through `POST /api/conversations/{id}/submissions/{id}`.
+    `server_label: client`: a client tool's call (request `client_tool_items:
+    submission_request`), answered by a `function_call_output` input item whose `call_id`
+    is this item's id."""
 
     id: str = Field(description="The tool call id.")
     type: Literal["mcp_submission_request"] = Field(
         default="mcp_submission_request", description="The item kind."
     )
     name: str = Field(description="Tool name.")
-    server_label: str = Field(description="Always `chat-bff`.")
+    server_label: str = Field(description="`chat-bff` (a server tool) or `client`.")
     arguments: str = Field(description="The call's arguments as JSON text.")
     message: str = Field(description="The question the tool asks.")
     requested_schema: dict[str, Any] = Field(description="JSON schema of the answer's `content`.")

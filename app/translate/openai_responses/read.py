@@ -13,8 +13,8 @@ works: `reasoning` becomes a thinking part and `mcp_call` (a server tool that al
 here, see `app.api.encoders.responses_objects`) becomes a finished tool part; a later
 `mcp_call` with the same id, or answering the same `approval_request_id` (the outcome of
 an approved call), replaces the earlier one. Items we cannot act on (`item_reference`,
-hosted tools) are a 400, never silently dropped; only `mcp_submission_request` (a tool's
-question, answered through the submissions API) is skipped.
+hosted tools) are a 400, never silently dropped; a server tool's `mcp_submission_request`
+(answered through the submissions API) is skipped, a client call's is its call (`submissions`).
 
 Approvals: an `mcp_approval_request` item is a server call waiting for a human: a
 `waitingConfirmation` part with its `approvalId`. The item does not name the call, so the
@@ -51,6 +51,7 @@ from app.domain.parts import (
 )
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
 from app.translate.data_url import data_url_mime
+from app.translate.openai_responses.submissions import as_function_call
 from app.translate.tool_args import parse_tool_args
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -82,6 +83,7 @@ def messages_from_responses_input(input_value: Any, instructions: str | None) ->
 def _append_item(out: list[Message], item: Any, where: str) -> None:
     if not isinstance(item, Mapping):
         raise _bad(where, "must be an object")
+    item = as_function_call(item)  # a client call shown as a submission request
     kind = item.get("type", "message")
     if kind == "message":
         _append_message(out, item, where)

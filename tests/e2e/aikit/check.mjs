@@ -83,6 +83,17 @@ results.client_tool = await renderStream(
     'client_tool',
     await post({input: 'weather in Paris', tools: [WEATHER], stream: true}),
 );
+// The same client tool with `client_tool_items: 'submission_request'`: one card waiting for
+// the page's submission (answered by a function_call_output with the card's id).
+results.client_submission = await renderStream(
+    'client_submission',
+    await post({
+        input: 'weather in Paris',
+        tools: [WEATHER],
+        stream: true,
+        client_tool_items: 'submission_request',
+    }),
+);
 results.failure = await renderStream('failure', await post({input: 'fail now', stream: true}));
 
 // A tool asking the user mid-call (an MCP server's question) needs an MCP server: the stream

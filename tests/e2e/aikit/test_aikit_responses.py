@@ -207,6 +207,19 @@ def test_aikit_renders_our_stream(aikit: dict[str, Any]) -> None:
     assert tool["data"]["toolName"] == "get_weather"
     assert tool["data"]["status"] == "success"  # AIKit's reading of a completed function_call
 
+    # The same client tool, opted in to submission requests: one card waiting for the page.
+    submission = aikit["client_submission"]
+    assert (submission["status"], submission["error"]) == ("ready", None)
+    said, asked = submission["messages"]
+    assert said["content"] == "Let me check."
+    [card] = _parts(asked)
+    assert card["id"] == "call_w"  # the call id: what the page's function_call_output names
+    assert (card["data"]["toolName"], card["data"]["status"]) == (
+        "get_weather",
+        "waitingSubmission",
+    )
+    assert json.loads(card["data"]["headerContent"]) == {"city": "Paris"}
+
     # A tool that stopped to ask the user (our recorded stream for it): one card, waiting
     # for the user's submission, never a loading mcp_call beside it.
     question = aikit["question_recorded"]

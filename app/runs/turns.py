@@ -340,6 +340,7 @@ class Runs:
             tool_choice=tool_choice_from_openai(
                 {"function": choice} if isinstance(choice, dict) else choice
             ),
+            wire_options=options.get("wire") or {},  # e.g. Responses' client_tool_items
         )
 
     async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:

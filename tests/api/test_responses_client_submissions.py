@@ -26,6 +26,15 @@ SCRIPT = Script(
             tool_calls=[ScriptedToolCall(id="call_w", name="get_weather", args={"city": "Paris"})],
         ),
         ScriptedTurn(after_tool="get_weather", text="Sunny in Paris."),
+        ScriptedTurn(
+            match="^plan",
+            tool_calls=[ScriptedToolCall(id="call_day", name="pick_day", args={})],
+        ),
+        ScriptedTurn(
+            after_tool="pick_day",
+            tool_calls=[ScriptedToolCall(id="call_hour", name="pick_hour", args={})],
+        ),
+        ScriptedTurn(after_tool="pick_hour", text="Booked."),
     ],
 )
 
@@ -116,3 +125,36 @@ async def test_a_stored_response_shows_the_same_submission_request(
     again: list[Any] = [e async for e in replayed]
     items = [_item(e) for e in again if e.type == "response.output_item.added"]
     assert [i["type"] for i in items] == ["message", "mcp_submission_request"]
+
+
+async def test_a_continued_turn_keeps_showing_client_calls_as_submission_requests(
+    users_api: ApiClient, me: openai.AsyncOpenAI
+) -> None:
+    """The result posted natively (`tool-results`): the run that continues the turn asks
+    for the next client call in the same shape, live and retrieved."""
+    tools: Any = [
+        {"type": "function", "name": name, "parameters": {"type": "object"}}
+        for name in ("pick_day", "pick_hour")
+    ]
+    conversation = await me.conversations.create()
+    first = await me.responses.create(
+        model="scripted",
+        input="plan a meeting",
+        tools=tools,
+        conversation=conversation.id,
+        extra_body=SUBMISSIONS,
+    )
+    assert [(i.type, i.id) for i in first.output] == [("mcp_submission_request", "call_day")]
+
+    headers = {"Authorization": f"Bearer {me.api_key}"}
+    answered = await users_api.post(
+        f"/api/conversations/{conversation.id}/tool-results",
+        json={"results": [{"toolCallId": "call_day", "status": "success", "result": "Monday"}]},
+        headers=headers,
+    )
+    assert answered.status_code == 200, answered.text
+    await users_api.get(answered.json()["events_url"], headers=headers)  # to the run's end
+    continued = await me.responses.retrieve("resp_" + answered.json()["run_id"][4:])
+
+    assert continued.status == "completed"
+    assert [(i.type, i.id) for i in continued.output] == [("mcp_submission_request", "call_hour")]

@@ -5,8 +5,10 @@
       which may not have stored its message yet), then in the claim's transaction:
         the job's tool part is no longer `loading` (the run was cancelled)  -> nothing
         write the result into the part (success / error / cancelled)
-        another tool part still waits, or the message is no longer the last -> no run
-        otherwise a new run, announcing the part (`part_update`, background_finished)
+        a tool part of that message or of a later one still waits         -> no run
+        otherwise a new run, announcing the part (`part_update`, background_finished),
+        wherever the message is: after a typed "yes", or a message sent while the job
+        ran, the model still answers the result (it sees the settled card in history)
       the conversation stays busy past `wait_seconds`, or was archived -> the result is
       written into the part without a run (a later turn sees it)
       the conversation was purged -> nothing is left to tell
@@ -65,8 +67,8 @@ def _holder(history: list[Message], tool_call_id: str) -> tuple[int, Message, To
 
 async def write_result(tx: Tx, job: JobRecord) -> tuple[Message, ToolPart, bool] | None:
     """Write the job's result into its waiting part; None when nothing waits for it.
-    The flag says whether the conversation can go on: the message is the last one and
-    none of its tool calls waits any more."""
+    The flag says whether the conversation can go on: no tool call of that message or of
+    a later one waits any more (for a person, the browser or another job)."""
     assert job.conversation_id is not None
     history = await tx.messages.history(job.owner_id, job.conversation_id)
     found = _holder(history, job.tool_call_id)
@@ -86,8 +88,9 @@ async def write_result(tx: Tx, job: JobRecord) -> tuple[Message, ToolPart, bool]
     await tx.conversations.lock(job.owner_id, job.conversation_id)
     change = PartChange(message.id, done, "background_finished")
     await settle_card(tx, job, change, key=f"background:{job.id}")
-    waiting = any(p.data.status not in FINAL_TOOL_STATUSES for p in updated.tool_parts())
-    return updated, done, index == len(history) - 1 and not waiting
+    later = [updated, *history[index + 1 :]]
+    waiting = any(p.data.status not in FINAL_TOOL_STATUSES for m in later for p in m.tool_parts())
+    return updated, done, not waiting
 
 
 class BackgroundResults:

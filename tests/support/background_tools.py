@@ -1,5 +1,6 @@
 """Long-running tools for background tests: one not resumable (a restart fails it), and
-one a human approves first (policy `confirm`), one that says when its task was stopped."""
+one a human approves first (policy `confirm`), one approved that finishes when the test lets
+it, one that says when its task was stopped."""
 
 from __future__ import annotations
 
@@ -20,6 +21,17 @@ class ReportArgs(ToolArgs):
 async def report(args: ReportArgs, ctx: ToolContext) -> dict[str, float]:
     await asyncio.sleep(args.seconds)
     return {"rows": 42, "seconds": args.seconds}
+
+
+class GateArgs(ToolArgs):
+    gate: str = Field(description="The file whose appearance lets the call finish.")
+
+
+async def gated(args: GateArgs, ctx: ToolContext) -> dict[str, str]:
+    """Finishes once the file `gate` exists: a test decides when the result arrives."""
+    while not Path(args.gate).exists():
+        await asyncio.sleep(0.02)
+    return {"archived": "logs"}
 
 
 async def watched(args: ReportArgs, ctx: ToolContext) -> dict[str, float]:
@@ -50,6 +62,16 @@ def register(registry: ToolRegistry) -> None:
             description="Archive the logs (asks first).",
             args_model=ReportArgs,
             handler=report,
+            long_running=True,
+            policy="confirm",
+        )
+    )
+    registry.register(
+        ServerTool(
+            name="gated_archive",
+            description="Archive the logs once allowed (asks first).",
+            args_model=GateArgs,
+            handler=gated,
             long_running=True,
             policy="confirm",
         )

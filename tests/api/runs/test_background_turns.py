@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.providers.scripted import ScriptedToolCall, ScriptedTurn
+from app.providers.scripted import ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
 from tests.api.runs.helpers import conversation, create, finished, play, send, text_of, tools_of
 from tests.api.runs.test_background_tools import answered, eventually, scripted_api
@@ -150,3 +151,79 @@ async def test_a_stateless_response_shows_the_receipt_as_the_calls_output(
     job = await eventually(lambda: _job_done(client, receipt["job_url"]))
     assert job["result"] == {"rows": 42, "seconds": 0.2}
     assert message["content"][0]["text"] == "It is running."
+
+
+def gated(gate: Path) -> ScriptedTurn:
+    return ScriptedTurn(
+        tool_calls=[ScriptedToolCall(name="gated_archive", args={"gate": str(gate)}, id="c1")]
+    )
+
+
+async def _settled_and_answered(
+    client: ApiClient, provider: ScriptedProvider, cid: str, gate: Path, earlier_run: str
+) -> None:
+    """Let the job finish after the conversation moved on: its card settles where it is
+    and a new run answers the result (the model sees it), shown on that run's stream."""
+    assert len(provider.requests) == 2  # the job has not continued anything yet
+    gate.touch()
+    detail = await eventually(lambda: answered(client, cid, count=3))
+    asked, _, answer = [m for m in detail["messages"] if m["role"] == "assistant"]
+    tool = tools_of(asked)[0]["data"]
+    assert tool["status"] == "success" and tool["result"] == {"archived": "logs"}
+    assert "finish_reason" not in asked["metadata"]
+    assert text_of(answer) == "The logs are archived."
+    assert "'archived': 'logs'" in str(provider.requests[-1].messages)  # the settled card
+    run_id = answer["metadata"]["run_id"]
+    assert run_id != earlier_run
+    frames = await finished(
+        client, {"events_url": f"/api/conversations/{cid}/runs/{run_id}/events"}
+    )
+    update = next(f for f in frames if f.event == "part_update")
+    assert update.data["cause"] == "background_finished"
+    assert frames[-1].data["status"] == "completed"
+
+
+async def test_a_long_running_call_approved_by_typing_yes_is_answered_when_it_finishes(
+    client: ApiClient, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    provider = play(
+        client,
+        gated(gate),
+        ScriptedTurn(text="Archiving has started."),
+        ScriptedTurn(text="The logs are archived."),
+    )
+    cid = await create(client)
+    frames = await finished(client, await send(client, cid, "Archive the logs"))
+    assert frames[-1].data["status"] == "requires_action"
+
+    typed = await send(client, cid, "yes")
+    frames = await finished(client, typed)
+
+    assert frames[-1].data["status"] == "completed"
+    detail = await conversation(client, cid)
+    asked = next(m for m in detail["messages"] if m["role"] == "assistant")
+    assert tools_of(asked)[0]["data"]["status"] == "loading"
+    assert text_of(detail["messages"][-1]) == "Archiving has started."
+    await _settled_and_answered(client, provider, cid, gate, typed["run_id"])
+
+
+async def test_a_message_sent_while_an_approved_call_runs_does_not_swallow_its_result(
+    client: ApiClient, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    provider = play(
+        client,
+        gated(gate),
+        ScriptedTurn(text="It is still running."),
+        ScriptedTurn(text="The logs are archived."),
+    )
+    cid = await create(client)
+    decided = await _approve(client, cid)
+    assert decided["part"]["data"]["status"] == "loading"
+
+    meanwhile = await send(client, cid, "How is it going?")
+    frames = await finished(client, meanwhile)
+
+    assert frames[-1].data["status"] == "completed"
+    await _settled_and_answered(client, provider, cid, gate, meanwhile["run_id"])

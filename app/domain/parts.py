@@ -18,6 +18,11 @@ ToolStatus = Literal[
 FINAL_TOOL_STATUSES: frozenset[str] = frozenset({"success", "error", "cancelled"})
 
 
+def _is_none(value: object) -> bool:
+    """Optional fields are left out of the JSON when unset, never sent as null."""
+    return value is None
+
+
 class _PartModel(BaseModel):
     # Parts come back from browsers that may add presentation fields of their own; those
     # are ignored rather than refused so that a client can send its history back as-is.
@@ -36,7 +41,9 @@ class TextPart(_PartModel):
     type: Literal["text"] = Field(
         default="text", description="Always `text`; selects the part kind."
     )
-    id: str | None = Field(default=None, description="Optional client-side id of the part.")
+    id: str | None = Field(
+        default=None, exclude_if=_is_none, description="Optional client-side id of the part."
+    )
     data: TextData = Field(description="The text.")
 
 
@@ -48,7 +55,9 @@ class ThinkingData(_PartModel):
         default="thought", description="`thinking` while it streams, `thought` when done."
     )
     signature: str | None = Field(
-        default=None, description="Provider signature that must travel back with the block."
+        default=None,
+        exclude_if=_is_none,
+        description="Provider signature that must travel back with the block.",
     )
 
 
@@ -58,7 +67,9 @@ class ThinkingPart(_PartModel):
     type: Literal["thinking"] = Field(
         default="thinking", description="Always `thinking`; selects the part kind."
     )
-    id: str | None = Field(default=None, description="Optional client-side id of the part.")
+    id: str | None = Field(
+        default=None, exclude_if=_is_none, description="Optional client-side id of the part."
+    )
     data: ThinkingData = Field(description="The reasoning and its status.")
 
 
@@ -78,31 +89,39 @@ class ToolData(_PartModel):
     toolName: str = Field(description="Name of the tool the model called.")
     toolCallId: str = Field(description="The provider's id of this call.")
     args: dict[str, Any] | None = Field(
-        default=None, description="Parsed JSON arguments; absent while they stream or if invalid."
+        default=None,
+        exclude_if=_is_none,
+        description="Parsed JSON arguments; absent while they stream or if invalid.",
     )
     status: ToolStatus = Field(description="Where the call stands; see the README.")
-    result: Any | None = Field(default=None, description="The tool's result once it has one.")
+    result: Any | None = Field(
+        default=None, exclude_if=_is_none, description="The tool's result once it has one."
+    )
     bodyContent: str | None = Field(
-        default=None, description="Human-readable text for the card (errors, summaries)."
+        default=None,
+        exclude_if=_is_none,
+        description="Human-readable text for the card (errors, summaries).",
     )
     mutates: bool | None = Field(
-        default=None, description="True when the tool changed data a UI may be showing."
+        default=None,
+        exclude_if=_is_none,
+        description="True when the tool changed data a UI may be showing.",
     )
     approvalId: str | None = Field(
         default=None,
-        exclude_if=lambda value: value is None,
+        exclude_if=_is_none,
         description="The approval a human decides for this call (sent only when set): "
         "`POST /api/approvals/{approvalId}`, or the decision in the next `/api/chat` turn.",
     )
     backgroundJobId: str | None = Field(
         default=None,
-        exclude_if=lambda value: value is None,
+        exclude_if=_is_none,
         description="The background job running this call (sent only when set): the part "
         "stays `loading` until its result continues the conversation in a new run.",
     )
     elicitation: Elicitation | None = Field(
         default=None,
-        exclude_if=lambda value: value is None,
+        exclude_if=_is_none,
         description="Set while the part is `waitingSubmission` because the tool asks the "
         "user a question (sent only when set): answer it with "
         "`POST /api/conversations/{id}/submissions/{toolCallId}`.",
@@ -124,8 +143,12 @@ class FileData(_PartModel):
 
     id: str = Field(description="Attachment id.")
     name: str = Field(description="File name as uploaded.")
-    mimeType: str | None = Field(default=None, description="MIME type, when known.")
-    url: str | None = Field(default=None, description="Where the file can be fetched.")
+    mimeType: str | None = Field(
+        default=None, exclude_if=_is_none, description="MIME type, when known."
+    )
+    url: str | None = Field(
+        default=None, exclude_if=_is_none, description="Where the file can be fetched."
+    )
 
 
 class FilePart(_PartModel):
@@ -139,7 +162,9 @@ class FilePart(_PartModel):
     type: Literal["file"] = Field(
         default="file", description="Always `file`; selects the part kind."
     )
-    id: str | None = Field(default=None, description="Optional client-side id of the part.")
+    id: str | None = Field(
+        default=None, exclude_if=_is_none, description="Optional client-side id of the part."
+    )
     data: FileData = Field(description="The attachment reference.")
 
     @model_validator(mode="before")

@@ -92,7 +92,8 @@ async def test_a_non_streamed_answer_is_a_chat_completion_with_typed_parts(
     assert body["choices"][0]["finish_reason"] == "stop"
     assert body["message"]["role"] == "assistant"
     assert body["message"]["content"] == [
-        {"type": "text", "id": None, "data": {"text": "Hello there."}}
+        # Optional fields (the part id here) are left out, never null.
+        {"type": "text", "data": {"text": "Hello there."}}
     ]
     assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
     assert body["messages"][-1] == body["message"]
@@ -154,6 +155,12 @@ async def test_streaming_and_not_give_identical_parts(client: ApiClient) -> None
 
     [end] = [f for f in frames if f.event == "message_end"]
     assert end.data["message"]["content"] == whole
+    # Optional fields are left out, never null (a client-tool card has no result yet).
+    tool_starts = [f.data["part"] for f in frames if f.event == "tool_start"]
+    for part in [*whole, *tool_starts]:
+        assert None not in part.values(), part
+        assert None not in part["data"].values(), part
+    assert "result" not in whole[1]["data"]
 
 
 @pytest.mark.parametrize("field", ["api_key", "base_url", "api_base"])

@@ -189,9 +189,7 @@ async def test_get_answers_messages_as_typed_parts(
     body = (await api.get(f"{URL}/{created['id']}")).json()
 
     assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
-    assert body["messages"][1]["content"] == [
-        {"type": "text", "id": None, "data": {"text": "Hello"}}
-    ]
+    assert body["messages"][1]["content"] == [{"type": "text", "data": {"text": "Hello"}}]
     assert body["message_count"] == 2
 
 

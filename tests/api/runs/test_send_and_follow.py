@@ -85,7 +85,7 @@ async def test_the_stored_conversation_holds_the_user_and_assistant_messages(
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[0]["content"] in (
         "Weather in Oslo?",
-        [{"type": "text", "id": None, "data": {"text": "Weather in Oslo?"}}],
+        [{"type": "text", "data": {"text": "Weather in Oslo?"}}],
     )
     answer = messages[1]["content"]
     assert answer[0]["type"] == "text"

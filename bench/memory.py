@@ -1,11 +1,13 @@
 """The `memory` scenario: RSS of one chat-bff worker against the number of open streams.
 
-    python -m bench.memory [--counts 1000,5000] [--pace-ms 1000] [--seconds N]
+    python -m bench.memory [--counts 1000,5000] [--pace-ms MS] [--seconds N]
     python -m bench.memory --soak 600 [--soak-streams 1000]
     python -m bench.memory --counts 200 --probe /tmp/probe   # what the objects are
 
 For each count N: a fresh worker (SQLite, one uvicorn worker) is warmed up, its RSS read
-(`before`); N slowly paced `/v1/chat/completions` streams are opened together (the
+(`before`); N slowly paced `/v1/chat/completions` streams are opened (400 more a second:
+all 5,000 in one instant kept one worker on 2 shared cores busy past the upstream
+timeouts; the
 upstream sends one chunk every `--pace-ms`, so each stream stays open for the whole
 window) and RSS is read once every stream has delivered its first token, or after
 `--seconds` on a machine too busy for that (`open`: the cost of N open streams, per
@@ -19,8 +21,11 @@ RSS at minute 2 (after the warm-up of the load); the slope over that span is rep
 
 The pace is the point: an open stream that waits for its model is what holds memory, and
 at 100 ms per chunk 5,000 streams are 50,000 chunks/s, more than one worker delivers, so
-RSS would measure the backlog, not the streams. `--pythonmalloc malloc` runs the worker
-with `PYTHONMALLOC=malloc` (see the README: what returns after a burst). File limits are
+RSS would measure the backlog, not the streams (and at 1 s, 5,000 streams still outran one
+worker on 2 shared cores until reads hit the upstream timeout). By default all N streams
+together get 1,000 chunks a second: one every max(1, N / 1000) s per stream.
+`--pythonmalloc malloc` runs the worker with `PYTHONMALLOC=malloc` (see the README: what
+returns after a burst). File limits are
 raised to the hard limit for the client, the upstream and the worker. Everything targets
 127.0.0.1 and ends within about twice the window per count (the soak: its length).
 """
@@ -43,13 +48,14 @@ from bench.client import Conn, open_conns
 from bench.measure import V1
 from bench.processes import Service, Upstream, catalogue, start_service, status_kb
 
-PACE_MS = 1000
+CHUNKS_PER_S = 1000  # all streams together: the pace is N / 1000 s, at least 1 s
 GOAL_KB_PER_STREAM = 50.0
 GOAL_AFTER_RATIO = 1.10
 GOAL_SOAK_RATIO = 1.05
 SOAK_CHUNKS = 30
 SOAK_SAMPLE_S = 10.0
 SOAK_FROM_S = 120.0
+RAMP_PER_S = 400  # new streams a second: 5,000 at once starved the worker past its timeouts
 TRIM_PERIOD_S = 30.0  # app.observability.memory.Trimmer's check
 
 
@@ -144,6 +150,7 @@ async def _warm(service: Service) -> None:
 async def one_count(
     upstream: Upstream, tmp: Path, count: int, args: argparse.Namespace
 ) -> dict[str, Any]:
+    args.pace_ms = args.pace or max(1000, count * 1000 // CHUNKS_PER_S)
     window = args.seconds if args.seconds is not None else 20.0 + 0.03 * count
     chunks = int(3 * window * 1000 / args.pace_ms) + 10  # outlives the window
     service = await _start(upstream, tmp, str(count), chunks, args.pace_ms, args)
@@ -155,8 +162,10 @@ async def one_count(
         began = time.perf_counter()
         conns = await open_conns(service.port, count)
         request = V1.request(service.port, chunks, args.pace_ms)
-        for c in conns:
-            c.send(request, marker=V1.marker)
+        for start in range(0, count, RAMP_PER_S // 4):  # a ramp, not one instant
+            for c in conns[start : start + RAMP_PER_S // 4]:
+                c.send(request, marker=V1.marker)
+            await asyncio.sleep(0.25)
         started = await _wait_first_tokens(conns, began + window)
         opened_s = time.perf_counter() - began
         await asyncio.sleep(2 * args.pace_ms / 1000)  # every open stream has buffers in flight
@@ -189,6 +198,7 @@ async def one_count(
 
 async def soak(upstream: Upstream, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Steady load for `args.soak` seconds; RSS every 10 s."""
+    args.pace_ms = args.pace or max(1000, args.soak_streams * 1000 // CHUNKS_PER_S)
     service = await _start(upstream, tmp, "soak", SOAK_CHUNKS, args.pace_ms, args)
     try:
         await _warm(service)
@@ -307,13 +317,14 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--counts", default="1000,5000")
-    parser.add_argument("--pace-ms", type=int, default=PACE_MS)
+    parser.add_argument("--pace-ms", type=int, default=0, help="default: N streams / 1000 s")
     parser.add_argument("--seconds", type=float, default=None, help="window to open them")
     parser.add_argument("--soak", type=float, default=0.0, help="seconds of steady load")
     parser.add_argument("--soak-streams", type=int, default=1000)
     parser.add_argument("--pythonmalloc", default="", help="PYTHONMALLOC for the worker")
     parser.add_argument("--probe", type=Path, default=None, help="object census directory")
     args = parser.parse_args()
+    args.pace = args.pace_ms
     args.count_list = [int(c) for c in args.counts.split(",")]
     args.max_count = args.soak_streams if args.soak else max(args.count_list)
     if args.probe is not None:

@@ -23,13 +23,23 @@ import math
 
 import anyio
 from sse_starlette.event import ServerSentEvent, ensure_bytes
-from sse_starlette.sse import (
-    AppStatus,
-    EventSourceResponse,
-    _ensure_watcher_started_on_this_loop,
-    _get_shutdown_state,
-)
+from sse_starlette.sse import AppStatus, EventSourceResponse
 from starlette.types import Receive, Scope, Send
+
+# Private parts of sse-starlette 3.7: its per-loop shutdown watcher and two methods of
+# the response. A release without them serves every stream with sse-starlette's own four
+# tasks instead: more memory per open stream, the same behaviour.
+try:
+    from sse_starlette.sse import (
+        _ensure_watcher_started_on_this_loop,
+        _get_shutdown_state,
+    )
+except ImportError:  # pragma: no cover - depends on the installed sse-starlette
+    LEAN_AVAILABLE = False
+else:
+    LEAN_AVAILABLE = all(
+        hasattr(EventSourceResponse, name) for name in ("_stream_response", "_send_with_timeout")
+    )
 
 
 class _Cancel:
@@ -48,7 +58,8 @@ class _Cancel:
 class LeanEventSourceResponse(EventSourceResponse):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
-            scope["type"] != "http"
+            not LEAN_AVAILABLE
+            or scope["type"] != "http"
             or scope["method"].upper() == "HEAD"
             or self.data_sender_callable is not None
             or self._shutdown_event is not None

@@ -308,7 +308,13 @@ async def test_a_tab_sees_a_batch_applied_then_undone_and_an_approval_expire(
     assert expired["id"] == "c2"
     assert expired["data"]["status"] == "error"
     assert "expired" in expired["data"]["bodyContent"]
-    parts = {p["id"]: p for m in stored if isinstance(m["content"], list) for p in m["content"]}
+    parts = {
+        p["id"]: p
+        for m in stored
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "tool"
+    }
     assert parts["c1"] == card(seen, "proposal_undone")  # a reload shows the same cards
     assert parts["c2"] == expired
 

@@ -22,6 +22,7 @@ from app.api.deps import CallerDep, FollowDep, StreamDep
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.follow import FollowOpened, MessageAdded
+from app.api.sse_lean import LeanEventSourceResponse
 from app.api.streaming import SSE_HEADERS
 from app.domain.errors import InvalidRequest
 from app.runs.following import Added, Cursor, Followed, Opened
@@ -102,7 +103,7 @@ async def follow_conversation(
         async for batch in followed:
             yield b"".join(_frame(f) for f in batch)
 
-    return EventSourceResponse(
+    return LeanEventSourceResponse(
         body(),
         headers=SSE_HEADERS,
         ping=config.heartbeat_seconds,

@@ -20,6 +20,7 @@ from app.api.deps import CallerDep, QueueDep, StreamDep
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.queue import PendingOut, QueueEventOut, QueueItemOut, QueueOut
+from app.api.sse_lean import LeanEventSourceResponse
 from app.api.streaming import SSE_HEADERS
 from app.domain.errors import InvalidRequest
 from app.store.repos.queue import Pending, QueueItem
@@ -120,7 +121,7 @@ async def queue_events(
                 yield _frame(out, retry=retry)
                 retry = None
 
-    return EventSourceResponse(
+    return LeanEventSourceResponse(
         frames(),
         headers=SSE_HEADERS,
         ping=config.heartbeat_seconds,

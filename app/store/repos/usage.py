@@ -105,29 +105,6 @@ class UsageRepo:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
-    async def record(
-        self,
-        *,
-        user_id: str,
-        roles: Sequence[str],
-        conversation_id: str | None,
-        run_id: str,
-        calls: Sequence[CallUsage],
-        at: datetime | None = None,
-        api_key_id: str | None = None,
-    ) -> None:
-        await self.insert(
-            usage_entries(
-                user_id=user_id,
-                roles=roles,
-                conversation_id=conversation_id,
-                run_id=run_id,
-                calls=calls,
-                at=at,
-                api_key_id=api_key_id,
-            )
-        )
-
     async def insert(self, entries: Sequence[UsageEntry]) -> None:
         """Write booked rows in one INSERT (a Core statement: the ORM's unit of work cost
         as much again as the round trip)."""

@@ -26,33 +26,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
+from app.observability.memory import glibc_heap
 
 
 def heap() -> dict[str, int]:
     """glibc's view of the heap, in KB (empty where mallinfo2 is missing)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2.restype = _MallInfo2
-    except (OSError, AttributeError):
+    found = glibc_heap()
+    if found is None:
         return {}
-    info = libc.mallinfo2()
+    info = found[0]()
     return {
         "arena_kb": info.arena // 1024,
         "in_use_kb": info.uordblks // 1024,

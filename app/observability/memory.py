@@ -24,7 +24,9 @@ from collections.abc import Callable
 log = logging.getLogger("chat_bff.memory")
 
 
-class _MallInfo2(ctypes.Structure):
+class MallInfo2(ctypes.Structure):
+    """glibc's `struct mallinfo2`: the heap's sizes in bytes."""
+
     _fields_ = [
         (name, ctypes.c_size_t)
         for name in (
@@ -42,17 +44,26 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
-def _glibc() -> tuple[Callable[[], int], Callable[[], object]] | None:
-    """(free bytes in the heap, trim) where glibc has both; None elsewhere."""
+def glibc_heap() -> tuple[Callable[[], MallInfo2], Callable[[], object]] | None:
+    """(glibc's `mallinfo2`, `malloc_trim(0)`) where glibc has both; None elsewhere."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         mallinfo2 = libc.mallinfo2
         trim = libc.malloc_trim
     except (OSError, AttributeError):
         return None
-    mallinfo2.restype = _MallInfo2
+    mallinfo2.restype = MallInfo2
     trim.argtypes = [ctypes.c_size_t]
-    return (lambda: int(mallinfo2().fordblks)), (lambda: trim(0))
+    return mallinfo2, (lambda: trim(0))
+
+
+def _glibc() -> tuple[Callable[[], int], Callable[[], object]] | None:
+    """(free bytes in the heap, trim) where glibc has both; None elsewhere."""
+    found = glibc_heap()
+    if found is None:
+        return None
+    mallinfo2, trim = found
+    return (lambda: int(mallinfo2().fordblks)), trim
 
 
 class Trimmer:

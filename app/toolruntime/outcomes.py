@@ -25,17 +25,22 @@ def jsonable(value: Any) -> Any:
     return valid_json(json.loads(json.dumps(result_to_json(value), default=str)))
 
 
-class StoredCall(Protocol):
-    """What an approval and a proposal keep of the call they stand for."""
+class CallPlace(Protocol):
+    """Where a stored call (an approval, a proposal, a question, a job) was made."""
 
-    @property
-    def scope(self) -> dict[str, Any]: ...
     @property
     def conversation_id(self) -> str | None: ...
     @property
     def run_id(self) -> str: ...
     @property
     def tool_call_id(self) -> str: ...
+
+
+class StoredCall(CallPlace, Protocol):
+    """What an approval and a proposal keep of the call they stand for."""
+
+    @property
+    def scope(self) -> dict[str, Any]: ...
     @property
     def model_id(self) -> str: ...
 

@@ -15,6 +15,7 @@ from app.domain.parts import ToolPart
 from app.store.database import Tx
 from app.store.repos.feed import PartEntry
 from app.store.repos.proposals import ProposalRecord
+from app.toolruntime.outcomes import CallPlace
 
 APPLIED_NOTE = "Applied: a human approved the proposal queue."
 REJECTED_NOTE = "Rejected: a human declined the proposal; nothing was applied."
@@ -55,15 +56,10 @@ async def settle_proposal_parts(
     return changes
 
 
-class StoredCall(Protocol):
-    """What every stored call (approval, question, job) says about where it was made."""
+class SettledCall(CallPlace, Protocol):
+    """A stored call (approval, question, job) whose card is settled: where it was made
+    and which tool it called."""
 
-    @property
-    def conversation_id(self) -> str | None: ...
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def tool_call_id(self) -> str: ...
     @property
     def tool_name(self) -> str: ...
 
@@ -82,7 +78,7 @@ class CardAudit:
 
 async def settle_card(
     tx: Tx,
-    call: StoredCall,
+    call: SettledCall,
     change: PartChange | None,
     *,
     key: str,

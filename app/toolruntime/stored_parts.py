@@ -12,6 +12,7 @@ from app.domain.parts import ToolPart, awaiting
 from app.domain.tooling import BackgroundStarted, ToolOutcome
 from app.store.database import Tx
 from app.store.repos.messages import MessageRepo
+from app.toolruntime.outcomes import CallPlace
 
 WAITING_STATUSES = frozenset({"loading", "waitingConfirmation", "waitingSubmission"})
 # What waits for a person (an approval, an answer, the browser's tool result).
@@ -71,13 +72,9 @@ async def rewrite_part(
     return part, ready, message.id
 
 
-class _StoredCall(Protocol):
+class _StoredCall(CallPlace, Protocol):
     @property
     def owner_id(self) -> str: ...
-    @property
-    def conversation_id(self) -> str | None: ...
-    @property
-    def tool_call_id(self) -> str: ...
 
 
 async def find_part(

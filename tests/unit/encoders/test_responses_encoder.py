@@ -44,9 +44,15 @@ def _frames(encoder: ResponsesEncoder, events: list[RunEvent]) -> list[dict[str,
     return frames
 
 
-def _encoder(client_tools: frozenset[str] = frozenset()) -> ResponsesEncoder:
+def _encoder(
+    client_tools: frozenset[str] = frozenset(), held_tools: frozenset[str] = frozenset()
+) -> ResponsesEncoder:
     return ResponsesEncoder(
-        response_id="resp_r1", model="scripted", created_at=1, client_tools=client_tools
+        response_id="resp_r1",
+        model="scripted",
+        created_at=1,
+        client_tools=client_tools,
+        held_tools=held_tools,
     )
 
 
@@ -138,13 +144,7 @@ def test_text_after_tools_is_a_new_message_item() -> None:
 def test_a_call_that_may_wait_for_a_person_shows_only_its_approval_request() -> None:
     """AIKit would show an announced `mcp_call` as a spinning card beside the approval."""
     waiting = tool("call_d", "delete_node", status="waitingConfirmation", args={"id": "n1"})
-    held = ResponsesEncoder(
-        response_id="resp_r1",
-        model="scripted",
-        created_at=1,
-        client_tools=frozenset(),
-        held_tools=frozenset({"delete_node"}),
-    )
+    held = _encoder(held_tools=frozenset({"delete_node"}))
     frames = _frames(
         held,
         [
@@ -166,13 +166,7 @@ def test_a_call_that_may_wait_for_a_person_shows_only_its_approval_request() -> 
 
 def test_a_held_call_that_ends_without_waiting_is_announced_with_its_outcome() -> None:
     refused = tool("call_d", "delete_node", status="error", args={"nope": 1})
-    held = ResponsesEncoder(
-        response_id="resp_r1",
-        model="scripted",
-        created_at=1,
-        client_tools=frozenset(),
-        held_tools=frozenset({"delete_node"}),
-    )
+    held = _encoder(held_tools=frozenset({"delete_node"}))
     frames = _frames(
         held,
         [

@@ -95,7 +95,7 @@ class Trimmer:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self._every)
-            if free() > self._free:
-                held = free()
+            held = free()
+            if held > self._free:
                 await loop.run_in_executor(None, trim)
                 log.info("returned free heap memory", extra={"free_bytes_before": held})

@@ -7,7 +7,6 @@ their own with injected providers.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -17,7 +16,15 @@ from app.agent.ports import ToolRuntime
 from app.auth.authenticator import AuthConfig, Authenticator
 from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
-from app.container_tools import build_tool_runtime, start_background
+from app.container_tools import (
+    build_mcp_sources,
+    build_router,
+    build_tool_catalog,
+    build_tool_runtime,
+    database_migrations,
+    offer_capabilities,
+    start_background,
+)
 from app.domain.models import Catalog, ModelInfo
 from app.files.attachments import Attachments
 from app.files.service import FileLimits, Files
@@ -26,7 +33,6 @@ from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
 from app.limits.run_hooks import LimitHooks
-from app.mcp.config import parse_servers
 from app.mcp.sources import McpSources
 from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
@@ -34,9 +40,7 @@ from app.observability.run_hooks import ObservabilityHooks
 from app.providers.base import Provider
 from app.providers.catalog import build_catalog
 from app.providers.scripted import ScriptedProvider, load_script
-from app.routing.catalogue import capabilities_tool, routed_tools
-from app.routing.embeddings import LazyEmbeddings
-from app.routing.router import CAPABILITIES_TOOL, RouterConfig, ToolRouter
+from app.routing.router import ToolRouter
 from app.runs.bus import Bus, LocalBus
 from app.runs.driver import RunLimits
 from app.runs.hooks import AllHooks
@@ -48,21 +52,15 @@ from app.runs.typed_answers import TypedAnswers
 from app.settings import Settings
 from app.store.database import Database
 from app.store.db import create_engine
-from app.store.migrate import Migrations, upgrade_database
+from app.store.migrate import upgrade_database
 from app.toolruntime.approvals import ApprovalService
 from app.toolruntime.background import BackgroundJobs
 from app.toolruntime.proposals import ProposalService
-from app.tools.access import ToolAccess
 from app.tools.catalog import ToolCatalog
-from app.tools.modules import load_tool_modules, migration_dirs
-from app.tools.registry import ToolRegistry
 from app.usage.book import UsageBook
 from app.usage.writer import UsageWriter
 
 log = logging.getLogger("chat_bff")
-
-# The example toolset, a tool package like any deployer's (see `tool_modules`).
-EXAMPLE_TOOLS = "app.examples.graph"
 
 
 @dataclass
@@ -180,78 +178,6 @@ def build_bus(settings: Settings) -> Bus:
 
         return RedisBus.from_url(settings.redis_url, timeout=settings.redis_timeout_seconds)
     return LocalBus()
-
-
-def tool_modules(settings: Settings) -> list[str]:
-    """The tool modules this deployment loads, in order: the example graph first where it
-    is on (`EXAMPLE_TOOLS_ENABLED`, by default in development only), then `TOOL_MODULES`."""
-    example = settings.example_tools_enabled
-    if example is None:
-        example = settings.environment == "development"
-    return [EXAMPLE_TOOLS, *settings.tool_modules] if example else list(settings.tool_modules)
-
-
-def database_migrations(settings: Settings) -> Migrations:
-    """The core plus the tables of the tool modules loaded; the example's revisions stay
-    known when it is off, so a database that once had it on still migrates."""
-    loaded = tool_modules(settings)
-    return Migrations(apply=migration_dirs(loaded), known=migration_dirs([EXAMPLE_TOOLS]))
-
-
-def build_tool_catalog(settings: Settings) -> ToolCatalog:
-    registry = ToolRegistry()
-    load_tool_modules(registry, tool_modules(settings))
-    access = ToolAccess(
-        allow=tuple(settings.tool_allow) if settings.tool_allow is not None else None,
-        deny=tuple(settings.tool_deny),
-        model_allow={k: tuple(v) for k, v in settings.tool_model_allow.items()},
-        model_deny={k: tuple(v) for k, v in settings.tool_model_deny.items()},
-    )
-    if router_offers_capabilities(settings, len(registry.all())):
-        registry.register(capabilities_tool(registry))
-    return ToolCatalog(registry, access)
-
-
-def build_mcp_sources(settings: Settings, registry: ToolRegistry) -> McpSources | None:
-    """`MCP_SERVERS` as tool sources over `registry`; a stdio server's allow-listed
-    variables are read from this process's environment here, and nowhere else."""
-    if settings.mcp_servers is None:
-        return None
-    configs = parse_servers(settings.mcp_servers.get_secret_value())
-    envs = {c.name: {k: os.environ[k] for k in c.env if k in os.environ} for c in configs}
-    return McpSources(configs, registry, envs=envs) if configs else None
-
-
-def offer_capabilities(settings: Settings, registry: ToolRegistry) -> None:
-    """Once MCP servers mounted their tools, the router may need the capabilities tool
-    that the service's own tools alone did not call for. A server still unreachable
-    counts as bringing tools: they arrive later, and the router reads the registry live."""
-    if registry.get(CAPABILITIES_TOOL) is None and router_offers_capabilities(
-        settings, max(len(registry.all()), 1)
-    ):
-        registry.register(capabilities_tool(registry))
-
-
-def router_offers_capabilities(settings: Settings, tools: int) -> bool:
-    """Whether some model may be routed here, so the capabilities tool is registered."""
-    modes = {settings.tool_router, *(m.tool_router for m in settings.catalogue_models())}
-    if tools == 0 or modes <= {"off", None}:
-        return False
-    return "on" in modes or tools > settings.tool_router_min_tools
-
-
-def build_router(settings: Settings, catalog: ToolCatalog) -> ToolRouter:
-    config = RouterConfig(
-        mode=settings.tool_router,
-        min_tools=settings.tool_router_min_tools,
-        top_k=settings.tool_router_top_k,
-        threshold=settings.tool_router_threshold,
-        max_tools=settings.tool_router_max_tools,
-    )
-    embeddings = LazyEmbeddings(
-        settings.tool_router_embeddings, max_query_tokens=settings.tool_router_query_tokens
-    )
-    return ToolRouter(lambda: routed_tools(catalog.registry), config, embeddings)
 
 
 def build_providers(settings: Settings, catalog: Catalog) -> dict[str, Provider]:

@@ -1,7 +1,7 @@
 """`chat-bff migrate`: bring the database schema up to date (or down, or say where it is).
 
 The schema is the core plus the tables of the tool modules the settings switch on (the
-example graph's, in development); `app.container.database_migrations` decides which.
+example graph's, in development); `app.container_tools.database_migrations` decides which.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from app.container import database_migrations
+from app.container_tools import database_migrations
 from app.settings import Settings
 from app.store.db import create_engine
 from app.store.migrate import current_revisions, downgrade_database, upgrade_database

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.container import database_migrations
+from app.container_tools import database_migrations
 from app.settings import Settings
 from app.tools.modules import migration_dirs
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from app.container import build_tool_catalog, tool_modules
+from app.container_tools import build_tool_catalog, tool_modules
 from app.domain.identity import Caller
 from app.settings import Settings
 from app.tools.access import ToolAccess

@@ -158,6 +158,19 @@ async def test_a_zip_bomb_dressed_as_xlsx_is_refused(
     assert _stored(app_settings) == []
 
 
+async def test_a_workbook_with_broken_xml_is_422_and_leaves_nothing(
+    api: ApiClient, app_settings: Settings
+) -> None:
+    response = await _upload(api, "book.xlsx", samples.xlsx_broken_sheet())
+
+    assert response.status_code == 422, response.text
+    assert response.json()["error"] == {
+        "code": "file_rejected",
+        "message": "The spreadsheet could not be read.",
+    }
+    assert _stored(app_settings) == []
+
+
 async def test_a_pdf_that_never_ends_is_refused_quickly(api: ApiClient) -> None:
     started = time.monotonic()
 

@@ -5,6 +5,8 @@ pdf(pages)          a valid multi-page PDF (raw PDF syntax with a correct xref),
 endless_pdf()       a PDF cut off inside a content stream: no endstream, no xref, no EOF
 xlsx(sheets)        a workbook with several sheets (openpyxl)
 zip_bomb_xlsx()     a workbook-shaped zip whose sheet inflates to 20 MB of zeros
+xlsx_rewritten(...) a workbook with its sheet's XML rewritten: a dimension claiming the
+                    whole grid, a row past the dimension, XML cut in half
 png()               a valid 2x2 PNG
 exe()               the first bytes of a Windows executable, to be renamed report.pdf
 """
@@ -12,9 +14,11 @@ exe()               the first bytes of a Windows executable, to be renamed repor
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 
 from openpyxl import Workbook
 
@@ -74,6 +78,40 @@ def xlsx(sheets: dict[str, list[list[object]]]) -> bytes:
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()
+
+
+def xlsx_rewritten(data: bytes, rewrite: Callable[[bytes], bytes]) -> bytes:
+    """The workbook with its first sheet's XML passed through `rewrite`."""
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(data)) as source,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive,
+    ):
+        for info in source.infolist():
+            body = source.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                body = rewrite(body)
+            archive.writestr(info, body)
+    return buffer.getvalue()
+
+
+def xlsx_claiming(dimension: str, far_row: int) -> bytes:
+    """A sheet with `top` in A1, whose `<dimension>` says `dimension`, and a cell `bottom`
+    in row `far_row` (past a small dimension, or at the end of a claimed huge one)."""
+
+    def rewrite(xml: bytes) -> bytes:
+        xml = re.sub(
+            rb"<dimension ref=\"[^\"]*\" ?/>", f'<dimension ref="{dimension}"/>'.encode(), xml
+        )
+        far = f'<row r="{far_row}"><c r="A{far_row}" t="inlineStr"><is><t>bottom</t></is></c></row>'
+        return xml.replace(b"</sheetData>", far.encode() + b"</sheetData>")
+
+    return xlsx_rewritten(xlsx({"S": [["top"]]}), rewrite)
+
+
+def xlsx_broken_sheet() -> bytes:
+    """A workbook whose sheet XML stops halfway through."""
+    return xlsx_rewritten(xlsx({"S": [["a", "b"], [1, 2]]}), lambda xml: xml[: len(xml) // 2])
 
 
 def zip_bomb_xlsx(inflated: int = 20 * 1024 * 1024) -> bytes:

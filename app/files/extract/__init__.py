@@ -12,9 +12,11 @@ stops where it is, with `truncated` set and a note saying what was left out.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
-from app.domain.files import Extraction, FileKind
+from app.domain.errors import ChatBffError
+from app.domain.files import Extraction, FileKind, FileRejected
 from app.files.extract.budget import Budget, ExtractionTimeout, ExtractLimits
 from app.files.extract.pdf import extract_pdf
 from app.files.extract.tabular import extract_csv, extract_json
@@ -22,15 +24,31 @@ from app.files.extract.xlsx import extract_xlsx
 
 __all__ = ["Budget", "ExtractLimits", "ExtractionTimeout", "extract"]
 
+log = logging.getLogger("chat_bff.files")
+
 READERS: dict[FileKind, Callable[[bytes, Budget], Extraction]] = {
     "pdf": extract_pdf,
     "xlsx": extract_xlsx,
     "csv": extract_csv,
     "json": extract_json,
 }
+_NAMES: dict[FileKind, str] = {"pdf": "PDF", "xlsx": "spreadsheet", "csv": "CSV", "json": "JSON"}
 
 
 def extract(kind: FileKind, data: bytes, budget: Budget) -> Extraction | None:
-    """The document's text; None for kinds a model reads as they are (images)."""
+    """The document's text; None for kinds a model reads as they are (images).
+
+    The readers parse hostile bytes with third-party libraries, which fail in more ways
+    than they document (an XML `ParseError` from a half sheet, an `AssertionError` deep
+    in a PDF filter): any failure is the file's, a `FileRejected` (422), never a 500.
+    """
     reader = READERS.get(kind)
-    return reader(data, budget) if reader is not None else None
+    if reader is None:
+        return None
+    try:
+        return reader(data, budget)
+    except ChatBffError:
+        raise
+    except Exception as exc:
+        log.info("document unreadable", extra={"kind": kind, "error": repr(exc)[:300]})
+        raise FileRejected(f"The {_NAMES[kind]} could not be read.") from exc

@@ -47,9 +47,19 @@ def table_rows(rows: Iterable[list[str]], out: TextBuilder, budget: Budget, name
             out.add("|" + " --- |" * max(width, 1) + "\n")
 
 
-def _sheet_rows(sheet: Any) -> Iterable[list[str]]:
+def _sheet_rows(sheet: Any, budget: Budget) -> Iterable[list[str]]:
+    """The sheet's non-empty rows, read from its cells and not from the size it claims.
+
+    `<dimension>` is whatever the writer put there: stale (rows past it would be left
+    out) or the whole grid (every row padded to 16384 columns, a million of them). So it
+    is dropped, each row is cut to the column limit before its cells are turned into
+    text, and the deadline is checked on every row, empty ones included.
+    """
+    sheet.reset_dimensions()
+    width = budget.limits.max_columns
     for values in sheet.iter_rows(values_only=True):
-        cells = [cell_text(v) for v in values]
+        budget.check_time()
+        cells = [cell_text(v) for v in values[: width + 1]]
         while cells and not cells[-1]:
             cells.pop()
         if cells:
@@ -73,7 +83,7 @@ def extract_xlsx(data: bytes, budget: Budget) -> Extraction:
                 out.cut(f"sheets after {budget.limits.max_sheets} left out of {len(names)}")
                 break
             out.add(f"## Sheet: {name}\n\n")
-            table_rows(_sheet_rows(book[name]), out, budget, f"sheet {name}")
+            table_rows(_sheet_rows(book[name], budget), out, budget, f"sheet {name}")
             if out.full:
                 break
             out.add("\n")

@@ -4,10 +4,12 @@ what it cut; broken documents are refused, never half-read silently."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 
 import pytest
 
-from app.domain.files import FileRejected
+from app.domain.files import Extraction, FileRejected
 from app.files.extract import Budget, ExtractionTimeout, ExtractLimits, extract
 from tests.files import samples
 
@@ -121,3 +123,44 @@ def test_json_is_summarised_then_cut_within_the_budget() -> None:
 
 def test_images_have_no_text() -> None:
     assert extract("png", samples.png(), _budget()) is None
+
+
+def test_rows_past_a_stale_dimension_are_still_read() -> None:
+    # Some writers leave `<dimension ref="A1:A1">` however far the data goes.
+    result = extract("xlsx", samples.xlsx_claiming("A1:A1", far_row=40), _budget())
+
+    assert result is not None
+    assert "| top |" in result.text and "| bottom |" in result.text
+
+
+def test_a_sheet_claiming_the_whole_grid_is_read_before_its_deadline() -> None:
+    # A 5 KB sheet that says A1:XFD1048576 (16384 columns by a million rows): padded out
+    # to what it claims, its rows would keep a worker busy for hours past the deadline,
+    # holding an extraction slot that every other upload waits for.
+    data = samples.xlsx_claiming("A1:XFD1048576", far_row=1_048_576)
+    outcome: list[object] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(_attempt(lambda: extract("xlsx", data, _budget(5.0)))),
+        daemon=True,
+    )
+
+    worker.start()
+    worker.join(60)
+
+    assert not worker.is_alive(), "the reader ran on past its deadline"
+    result = outcome[0]
+    assert isinstance(result, ExtractionTimeout) or (
+        isinstance(result, Extraction) and "| bottom |" in result.text
+    )
+
+
+def test_a_workbook_with_broken_sheet_xml_is_refused_not_an_error() -> None:
+    with pytest.raises(FileRejected, match="spreadsheet could not be read"):
+        extract("xlsx", samples.xlsx_broken_sheet(), _budget())
+
+
+def _attempt(read: Callable[[], object]) -> object:
+    try:
+        return read()
+    except FileRejected as exc:
+        return exc

@@ -6,8 +6,10 @@ so a text file is what it parses as: JSON when `json.loads` takes it, CSV when a
 delimiter splits most rows into the same two or more columns. Anything else, a renamed
 `.exe` or a plain text file, is an `UnsupportedFileType` naming what is accepted.
 
-`refuse_early` answers from the first bytes, so an upload that is plainly not a
-supported kind stops before the rest of it is read.
+A PNG or JPEG must be whole (a PNG's chunks run to IEND, a JPEG has its end marker), and
+a refused image or old binary Office file is named in the message (a GIF is told that
+images are PNG or JPEG). `refuse_early` answers from the first bytes, so an upload that
+is plainly not a supported kind stops before the rest of it is read.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import json
 
 import puremagic
 
-from app.domain.files import FileKind, UnsupportedFileType
+from app.domain.files import FileKind, FileRejected, UnsupportedFileType
 from app.files.archive import ArchiveLimits, check_archive, is_xlsx
 
 HEAD_BYTES = 8192
 _ZIP_MAGIC = b"PK\x03\x04"
+_OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MAGIC_KINDS: dict[str, FileKind] = {
     "application/pdf": "pdf",
     "image/png": "png",
@@ -56,12 +60,53 @@ def _text(data: bytes, *, partial: bool) -> str | None:
         return None
 
 
+def _what_it_is(head: bytes) -> str:
+    """What a refused binary file is, when its magic number says so."""
+    if head.startswith(_OLE2_MAGIC):
+        return "The file is an old binary Office document (.xls, .doc); save it as XLSX or PDF."
+    try:
+        matches = puremagic.magic_string(head)
+    except (puremagic.PureError, ValueError):
+        matches = []
+    for match in matches:
+        if match.mime_type.startswith("image/"):
+            subtype = match.mime_type.split("/", 1)[1].upper()
+            return f"The file is a {subtype} image; images are accepted as PNG or JPEG."
+    return "The file is not a PDF, spreadsheet, image or UTF-8 text."
+
+
 def refuse_early(head: bytes) -> None:
     """Raise `UnsupportedFileType` when the first bytes already rule every kind out."""
     if _magic_kind(head) is not None or head.startswith(_ZIP_MAGIC):
         return
     if _text(head, partial=True) is None:
-        raise UnsupportedFileType("The file is not a PDF, spreadsheet, image or UTF-8 text.")
+        raise UnsupportedFileType(_what_it_is(head))
+
+
+def _png_is_whole(data: bytes) -> bool:
+    """Chunks from the signature to IEND, each within the file (CRCs are not checked)."""
+    at = len(_PNG_MAGIC)
+    first = True
+    while at + 8 <= len(data):
+        length = int.from_bytes(data[at : at + 4], "big")
+        kind = data[at + 4 : at + 8]
+        if first and kind != b"IHDR":
+            return False
+        first = False
+        at += 12 + length
+        if at > len(data):
+            return False
+        if kind == b"IEND":
+            return True
+    return False
+
+
+def check_image(kind: FileKind, data: bytes) -> None:
+    """Refuse an image cut short (a broken download, a half-written file): a model's API
+    would refuse it later with a less useful error, in the middle of a conversation."""
+    whole = _png_is_whole(data) if kind == "png" else data.rfind(b"\xff\xd9") > 2
+    if not whole:
+        raise FileRejected(f"The {kind.upper()} image is truncated or damaged.")
 
 
 def _is_csv(text: str) -> bool:
@@ -83,7 +128,7 @@ def _is_csv(text: str) -> bool:
 def _text_kind(data: bytes) -> FileKind:
     text = _text(data, partial=False)
     if text is None:
-        raise UnsupportedFileType("The file is not a PDF, spreadsheet, image or UTF-8 text.")
+        raise UnsupportedFileType(_what_it_is(data[:HEAD_BYTES]))
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
@@ -102,7 +147,11 @@ def sniff(data: bytes, archive_limits: ArchiveLimits | None = None) -> FileKind:
 
     Blocking (parses up to the whole file): call it in a thread.
     """
+    if not data:
+        raise FileRejected("The file is empty.")
     kind = _magic_kind(data[:HEAD_BYTES])
+    if kind in ("png", "jpeg"):
+        check_image(kind, data)
     if kind is not None:
         return kind
     if data.startswith(_ZIP_MAGIC):

@@ -5,7 +5,8 @@ entire file before the route could count it).
 `read_file_part(request)` reads just far enough to know the file part's name, then
 returns it with an iterator over the part's bytes; the caller (the file service) counts
 and stores them. Parts other than the file (`field="file"`) are skipped, within a small
-budget.
+budget. A second file, or a file in a part with another name, is a 400 that says so:
+taking one file and dropping the other would lose it without a word.
 """
 
 from __future__ import annotations
@@ -55,10 +56,20 @@ class _State:
     def on_headers_finished(self) -> None:
         _, options = parse_options_header(self.disposition)
         name = options.get(b"name", b"").decode("utf-8", "replace")
-        if name == FILE_FIELD and not self.file_seen:
+        raw = options.get(b"filename")
+        if name == FILE_FIELD and self.file_seen:
+            raise InvalidRequest(
+                "Send one file per request: the form has a second part named `file`.",
+                code="invalid_upload",
+            )
+        if name == FILE_FIELD:
             self.in_file = self.file_seen = True
-            raw = options.get(b"filename")
             self.filename = raw.decode("utf-8", "replace") if raw is not None else None
+        elif raw is not None:
+            raise InvalidRequest(
+                f"The file is in a part named {name!r}; send it in a part named `file`.",
+                code="invalid_upload",
+            )
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self.in_file:
@@ -121,9 +132,7 @@ async def read_file_part(request: Request) -> tuple[str | None, AsyncIterator[by
         for piece in state.take():
             yield piece
         async for chunk in body:
-            if state.file_done:
-                continue  # the rest of the form: read, not kept
-            _feed(parser, chunk)
+            _feed(parser, chunk)  # after the file, the rest of the form is parsed, not kept
             for piece in state.take():
                 yield piece
         if not state.file_done:

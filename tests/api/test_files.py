@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 
 from app.settings import Settings
@@ -228,6 +229,55 @@ async def test_a_body_that_is_not_multipart_is_400(api: ApiClient) -> None:
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_upload"
+
+
+async def test_two_files_in_one_form_are_400_and_neither_is_kept(
+    api: ApiClient, app_settings: Settings
+) -> None:
+    response = await api.post(
+        "/api/files",
+        files=[("file", ("a.csv", samples.CSV_QUOTED)), ("file", ("b.png", samples.png()))],
+    )
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {
+        "code": "invalid_upload",
+        "message": "Send one file per request: the form has a second part named `file`.",
+    }
+    assert _stored(app_settings) == []
+
+
+async def test_a_file_in_a_part_with_another_name_is_400_naming_it(api: ApiClient) -> None:
+    response = await api.post(
+        "/api/files", data={"purpose": "assistants"}, files={"upload": ("a.csv", b"a,b\n1,2\n")}
+    )
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"] == (
+        "The file is in a part named 'upload'; send it in a part named `file`."
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "message"),
+    [
+        (samples.png(64, 64)[:60], 422, "The PNG image is truncated or damaged."),
+        (b"", 422, "The file is empty."),
+        (
+            b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00;",
+            415,
+            "The file is a GIF image; images are accepted as PNG or JPEG. Unsupported file "
+            "type; supported: PDF, XLSX, CSV, JSON, PNG, JPEG.",
+        ),
+    ],
+)
+async def test_broken_empty_and_unsupported_images_say_what_they_are(
+    api: ApiClient, data: bytes, status: int, message: str
+) -> None:
+    response = await _upload(api, "picture.png", data, "image/png")
+
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["message"] == message
 
 
 OWNER = bearer(hs_token(sub="owner"))

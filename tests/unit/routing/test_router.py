@@ -94,6 +94,29 @@ async def test_russian_word_forms_match_by_stem_and_never_by_substring() -> None
     assert (await r.route("какое средство выбрать")).keyword_hits == {}
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("raise a sev1 for the api", "create_incident"),
+     ("tear down the old sandbox", "delete_environment"),
+     ("залей сборку на прод", "deploy_service"),
+     ("покажи стектрейсы воркера", "search_logs"),
+     ("креды от stripe утекли", "rotate_secret"),
+     ("what is the disk usage of kafka", "query_metrics")],
+)  # fmt: skip
+async def test_everyday_and_jargon_names_of_the_example_tools_match(
+    text: str, expected: str
+) -> None:
+    assert expected in (await router(*OPS).route(text)).keyword_hits
+
+
+async def test_the_example_catalogue_keeps_graph_words_apart_from_dashboard_words() -> None:
+    # a Russian keyword is also matched by its stem less a trailing vowel: "графана" (a
+    # dashboard word) would have matched "графе" (in the graph)
+    hits = (await router(*OPS).route("кто в графе связан с Алисой?")).keyword_hits
+
+    assert set(hits) == {"get_graph", "connect"}
+
+
 async def test_a_one_letter_typo_in_a_long_word_still_matches() -> None:
     r = router(tool("deploys", "deployment"), tool("envs", "окружение"))
 
@@ -227,7 +250,8 @@ async def test_the_real_model_finds_a_tool_no_keyword_names() -> None:
     ["don't delete the backup", "не удаляй бэкап", "stop the backup", "отмена, не надо бэкап",
      "never restore backups", "не выкатывай релиз", "не надо удалять бэкап",
      "don't, actually, leave the backup", "yes, but don't delete the backup",
-     "approve? no, keep the environment", "хватит деплоить", "forget it, no rollback"],
+     "approve? no, keep the environment", "хватит деплоить", "forget it, no rollback",
+     "skip the migration today", "пожалуйста, не сноси песочницу", "отложи деплой"],
 )  # fmt: skip
 async def test_a_negated_request_never_preselects_a_mutating_tool(text: str) -> None:
     r = router(*OPS)

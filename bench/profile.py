@@ -74,6 +74,7 @@ async def profile(kind: str, seconds: float, top: int, keep: Path | None = None)
             models_json=catalogue([(200, 0), (20, 0), (5, 0), (500, 0)]),
             app_spec=["app.main:app"],
             tag="profile",
+            start_limit_s=120.0,  # a loaded machine starts slowly
         )
         port = service.port
         target = V1 if kind.startswith("v1") else CHAT

@@ -32,7 +32,7 @@ from app.domain.errors import ProviderError
 from app.domain.stream import ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
-from app.providers.pool import pool_limits
+from app.providers.pool import upstream_http_client
 from app.translate.anthropic.options import SUPPORTED as ANTHROPIC_OPTIONS
 from app.translate.anthropic.options import options_to_anthropic
 from app.translate.anthropic.stream import stream_event_to_events
@@ -72,8 +72,10 @@ class AnthropicProvider:
         self.name = name
         self._errors = UpstreamErrors(provider=name, label="Anthropic", secret=api_key)
         limits = httpx2.Timeout(timeout, connect=connect_timeout)
-        client = http_client or anthropic.DefaultAsyncHttpxClient(
-            timeout=limits, limits=pool_limits(max_connections)
+        client = http_client or upstream_http_client(
+            timeout=limits,
+            max_connections=max_connections,
+            sdk_default=anthropic.DefaultAsyncHttpxClient,
         )
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,

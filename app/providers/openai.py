@@ -31,7 +31,7 @@ from app.domain.errors import ProviderError
 from app.domain.stream import Finish, ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
-from app.providers.pool import pool_limits
+from app.providers.pool import upstream_http_client
 from app.translate.openai_chat.options import SUPPORTED as OPENAI_OPTIONS
 from app.translate.openai_chat.options import options_to_openai
 from app.translate.openai_chat.stream import chunk_to_events
@@ -75,10 +75,14 @@ class OpenAIProvider:
             base_url=base_url,
             timeout=limits,
             max_retries=max_retries,
-            # The SDK's own defaults (redirects, keep-alive pool) with our timeouts and
-            # pool size (one connection per open stream).
+            # The SDK's defaults (redirects, keep-alive) with our timeouts and pool size (one
+            # connection per open stream), on our O(1) pool (`app.providers.pool`).
             http_client=http_client
-            or openai.DefaultAsyncHttpxClient(timeout=limits, limits=pool_limits(max_connections)),
+            or upstream_http_client(
+                timeout=limits,
+                max_connections=max_connections,
+                sdk_default=openai.DefaultAsyncHttpxClient,
+            ),
         )
         # OpenAI itself wants `max_completion_tokens` (reasoning models refuse `max_tokens`);
         # compatible servers have long known only `max_tokens`.

@@ -294,6 +294,9 @@ class FakeOpenAIUpstream:
         self._ready = threading.Event()
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
+        self._busy: set[asyncio.StreamWriter] = set()  # reading or answering a request
+        self.connections_accepted = 0
+        self.most_connections_open = 0
         self.port = 0
 
     @property
@@ -336,6 +339,16 @@ class FakeOpenAIUpstream:
         if not self._ready.wait(5):
             raise RuntimeError("fake OpenAI upstream did not start")
 
+    def hang_up_idle(self) -> None:
+        """Close every connection not serving a request (a server's keep-alive timeout)."""
+
+        async def close() -> None:
+            for writer in list(self._connections):
+                if writer not in self._busy:
+                    writer.close()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(5)
+
     def stop(self) -> None:
         async def shutdown() -> None:
             if self._server is not None:
@@ -367,19 +380,24 @@ class FakeOpenAIUpstream:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._connections.add(writer)
+        self.connections_accepted += 1
+        self.most_connections_open = max(self.most_connections_open, len(self._connections))
         try:
             while True:
                 request = await _read_request(reader)
                 if request is None:
                     break
+                self._busy.add(writer)
                 reply, index = self._take(request)
                 keep_alive = await self._respond(reply, index, request, reader, writer)
+                self._busy.discard(writer)
                 if not keep_alive or request.headers.get("connection") == "close":
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             self._connections.discard(writer)
+            self._busy.discard(writer)
             writer.close()
 
     def _take(self, request: RecordedRequest) -> tuple[Encoded, int]:

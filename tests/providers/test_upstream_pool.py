@@ -1,0 +1,132 @@
+"""The upstream connection pool under the SDK clients (`app.providers.transport`), seen
+from the fake upstream's side: connections reused, bounded, replaced and freed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx2
+import openai
+import pytest
+
+from app.domain.messages import Message
+from app.domain.stream import ModelRequest
+from app.providers.openai import OpenAIProvider
+from app.providers.pool import upstream_http_client
+from app.providers.transport import UpstreamPool
+from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
+from tests.support.non_streaming import fold
+
+
+def make_provider(upstream: FakeOpenAIUpstream, **overrides: object) -> OpenAIProvider:
+    options: dict[str, object] = {
+        "api_key": "sk-test",
+        "base_url": upstream.base_url,
+        "timeout": 5.0,
+        "connect_timeout": 2.0,
+        "max_retries": 0,
+    }
+    options.update(overrides)
+    return OpenAIProvider(**options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def provider(openai_upstream: FakeOpenAIUpstream) -> AsyncIterator[OpenAIProvider]:
+    provider = make_provider(openai_upstream)
+    yield provider
+    await provider.aclose()
+
+
+def ask(text: str = "Hi") -> ModelRequest:
+    return ModelRequest(model="gpt-4o-mini", messages=[Message(role="user", content=text)])
+
+
+async def answer_text(provider: OpenAIProvider) -> str:
+    response = await fold(provider.stream(ask()))
+    return "".join(getattr(p.data, "text", "") for p in response.parts)
+
+
+async def test_answers_one_after_another_share_one_connection(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    for n in range(5):
+        openai_upstream.enqueue(Completion(text=f"answer {n}"))
+    texts = [await answer_text(provider) for _ in range(5)]
+    assert texts == [f"answer {n}" for n in range(5)]
+    assert openai_upstream.connections_accepted == 1
+
+
+async def test_more_streams_than_connections_wait_for_a_free_one(
+    openai_upstream: FakeOpenAIUpstream,
+) -> None:
+    provider = make_provider(openai_upstream, max_connections=2)
+    for n in range(6):
+        openai_upstream.enqueue(Completion(text=f"slow words {n}", delay=0.02))
+    try:
+        texts = await asyncio.gather(*(answer_text(provider) for _ in range(6)))
+    finally:
+        await provider.aclose()
+    assert sorted(texts) == sorted(f"slow words {n}" for n in range(6))
+    assert openai_upstream.most_connections_open == 2
+
+
+async def test_a_connection_the_upstream_closed_while_idle_is_replaced_without_an_error(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text="first"), Completion(text="second"))
+    assert await answer_text(provider) == "first"
+    openai_upstream.hang_up_idle()
+    await asyncio.sleep(0.05)  # the FIN reaches the client's socket
+    assert await answer_text(provider) == "second"  # max_retries=0: no retry hid a failure
+    assert openai_upstream.connections_accepted == 2
+
+
+async def test_a_stream_abandoned_midway_frees_its_connection(
+    openai_upstream: FakeOpenAIUpstream,
+) -> None:
+    provider = make_provider(openai_upstream, max_connections=1)
+    openai_upstream.enqueue(
+        Completion(text=["many", " slow", " words"] * 20, delay=0.05), Completion(text="next")
+    )
+    try:
+        stream = provider.stream(ask())
+        await anext(stream)
+        await stream.aclose()
+        await openai_upstream.stream_ended(0)
+        assert await asyncio.wait_for(answer_text(provider), 3) == "next"
+    finally:
+        await provider.aclose()
+    assert openai_upstream.streams[0].outcome == "client_disconnected"
+
+
+async def test_a_request_waits_at_most_the_pool_timeout_for_a_connection(
+    openai_upstream: FakeOpenAIUpstream,
+) -> None:
+    openai_upstream.enqueue(Completion(text=["held"] * 40, delay=0.05))
+    pool = UpstreamPool(max_connections=1, max_keepalive_connections=1)
+    async with httpx2.AsyncClient(transport=pool, timeout=httpx2.Timeout(5, pool=0.1)) as client:
+        url = openai_upstream.base_url + "/chat/completions"
+        body = {"model": "m", "messages": [], "stream": True}
+        async with client.stream("POST", url, json=body) as held:
+            assert held.status_code == 200
+            with pytest.raises(httpx2.PoolTimeout):
+                await client.post(url, json=body)
+    assert openai_upstream.connections_accepted == 1
+
+
+def test_a_proxy_in_the_environment_keeps_the_sdks_own_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our pool speaks to the upstream directly; only the SDK's client routes via a proxy."""
+    timeout = httpx2.Timeout(5)
+    direct = upstream_http_client(
+        timeout=timeout, max_connections=10, sdk_default=openai.DefaultAsyncHttpxClient
+    )
+    assert isinstance(direct._transport, UpstreamPool)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    proxied = upstream_http_client(
+        timeout=timeout, max_connections=10, sdk_default=openai.DefaultAsyncHttpxClient
+    )
+    assert isinstance(proxied, openai.DefaultAsyncHttpxClient)
+    assert not isinstance(proxied._transport, UpstreamPool)

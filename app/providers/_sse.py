@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import anyio
 import httpx2
@@ -104,30 +104,49 @@ def is_blank(data: bytes) -> bool:
     return not data.strip()
 
 
+def body(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
+    """`response`'s body as it arrives, read below httpx's per-chunk layers when it can be.
+
+    A body without a content-encoding (every model API's SSE in practice) is iterated
+    straight from the transport's stream: `aiter_bytes` would add two generators per
+    network read (`aiter_raw`, then a decoder and a chunker that pass identity bytes
+    through). A compressed body still goes through `aiter_bytes`, which decodes it.
+    Either way the caller closes the response.
+    """
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("identity", "") or not isinstance(response.stream, httpx2.AsyncByteStream):
+        return response.aiter_bytes()
+    response.is_stream_consumed = True  # as aiter_raw marks it: no second reader
+    # Both httpx's bound stream and our transport's body iterate as async generators.
+    return cast("AsyncGenerator[bytes, None]", aiter(response.stream))
+
+
 async def events(
     response: httpx2.Response, *, end: bytes | None = None
 ) -> AsyncGenerator[SSEvent, None]:
     """The events of `response`'s body, in order, as they arrive.
 
     `end` is a data value that ends the stream (OpenAI's `[DONE]`): it is not yielded,
-    and the body after it is read for at most 100 ms so that an HTTP/1.1 connection can
-    go back to the pool (it can only once its body has been read to the end; the marker
-    usually comes with the body's last bytes, so this costs one read). HTTP/2 closes a
-    single stream, so there is nothing to wait for. Transport errors pass through for
-    the provider to map, except while draining: the answer is complete by then.
+    and the body after it is drained (`drain`). Transport errors pass through for the
+    provider to map, except while draining: the answer is complete by then.
     """
     decoder = SSEDecoder()
-    async with aclosing(response.aiter_bytes()) as chunks:
+    async with aclosing(body(response)) as chunks:
         async for chunk in chunks:
             for event in decoder.feed(chunk):
                 if end is not None and event.data.startswith(end):
-                    if response.http_version == "HTTP/1.1":
-                        await _drain(chunks)
+                    await drain(response, chunks)
                     return
                 yield event
 
 
-async def _drain(chunks: AsyncIterator[bytes]) -> None:
+async def drain(response: httpx2.Response, chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the end marker for at most 100 ms, so that an HTTP/1.1
+    connection can go back to the pool (it can only once its body has been read to the
+    end; the marker usually comes with the body's last bytes, so this costs one read).
+    HTTP/2 closes a single stream, so there is nothing to wait for."""
+    if response.http_version != "HTTP/1.1":
+        return
     with anyio.move_on_after(_DRAIN_SECONDS):
         try:
             async for _ in chunks:

@@ -120,17 +120,26 @@ class OpenAIProvider:
         with self._mapped_errors():
             response = await self._send(params)
             try:
-                finished = False
+                # `_sse.events` inlined: one async generator less per chunk on the hot path.
+                decoder = _sse.SSEDecoder()
+                finished = done = False
                 first = True
-                async with aclosing(_sse.events(response, end=b"[DONE]")) as events:
-                    async for event in events:
-                        chunk = self._chunk(event, response)
-                        if chunk is None:
-                            continue
-                        for item in chunk_to_events(chunk, first=first):
-                            finished = finished or isinstance(item, Finish)
-                            yield item
-                        first = False
+                async with aclosing(_sse.body(response)) as body:
+                    async for data in body:
+                        for event in decoder.feed(data):
+                            if event.data.startswith(b"[DONE]"):
+                                done = True
+                                break
+                            chunk = self._chunk(event, response)
+                            if chunk is None:
+                                continue
+                            for item in chunk_to_events(chunk, first=first):
+                                finished = finished or isinstance(item, Finish)
+                                yield item
+                            first = False
+                        if done:
+                            await _sse.drain(response, body)
+                            break
             finally:
                 await response.aclose()
             if not finished:

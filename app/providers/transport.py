@@ -105,14 +105,6 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         self._waiting: deque[anyio.Event] = deque()
         self._closed = False
 
-    @property
-    def open_connections(self) -> int:
-        return self._open
-
-    @property
-    def idle_connections(self) -> int:
-        return self._idle_count
-
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         assert isinstance(request.stream, AsyncIterable)
         url = request.url
@@ -152,9 +144,9 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         )
 
     async def _acquire(self, origin: httpcore2.Origin) -> httpcore2.AsyncHTTPConnection:
-        if self._closed:
-            raise httpx2.PoolTimeout("the upstream connection pool is closed")
         while True:
+            if self._closed:
+                raise httpx2.PoolTimeout("the upstream connection pool is closed")
             connection = await self._take_idle(origin)
             if connection is not None:
                 return connection

@@ -128,6 +128,17 @@ class LazyEmbeddings:
     def available(self) -> bool:
         return self._get() is not None
 
+    def ready_for(self, text: str, corpora: Sequence[Sequence[str]]) -> bool:
+        """Whether `similarities` would only multiply cached vectors (the request seen
+        recently, the tools unchanged): then it costs microseconds, and the caller may
+        skip the hop to a worker thread, which waits for a core on a busy machine."""
+        built = self._matrix
+        return (
+            text in self._queries
+            and built is not None
+            and built[0] == tuple(tuple(c) for c in corpora)
+        )
+
     def similarities(self, text: str, corpora: Sequence[Sequence[str]]) -> list[float]:
         """For each corpus (a tool's passages), the best cosine similarity to `text`."""
         embedder = self._get()

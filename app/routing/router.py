@@ -134,7 +134,10 @@ class ToolRouter:
         if len(ranked) < self.config.fallback_below and text.strip():
             corpora = [self._corpora[n] for n in known]
             if self.embeddings.available:
-                sims = await asyncio.to_thread(self.embeddings.similarities, text, corpora)
+                if self.embeddings.ready_for(text, corpora):
+                    sims = self.embeddings.similarities(text, corpora)
+                else:
+                    sims = await asyncio.to_thread(self.embeddings.similarities, text, corpora)
                 scores = dict(zip(known, sims, strict=True))
                 route.fallback_used = True
                 route.reason = "keywords + embeddings"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,6 +54,26 @@ async def test_a_repeated_request_is_embedded_once() -> None:
     again = await r.route("please find it")
 
     assert embedder.queries == ["please find it"]
+    assert first.tools == again.tools == ["a"]
+
+
+async def test_a_repeated_request_is_answered_without_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hops: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(func: Any, *args: Any) -> Any:
+        hops.append(args[0])
+        return await to_thread(func, *args)
+
+    monkeypatch.setattr("app.routing.router.asyncio.to_thread", counted)
+    r = routed(Counting(), [tool("a", "a match"), tool("b", "other")])
+
+    first = await r.route("please find it")
+    again = await r.route("please find it")
+
+    assert hops == ["please find it"]  # the model's pass, once; the repeat is inline
     assert first.tools == again.tools == ["a"]
 
 

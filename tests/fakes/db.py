@@ -14,6 +14,9 @@ Postgres, each time with a database made for this test alone.
                    session (file copy / `CREATE DATABASE ... TEMPLATE`), so a test pays
                    ~50 ms instead of a full migration.
     postgres_url   an empty Postgres database, unparametrized (Postgres-only tests).
+    end_connections(url)
+                   a function, not a fixture: ends every backend of that Postgres
+                   database (`pg_terminate_backend`), as a server restart would.
     db_engine      an AsyncEngine on `migrated_database_url`.
     db_sessions    an async_sessionmaker on `db_engine` (expire_on_commit=False), e.g.
                    `async with db_sessions.begin() as s: await ConversationRepo(s).create(...)`.
@@ -93,6 +96,26 @@ async def _admin() -> asyncpg.Connection:
         _unreachable.append(f"{type(exc).__name__}: {exc}")
         _unavailable(_unreachable[0])
         raise  # unreachable: skip/fail raise
+
+
+async def end_connections(database_url: str) -> int:
+    """End every backend connected to this Postgres database, as a restart of the server
+    would, and wait until they are gone; returns how many there were."""
+    admin = await _admin()
+    try:
+        # The backends first, then the ending: Postgres may evaluate a WHERE clause in
+        # any order, and this must never end a connection of another database.
+        pids = await admin.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            make_url(database_url).database,
+        )
+        ended: int = await admin.fetchval(
+            "SELECT count(*) FROM unnest($1::int[]) AS pid WHERE pg_terminate_backend(pid, 5000)",
+            [row["pid"] for row in pids],
+        )
+    finally:
+        await admin.close()
+    return ended
 
 
 def _pg_url(name: str) -> str:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.domain.errors import NotFound
 from app.domain.events import RunEnd, RunStart, SequencedEvent, TextDeltaEvent, UsageInfo
 from app.store.repos import ConversationRepo, EventRepo, RunRepo, record_audit
-from app.store.tables.core import AuditRow
+from app.store.tables.core import AuditRow, RunEventRow
 
 Sessions = async_sessionmaker[AsyncSession]
 
@@ -112,3 +114,20 @@ async def test_audit_details_never_keep_secret_looking_values(db_sessions: Sessi
 
     assert row is not None
     assert row.details == {"name": "ci", "api_key": "[redacted]", "nested": {"token": "[redacted]"}}
+
+
+async def test_a_batch_is_stored_at_its_time_like_any_other_timestamp(
+    db_sessions: Sessions, run_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = datetime(2026, 5, 4, 3, 2, 1, 123456, tzinfo=UTC)
+    monkeypatch.setattr("app.store.repos.events.utcnow", lambda: at)
+    async with db_sessions.begin() as s:
+        await EventRepo(s).append_many(run_id, _events(run_id, 3))
+    async with db_sessions() as s:
+        # Compared in SQL with a bound timestamp: the stored form must be the column's own.
+        same_time = select(func.count()).where(RunEventRow.created_at == at)
+        found = await s.scalar(same_time)
+        stored = await s.scalars(select(RunEventRow.created_at))
+
+    assert found == 3
+    assert set(stored) == {at}

@@ -9,7 +9,7 @@ import json
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Row, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
@@ -18,6 +18,7 @@ from app.domain.errors import InvalidRequest, NotFound
 from app.domain.tooling import ConversationMode
 from app.store.records import ArchivedFilter, ConversationPage, ConversationRecord
 from app.store.repos.rowcount import rowcount
+from app.store.repos.turn_statements import CONVERSATION
 from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
 from app.store.tables.types import new_id, utcnow
 
@@ -28,7 +29,9 @@ def conversation_not_found() -> NotFound:
     return NotFound(NOT_FOUND_MESSAGE)
 
 
-def to_record(row: ConversationRow) -> ConversationRecord:
+def to_record(row: ConversationRow | Row[Any]) -> ConversationRecord:
+    """The record of a row, read through the ORM or as a Core row of the table."""
+    metadata = row.metadata_ if isinstance(row, ConversationRow) else row.metadata
     return ConversationRecord(
         id=row.id,
         owner_id=row.owner_id,
@@ -38,7 +41,7 @@ def to_record(row: ConversationRow) -> ConversationRecord:
         system_prompt=row.system_prompt,
         mode=cast(ConversationMode, row.mode),
         scope=dict(row.scope or {}),
-        metadata=dict(row.metadata_ or {}),
+        metadata=dict(metadata or {}),
         archived_at=row.archived_at,
         created_at=row.created_at,
         updated_at=row.updated_at,
@@ -147,7 +150,15 @@ class ConversationRepo:
     async def get(
         self, owner_id: str, conversation_id: str, *, include_archived: bool = True
     ) -> ConversationRecord:
-        row = await self._row(owner_id, conversation_id, include_archived=include_archived)
+        if not include_archived:
+            return to_record(await self._row(owner_id, conversation_id, include_archived=False))
+        # Every turn starts here: a prebuilt Core statement, the row read as a tuple.
+        found = await self._session.execute(
+            CONVERSATION, {"p_cid": conversation_id, "p_owner": owner_id}
+        )
+        row = found.one_or_none()
+        if row is None:
+            raise conversation_not_found()
         return to_record(row)
 
     async def list(

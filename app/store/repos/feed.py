@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.store.repos.turn_statements import INSERT_FEED_ENTRY
 from app.store.tables.feed import FeedRow
 from app.store.tables.types import utcnow
 
@@ -89,21 +90,16 @@ class FeedRepo:
         """One entry, numbered after the conversation's last in the same statement. The
         caller holds the conversation's row lock (the run claim, `conversations.lock`),
         so numbers follow commit order and a reader never sees a smaller one appear later."""
-        following = (
-            select(func.coalesce(func.max(FeedRow.seq), 0) + 1)
-            .where(FeedRow.conversation_id == conversation_id)
-            .scalar_subquery()
-        )
         await self._session.execute(
-            insert(FeedRow).values(
-                conversation_id=conversation_id,
-                seq=following,
-                kind=kind,
-                item_id=item_id,
-                run_id=run_id,
-                data=data,
-                created_at=utcnow(),
-            )
+            INSERT_FEED_ENTRY,
+            {
+                "p_cid": conversation_id,
+                "p_kind": kind,
+                "p_item": item_id,
+                "p_run": run_id,
+                "p_data": data,
+                "p_now": utcnow(),
+            },
         )
         self._touched.add(conversation_topic(conversation_id))
 

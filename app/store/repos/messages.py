@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import and_, case, func, select, update
+from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import Conflict, InvalidRequest, NotFound
@@ -18,6 +18,12 @@ from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.store.message_codec import decode_message, encode_content
 from app.store.records import MessageRecord
 from app.store.repos.conversations import ConversationRepo, conversation_not_found
+from app.store.repos.turn_statements import (
+    HISTORY,
+    INSERT_MESSAGE,
+    NEXT_POSITION,
+    bump_conversation,
+)
 from app.store.tables.core import ConversationRow, MessageRow
 from app.store.tables.types import utcnow
 
@@ -53,7 +59,16 @@ class NotClaimed(Exception):
 
 
 def to_record(row: MessageRow) -> MessageRecord:
-    payload = {"id": row.id, "role": row.role, "content": row.content, "metadata": row.metadata_}
+    return _record_of(row, row.metadata_)
+
+
+def _core_record(row: Any) -> MessageRecord:
+    """`to_record` for a row of the `messages` table read with Core (columns by name)."""
+    return _record_of(row, row.metadata)
+
+
+def _record_of(row: Any, metadata: dict[str, Any] | None) -> MessageRecord:
+    payload = {"id": row.id, "role": row.role, "content": row.content, "metadata": metadata}
     return MessageRecord(
         conversation_id=row.conversation_id,
         position=row.position,
@@ -95,42 +110,31 @@ class MessageRepo:
             raise InvalidRequest(
                 f"A message id is at most {MESSAGE_ID_MAX_CHARS} characters.", param="id"
             )
-        values: dict[str, Any] = {
-            "message_count": ConversationRow.message_count + 1,
-            "updated_at": utcnow(),
-        }
         text_preview = preview(message)
-        if text_preview is not None:
-            values["last_message_preview"] = text_preview
         title = auto_title(message.text()) if message.role == "user" else None
-        if title is not None:
-            keep_title = ConversationRow.title.is_not(None) | ConversationRow.title_set_by_user
-            values["title"] = case((keep_title, ConversationRow.title), else_=title)
-        if release_run_id is not None:
-            values["active_run_id"] = case(
-                (ConversationRow.active_run_id == release_run_id, None),
-                else_=ConversationRow.active_run_id,
-            )
-        where = [ConversationRow.id == conversation_id, ConversationRow.owner_id == owner_id]
-        if claim_run_id is not None:
-            where.append(ConversationRow.active_run_id.is_(None))
-            values["active_run_id"] = claim_run_id
-        touched = await self._session.execute(
-            update(ConversationRow)
-            .where(*where)
-            .values(**values)
-            .returning(ConversationRow.id)
-            .execution_options(synchronize_session=False)
+        now = utcnow()
+        bump = bump_conversation(
+            preview=text_preview is not None,
+            title=title is not None,
+            release=release_run_id is not None,
+            claim=claim_run_id is not None,
         )
+        params: dict[str, Any] = {"p_cid": conversation_id, "p_owner": owner_id, "p_now": now}
+        for name, value in (
+            ("p_preview", text_preview),
+            ("p_title", title),
+            ("p_release", release_run_id),
+            ("p_claim", claim_run_id),
+        ):
+            if value is not None:
+                params[name] = value
+        touched = await self._session.execute(bump, params)
         if touched.one_or_none() is None:
             raise NotClaimed() if claim_run_id is not None else conversation_not_found()
         # One round trip: the last position, and whether the id is taken already.
         last, taken = (
             await self._session.execute(
-                select(
-                    func.max(MessageRow.position),
-                    func.count().filter(MessageRow.id == message.id),
-                ).where(MessageRow.conversation_id == conversation_id)
+                NEXT_POSITION, {"p_cid": conversation_id, "p_mid": message.id}
             )
         ).one()
         if taken:
@@ -138,23 +142,33 @@ class MessageRepo:
                 "This conversation already has a message with that id.",
                 code="message_id_taken",
             )
-        row = MessageRow(
+        record = MessageRecord(
             conversation_id=conversation_id,
-            id=message.id,
-            owner_id=owner_id,
             position=(last + 1) if last is not None else 0,
-            role=message.role,
-            content=encode_content(message),
-            schema_version=MESSAGE_SCHEMA_VERSION,
-            metadata_=message.metadata,
+            message=message,
             run_id=run_id,
-            created_at=utcnow(),
+            created_at=now,
             superseded_at=None,
             superseded_by=None,
         )
-        self._session.add(row)
-        await self._session.flush()
-        return to_record(row)
+        await self._session.execute(
+            INSERT_MESSAGE,
+            {
+                "conversation_id": conversation_id,
+                "id": message.id,
+                "owner_id": owner_id,
+                "position": record.position,
+                "role": message.role,
+                "content": encode_content(message),
+                "schema_version": MESSAGE_SCHEMA_VERSION,
+                "metadata": message.metadata,
+                "run_id": run_id,
+                "created_at": now,
+                "superseded_at": None,
+                "superseded_by": None,
+            },
+        )
+        return record
 
     async def upsert(
         self,
@@ -229,13 +243,17 @@ class MessageRepo:
         caller already found the conversation is the owner's (no round trip to say so)."""
         if not checked:
             await self._check_conversation(owner_id, conversation_id)
+        if not include_superseded:
+            # The turn's history: a prebuilt Core statement, rows read as tuples.
+            rows = await self._session.execute(
+                HISTORY, {"p_cid": conversation_id, "p_owner": owner_id}
+            )
+            return [_core_record(r) for r in rows]
         query = select(MessageRow).where(
             MessageRow.conversation_id == conversation_id, MessageRow.owner_id == owner_id
         )
-        if not include_superseded:
-            query = query.where(MessageRow.superseded_at.is_(None))
-        rows = (await self._session.execute(query.order_by(MessageRow.position))).scalars()
-        return [to_record(r) for r in rows]
+        stored = (await self._session.execute(query.order_by(MessageRow.position))).scalars()
+        return [to_record(r) for r in stored]
 
     async def history(
         self, owner_id: str, conversation_id: str, *, checked: bool = False

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.domain.errors import NotFound
 from app.domain.events import RunStatus
 from app.store.records import RunRecord
+from app.store.repos.turn_statements import INSERT_RUN, UPDATE_RUN
 from app.store.tables.core import RunRow
 from app.store.tables.types import utcnow
 
@@ -53,25 +54,25 @@ class RunRepo:
         instance_id: str | None = None,
     ) -> RunRecord:
         """A new run in status `running` (`conversation_id` None for stateless runs)."""
-        row = RunRow(
-            id=run_id,
-            conversation_id=conversation_id,
-            owner_id=owner_id,
-            status="running",
-            model=model,
-            assistant_message_id=assistant_message_id,
-            created_at=utcnow(),
-            ended_at=None,
-            usage=None,
-            error=None,
-            last_seq=0,
-            options=options,
-            instance_id=instance_id,
-            heartbeat_at=utcnow(),
+        now = utcnow()
+        values: dict[str, Any] = {
+            "id": run_id,
+            "conversation_id": conversation_id,
+            "owner_id": owner_id,
+            "status": "running",
+            "model": model,
+            "assistant_message_id": assistant_message_id,
+            "created_at": now,
+            "ended_at": None,
+            "usage": None,
+            "error": None,
+            "last_seq": 0,
+            "options": options,
+        }
+        await self._session.execute(
+            INSERT_RUN, {**values, "instance_id": instance_id, "heartbeat_at": now}
         )
-        self._session.add(row)
-        await self._session.flush()
-        return to_record(row)
+        return RunRecord(**values)
 
     async def get(
         self, owner_id: str, run_id: str, conversation_id: str | None = None
@@ -100,12 +101,7 @@ class RunRepo:
             values["usage"] = usage
         if last_seq is not None:
             values["last_seq"] = last_seq
-        result = await self._session.execute(
-            update(RunRow)
-            .where(RunRow.id == run_id)
-            .values(**values)
-            .execution_options(synchronize_session=False)
-        )
+        result = await self._session.execute(UPDATE_RUN, {"p_run": run_id, **values})
         if getattr(result, "rowcount", 1) == 0:
             raise NotFound(RUN_NOT_FOUND_MESSAGE)
 

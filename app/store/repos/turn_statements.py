@@ -1,0 +1,101 @@
+"""The statements of a conversation turn, built once.
+
+A persisted run sends about a dozen statements (see `RunJournal`), and under load building
+them cost more than running them: every call made its SQL expression again (column
+comparisons, `values()`, `case()`), SQLAlchemy walked it for a cache key, and the ORM's
+plugin planned the UPDATE and the unit of work flushed each new row. These are Core
+statements over the tables, with named parameters: SQLAlchemy keeps their cache key on
+the statement object, so executing one is a lookup of its compiled form and the
+parameters. Parameter names start with `p_` (the names of columns are reserved in SET
+and VALUES clauses).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, case, func, insert, select, update
+from sqlalchemy.sql.dml import Insert, Update
+
+from app.store.tables.core import ConversationRow, MessageRow, RunRow
+from app.store.tables.feed import FeedRow
+
+CONVERSATIONS = cast(Table, ConversationRow.__table__)
+MESSAGES = cast(Table, MessageRow.__table__)
+RUNS = cast(Table, RunRow.__table__)
+FEED = cast(Table, FeedRow.__table__)
+
+_c = CONVERSATIONS.c
+_m = MESSAGES.c
+
+
+@cache
+def bump_conversation(*, preview: bool, title: bool, release: bool, claim: bool) -> Update:
+    """The conversation's UPDATE for a message appended to it (`MessageRepo.append`):
+    count and time, then optionally the preview, a title (kept when one is set), letting
+    the run `p_release` go, or claiming it for `p_claim` when no run holds it. Parameters:
+    p_cid, p_owner, p_now and those of the options. Returns the id when a row matched."""
+    values: dict[str, Any] = {
+        "message_count": _c.message_count + 1,
+        "updated_at": bindparam("p_now", type_=_c.updated_at.type),
+    }
+    if preview:
+        values["last_message_preview"] = bindparam("p_preview", type_=_c.last_message_preview.type)
+    if title:
+        keep_title = _c.title.is_not(None) | _c.title_set_by_user
+        values["title"] = case(
+            (keep_title, _c.title), else_=bindparam("p_title", type_=_c.title.type)
+        )
+    if release:
+        values["active_run_id"] = case(
+            (_c.active_run_id == bindparam("p_release", type_=_c.active_run_id.type), None),
+            else_=_c.active_run_id,
+        )
+    where = [_c.id == bindparam("p_cid"), _c.owner_id == bindparam("p_owner")]
+    if claim:
+        where.append(_c.active_run_id.is_(None))
+        values["active_run_id"] = bindparam("p_claim", type_=_c.active_run_id.type)
+    return update(CONVERSATIONS).where(*where).values(values).returning(_c.id)
+
+
+# The last position of the conversation (p_cid), and whether the message id p_mid is taken.
+NEXT_POSITION = select(
+    func.max(_m.position), func.count().filter(_m.id == bindparam("p_mid"))
+).where(_m.conversation_id == bindparam("p_cid"))
+
+# Plain INSERTs: the values are given as parameters named after the columns.
+INSERT_MESSAGE: Insert = insert(MESSAGES)
+INSERT_RUN: Insert = insert(RUNS)
+
+# A feed entry numbered after the conversation's last one, in the same statement.
+INSERT_FEED_ENTRY: Insert = insert(FEED).values(
+    conversation_id=bindparam("p_cid"),
+    seq=select(func.coalesce(func.max(FEED.c.seq), 0) + 1)
+    .where(FEED.c.conversation_id == bindparam("p_cid"))
+    .scalar_subquery(),
+    kind=bindparam("p_kind"),
+    item_id=bindparam("p_item"),
+    run_id=bindparam("p_run"),
+    data=bindparam("p_data", type_=FEED.c.data.type),
+    created_at=bindparam("p_now", type_=FEED.c.created_at.type),
+)
+
+# A run's columns set from parameters named after them, for the run p_run.
+UPDATE_RUN: Update = update(RUNS).where(RUNS.c.id == bindparam("p_run"))
+
+# One owner's conversation (p_cid, p_owner), all columns.
+CONVERSATION = select(CONVERSATIONS).where(
+    _c.id == bindparam("p_cid"), _c.owner_id == bindparam("p_owner")
+)
+
+# The current messages of a conversation (p_cid, p_owner), in order.
+HISTORY = (
+    select(MESSAGES)
+    .where(
+        _m.conversation_id == bindparam("p_cid"),
+        _m.owner_id == bindparam("p_owner"),
+        _m.superseded_at.is_(None),
+    )
+    .order_by(_m.position)
+)

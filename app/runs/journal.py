@@ -123,7 +123,8 @@ class RunJournal:
             return await tx.runs.latest_options(owner_id, conversation_id)
 
     async def append_events(self, run_id: str, events: list[SequencedEvent]) -> None:
-        async with self._db.unit() as tx:
+        # One INSERT, atomic by itself: no transaction around it.
+        async with self._db.standalone() as tx:
             await tx.events.append_many(run_id, events)
             await tx.commit()
 

@@ -344,7 +344,8 @@ class Runs:
         )
 
     async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:
-        async with self._db.read() as tx:
+        # One SELECT: no transaction around it (every turn starts here).
+        async with self._db.standalone() as tx:
             conversation = await tx.conversations.get(caller.user_id, conversation_id)
         if conversation.archived:
             raise Conflict("The conversation is archived; restore it first.", code="archived")

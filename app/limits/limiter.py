@@ -147,7 +147,10 @@ class Limiter:
         self._renew_while_held()
 
     async def release_run(self, caller: Caller, run_id: str) -> None:
-        await self.release_slot(caller.user_id, run_id)
+        """Give back the slot this process took for the run; a run that took none (its
+        caller has no run limit, or it was refused) costs no call on the store."""
+        if run_id in self._held:
+            await self.release_slot(caller.user_id, run_id)
 
     async def release_slot(self, user_id: str, run_id: str) -> None:
         """Free a run's slot, held here or by a process that died (recovery closed it)."""

@@ -6,15 +6,20 @@ One run, the same fake OpenAI upstream (`bench.upstream`) and the same load gene
 - chat-bff under uvicorn with 1, 2 and 4 workers;
 - two instances (one worker each) behind nginx as the README documents it (`bench.nginx`).
 
-Every configuration shares one fresh Postgres database and Redis (db 13, a pool of 250),
-as a deployment of several processes must, so only the process layout changes. Per
-configuration: chunks/s with 200 streams at 0 ms pacing, the inter-chunk gap p99 of 200
-streams paced at 5 ms (beside the same streams read directly from the upstream), and
-non-streaming requests/s at concurrency 50, all on `/v1/chat/completions`; plus the CPU
-of chat-bff's processes per 1,000 chunks. Each configuration is bounded (`--budget`
-seconds of load, start-up aside). On a 2-core machine the upstream, nginx and this load
-generator share the cores with chat-bff, so more than two workers can only show the cost
-of more processes; the load average is printed at the start and end.
+Every configuration shares one fresh Postgres database and Redis (db 13), as a
+deployment of several processes must, so only the process layout changes; one more
+configuration, first, is what `bench.run` measures (one worker, SQLite, no Redis), so
+what Postgres and Redis cost shows side by side under the same load. Per configuration:
+chunks/s with 200 streams at 0 ms pacing, the inter-chunk gap p99 of 200 streams paced at
+5 ms (beside the same streams read directly from the upstream), and non-streaming
+requests/s at concurrency 50, all on `/v1/chat/completions`; plus the CPU of chat-bff's
+processes per 1,000 chunks and per request, and the busiest process's share of it (how
+evenly the workers' shared socket spread the connections). Each configuration is bounded
+(`--budget` seconds of load, start-up aside); before each measurement the processes are
+let settle (the last worker to start, or what a cut measurement left running, must not
+weigh on the next). On a 2-core machine the upstream, nginx and this load generator
+share the cores with chat-bff, and on a shared one so does everyone else: wall-clock
+figures follow the load average (printed per configuration), CPU per unit much less.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from bench.sizes import CLK_TCK, ROOT
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
 RESULTS = ROOT / "bench" / "scale_results.json"
+ALONE = "1 worker, SQLite, no Redis"
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,11 @@ SMALL = Bounds(chunks=40, paced_chunks=40, nonstream_n=300, budget_s=18.0)
 
 def tree_cpu(root: int) -> float:
     """CPU seconds of `root` and every process below it (uvicorn's workers)."""
+    return sum(processes_cpu([root]).values())
+
+
+def processes_cpu(roots: list[int]) -> dict[int, float]:
+    """CPU seconds of each process in the trees below `roots` (uvicorn's workers)."""
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
@@ -69,38 +80,48 @@ def tree_cpu(root: int) -> float:
             continue
         parents[int(entry.name)] = int(fields[1])
         times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
-    total, todo = 0.0, [root]
+    found: dict[int, float] = {}
+    todo = list(roots)
     while todo:
         pid = todo.pop()
-        total += times.get(pid, 0.0)
+        found[pid] = times.get(pid, 0.0)
         todo += [child for child, parent in parents.items() if parent == pid]
-    return total
+    return found
 
 
-async def settled(roots: list[int], limit_s: float = 10.0) -> None:
-    """Wait until the processes stop burning CPU: every worker has finished starting
-    (`/healthz` answers as soon as the first one does)."""
-    deadline = time.perf_counter() + limit_s
-    before = sum(tree_cpu(r) for r in roots)
+async def settled(roots: list[int], limit_s: float = 90.0) -> float:
+    """Wait until the processes stop burning CPU, at most `limit_s`; the seconds waited.
+    After start-up: every worker has finished starting (`/healthz` answers as soon as
+    the first one does; on a loaded machine the last one may need a minute). Between
+    measurements: what a measurement cut at its bound left running has ended."""
+    began = time.perf_counter()
+    deadline = began + limit_s
+    before = tree_total(roots)
     while time.perf_counter() < deadline:
         await asyncio.sleep(0.5)
-        now = sum(tree_cpu(r) for r in roots)
+        now = tree_total(roots)
         if now - before < 0.05:
-            return
+            break
         before = now
+    return time.perf_counter() - began
 
 
-async def load(
-    port: int, bounds: Bounds, upstream: Upstream, cpu: Callable[[], float]
-) -> dict[str, Any]:
+def tree_total(roots: list[int]) -> float:
+    return sum(processes_cpu(roots).values())
+
+
+async def load(port: int, bounds: Bounds, upstream: Upstream, roots: list[int]) -> dict[str, Any]:
     """The three measurements against one port, each given a third of the budget."""
     share = bounds.budget_s / 3
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"load_average": os.getloadavg()[0]}
 
     async def timed(key: str, run: Awaitable[Load]) -> None:
-        cpu0 = cpu()
+        waited = await settled(roots, limit_s=share)
+        cpu0 = processes_cpu(roots)
         done = await run
-        out[key] = bounded(done, cpu() - cpu0)
+        cpu1 = processes_cpu(roots)
+        out[key] = bounded(done, {p: t - cpu0.get(p, 0.0) for p, t in cpu1.items()})
+        out[key]["settled_s"] = round(waited, 1)
 
     await run_requests(port, [V1.request(port, 5, 0)] * 20, concurrency=4, marker=V1.marker)
     streams = partial(measure, port, concurrency=bounds.streams, service=None,
@@ -114,10 +135,12 @@ async def load(
     return out
 
 
-def bounded(done: Load, cpu_s: float) -> dict[str, Any]:
+def bounded(done: Load, cpu: dict[int, float]) -> dict[str, Any]:
     """Figures of a run cut at its bound: chunks that arrived (streams still open at the
     bound included) per second from the first request sent to the last chunk received,
-    gaps between them, requests completed (a stream is complete at its `[DONE]`)."""
+    gaps between them, requests completed (a stream is complete at its `[DONE]`); CPU
+    per unit and the busiest process's share of it (`cpu`: seconds per process)."""
+    cpu_s = sum(cpu.values())
     chunks = sum(r.tokens for r in done.results)
     sent = [r.sent_at for r in done.results if r.sent_at]
     arrived = [r.last_token_at for r in done.results if r.last_token_at is not None]
@@ -135,7 +158,9 @@ def bounded(done: Load, cpu_s: float) -> dict[str, Any]:
         "gap_p50_ms": ms(pct(gaps, 50)),
         "gap_p99_ms": ms(pct(gaps, 99)),
         "cpu_ms_per_1k_chunks": round(cpu_s * 1e6 / chunks, 1) if chunks else None,
+        "cpu_ms_per_request": round(cpu_s * 1e3 / len(done.ok), 2) if done.ok else None,
         "cpu_s": round(cpu_s, 2),
+        "busiest_share": round(max(cpu.values()) / cpu_s, 2) if cpu_s > 0 else None,
     }
 
 
@@ -144,19 +169,27 @@ async def direct(bounds: Bounds, upstream: Upstream) -> dict[str, Any]:
     requests = [DIRECT.request(port, bounds.paced_chunks, 5)] * bounds.streams
     paced = await measure(port, requests, concurrency=bounds.streams, service=None,
         upstream=upstream, marker=DIRECT.marker, gaps=True, timeout=bounds.budget_s)  # fmt: skip
-    return {"paced": bounded(paced, 0.0)}
+    return {"paced": bounded(paced, {})}
 
 
 async def workers(
-    count: int, bounds: Bounds, upstream: Upstream, base: dict[str, Any]
+    count: int, bounds: Bounds, upstream: Upstream, base: dict[str, Any], tag: str = "w"
 ) -> dict[str, Any]:
-    service = await start_service(**base, tag=f"scale-w{count}", workers=count)
+    service = await start_service(**base, tag=f"scale-{tag}{count}", workers=count)
     try:
-        await settled([service.pid])
-        result = await load(service.port, bounds, upstream, lambda: tree_cpu(service.pid))
+        waited = await settled([service.pid])
+        result = await load(service.port, bounds, upstream, [service.pid])
     finally:
         service.stop()
-    return {"startup_s": round(service.startup_s, 2), **result}
+    return {"startup_s": round(service.startup_s + waited, 2), **result}
+
+
+async def reference(bounds: Bounds, upstream: Upstream, base: dict[str, Any]) -> dict[str, Any]:
+    """One worker as `bench.run` has it: SQLite, no Redis."""
+    with tempfile.TemporaryDirectory(prefix="chat-bff-scale-") as directory:
+        alone = {**base, "database_url": f"sqlite+aiosqlite:///{directory}/reference.db"}
+        alone["settings"] = {k: v for k, v in base["settings"].items() if k != "REDIS_URL"}
+        return await workers(1, bounds, upstream, alone, tag="sqlite")
 
 
 async def behind_nginx(bounds: Bounds, upstream: Upstream, base: dict[str, Any]) -> dict[str, Any]:
@@ -175,9 +208,7 @@ async def behind_nginx(bounds: Bounds, upstream: Upstream, base: dict[str, Any])
                         raise RuntimeError("nginx never answered /healthz")
                     await asyncio.sleep(0.05)
                 await settled([s.pid for s in services])
-                result = await load(
-                    port, bounds, upstream, lambda: sum(tree_cpu(s.pid) for s in services)
-                )
+                result = await load(port, bounds, upstream, [s.pid for s in services])
                 proxy_cpu = tree_cpu(proxy.pid)
         finally:
             for service in services:
@@ -201,18 +232,16 @@ async def main_async(bounds: Bounds) -> dict[str, Any]:
                 "database_url": database_url,
                 "models_json": catalogue(shapes),
                 "app_spec": ["app.main:app"],
-                # 200 streams at once on one process: the default pool (50 connections,
-                # 1 s wait) answers some with 503 limiter_busy on these shared cores.
-                "settings": {
-                    "REDIS_URL": REDIS_URL,
-                    "REDIS_POOL_SIZE": "250",
-                    "REDIS_POOL_TIMEOUT_SECONDS": "5",
-                },
+                # The limiter's default pool: the bench's caller has no limits, which
+                # costs no Redis connection (a limited one takes one per request).
+                "settings": {"REDIS_URL": REDIS_URL},
                 "start_limit_s": 120.0,  # the first one migrates a fresh database
             }
             results["direct"] = await direct(bounds, upstream)
             log("direct: done")
             configs: dict[str, Any] = {}
+            configs[ALONE] = await reference(bounds, upstream, base)
+            log("1 worker on SQLite without Redis: done")
             for count in (1, 2, 4):
                 started = time.perf_counter()
                 configs[f"{count} worker{'s' if count > 1 else ''}"] = await workers(
@@ -232,6 +261,10 @@ async def main_async(bounds: Bounds) -> dict[str, Any]:
 
 def gap_p99(config: dict[str, Any]) -> Any:
     return config["paced"]["gap_p99_ms"]
+
+
+def busiest(config: dict[str, Any]) -> Any:
+    return config["nonstream"]["busiest_share"]
 
 
 def incomplete(config: dict[str, Any]) -> int:
@@ -256,7 +289,10 @@ def table(results: dict[str, Any]) -> str:
         row("CPU ms / 1,000 chunks (0 ms)", lambda c: c["saturated"].get("cpu_ms_per_1k_chunks")),
         row(f"gap p99 ms, 200 streams at 5 ms (direct {direct_gap:.1f})", gap_p99),
         row("non-streaming requests/s, concurrency 50", lambda c: c["nonstream"]["requests_per_s"]),
+        row("CPU ms / non-streaming request", lambda c: c["nonstream"]["cpu_ms_per_request"]),
+        row("busiest process's share of the CPU, non-streaming", busiest),
         row("requests not completed within the bound", incomplete),
+        row("load average at the configuration's start", lambda c: c["load_average"]),
     ]
     skipped = [f"{n}: {c['skipped']}" for n, c in configs.items() if "skipped" in c]
     return "\n".join(lines + skipped)

@@ -49,19 +49,29 @@ class RunReader:
     ) -> tuple[bool, int]:
         """(finished, last seq) of the caller's run; NotFound for a missing or foreign one."""
         run = self._mine(owner_id, run_id, conversation_id)
-        if run is not None:
+        if run is not None and await self._still_stored(run, owner_id):
             return run.log.closed, run.log.last_seq
         record = await self._journal.get_run(owner_id, run_id, conversation_id)
         if record is None:
             raise NotFound("Run not found.")
         return record.status != "running", record.last_seq
 
+    async def _still_stored(self, run: ActiveRun, owner_id: str) -> bool:
+        """Whether a finished conversation run held in memory may still be served. With
+        other instances, a purge through one of them reaches this one's memory by a
+        message (`forget`) that may come after the next read, or never (pub/sub is at
+        most once): the database decides, at one read of the run's row."""
+        if self._remote is None or not run.log.closed or run.conversation_id is None:
+            return True
+        stored = await self._journal.get_run(owner_id, run.run_id, run.conversation_id)
+        return stored is not None
+
     async def follow(
         self, owner_id: str, run_id: str, *, conversation_id: str | None, after: int = 0
     ) -> AsyncIterator[list[SequencedEvent]]:
         """Batches of events after `after`: replayed, then live, until the run ends."""
         run = self._mine(owner_id, run_id, conversation_id)
-        if run is not None:
+        if run is not None and await self._still_stored(run, owner_id):
             async for batch in run.log.follow(after):
                 yield batch
             return

@@ -138,14 +138,18 @@ async def load(port: int, bounds: Bounds, upstream: Upstream, roots: list[int]) 
 def bounded(done: Load, cpu: dict[int, float]) -> dict[str, Any]:
     """Figures of a run cut at its bound: chunks that arrived (streams still open at the
     bound included) per second from the first request sent to the last chunk received,
-    gaps between them, requests completed (a stream is complete at its `[DONE]`); CPU
-    per unit and the busiest process's share of it (`cpu`: seconds per process)."""
+    gaps between them (a cut stream's wait since its last chunk included), requests
+    completed (a stream is complete at its `[DONE]`); CPU per unit and the busiest
+    process's share of it (`cpu`: seconds per process)."""
     cpu_s = sum(cpu.values())
     chunks = sum(r.tokens for r in done.results)
+    cut = [r for r in done.results if r.error == "timeout"]
     sent = [r.sent_at for r in done.results if r.sent_at]
     arrived = [r.last_token_at for r in done.results if r.last_token_at is not None]
     span = max(arrived) - min(sent) if arrived and sent else done.wall_s
     gaps = [g for r in done.results for g in r.gaps]
+    # A stream cut at the bound has waited since its last chunk: a stall its reader saw.
+    gaps += [r.done_at - r.last_token_at for r in cut if r.last_token_at is not None]
     failed = [r.error or f"HTTP {r.status}" for r in done.results if r not in done.ok]
     return {
         "requests": len(done.results),
@@ -161,6 +165,7 @@ def bounded(done: Load, cpu: dict[int, float]) -> dict[str, Any]:
         "cpu_ms_per_request": round(cpu_s * 1e3 / len(done.ok), 2) if done.ok else None,
         "cpu_s": round(cpu_s, 2),
         "busiest_share": round(max(cpu.values()) / cpu_s, 2) if cpu_s > 0 else None,
+        "cores_used": round(cpu_s / done.wall_s, 2) if done.wall_s else None,
     }
 
 
@@ -272,6 +277,14 @@ def incomplete(config: dict[str, Any]) -> int:
     return sum(config[k]["requests"] - config[k]["completed"] for k in kinds)
 
 
+def cell(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.2f}" if 0 < abs(value) < 10 else f"{value:,.1f}"
+
+
 def table(results: dict[str, Any]) -> str:
     """Configurations side by side, as markdown."""
     configs: dict[str, Any] = results["configs"]
@@ -280,7 +293,7 @@ def table(results: dict[str, Any]) -> str:
 
     def row(label: str, pick: Callable[[dict[str, Any]], Any]) -> str:
         cells = [pick(configs[n]) for n in names]
-        return f"| {label} | " + " | ".join("-" if c is None else f"{c:,.1f}" for c in cells) + " |"
+        return f"| {label} | " + " | ".join(cell(c) for c in cells) + " |"
 
     lines = [
         "| | " + " | ".join(names) + " |",
@@ -291,6 +304,7 @@ def table(results: dict[str, Any]) -> str:
         row("non-streaming requests/s, concurrency 50", lambda c: c["nonstream"]["requests_per_s"]),
         row("CPU ms / non-streaming request", lambda c: c["nonstream"]["cpu_ms_per_request"]),
         row("busiest process's share of the CPU, non-streaming", busiest),
+        row("cores chat-bff got, non-streaming (of 2)", lambda c: c["nonstream"]["cores_used"]),
         row("requests not completed within the bound", incomplete),
         row("load average at the configuration's start", lambda c: c["load_average"]),
     ]

@@ -2,6 +2,7 @@
 
 Chat Completions and Responses clients both inline attachments as data URLs
 (`image_url.url`, `file_data`); the type they name becomes the file part's `mimeType`.
+`file_data` may also come as bare base64, and is then wrapped as a data URL.
 """
 
 from __future__ import annotations
@@ -19,3 +20,14 @@ def data_url_mime(url: Any) -> str | None:
     header = url[5:].split(",", 1)[0]
     mime = header.split(";", 1)[0]
     return mime or None
+
+
+def file_data_url(data: Any) -> str | None:
+    """`file_data` as a data URL: OpenAI documents it as base64 and clients send it both
+    ways, bare (`JVBERi0...`) or as a data URL (`data:application/pdf;base64,JVBERi0...`).
+    Bare base64 is wrapped (its type is decided later from the bytes); None when absent."""
+    if not isinstance(data, str):
+        return None
+    if data.startswith("data:"):
+        return data
+    return f"data:application/octet-stream;base64,{data}"

@@ -8,11 +8,15 @@ import base64
 import json
 from typing import Any
 
+import openai
+import pytest
+
 from app.domain.messages import Message
 from app.domain.parts import FilePart
 from app.providers.scripted import Script, ScriptedProvider, ScriptedTurn
 from app.settings import Settings
 from tests.api.sse_frames import parse
+from tests.api.test_openai_compat import sdk_for
 from tests.fakes.db import ApiClient, MakeApi
 from tests.files import samples
 
@@ -263,3 +267,57 @@ async def test_an_edited_message_with_a_file_sends_its_text(api: ApiClient) -> N
     assert edited.status_code == 202, edited.text
     assert "Risk one: supply chain delays" in _last_user(provider).text()
     assert (await api.get(f"/api/files/{file_id}")).json()["conversation_id"] == conversation["id"]
+
+
+async def test_bare_base64_file_data_reaches_the_model_through_the_sdk(api: ApiClient) -> None:
+    # OpenAI documents `file_data` as base64; the SDK passes whatever the caller gives.
+    provider = _provider(api)
+    pdf = base64.b64encode(samples.pdf(REPORT)).decode()
+    sdk = sdk_for(api)
+    async with sdk:
+        chat = await sdk.chat.completions.create(
+            model="scripted",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "list the risks"},
+                        {"type": "file", "file": {"filename": "r.pdf", "file_data": pdf}},
+                    ],
+                }
+            ],
+        )
+        assert chat.choices[0].message.content == "Here are the risks."
+        assert "Risk two: currency exposure (FX)" in _last_user(provider).text()
+
+        await sdk.responses.create(
+            model="scripted",
+            input=[
+                {
+                    "role": "user",
+                    "content": [{"type": "input_file", "filename": "r.pdf", "file_data": pdf}],
+                }
+            ],
+        )
+        assert "Risk one: supply chain delays" in _last_user(provider).text()
+
+
+async def test_an_input_file_by_url_is_400_saying_what_to_send(api: ApiClient) -> None:
+    sdk = sdk_for(api)
+    async with sdk:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await sdk.responses.create(
+                model="scripted",
+                input=[
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "input_file", "file_url": "https://example.com/r.pdf"}
+                        ],
+                    }
+                ],
+            )
+
+    error = refused.value.body
+    assert isinstance(error, dict)
+    assert "file_url" in error["message"] and "file_id" in error["message"]

@@ -28,7 +28,7 @@ from app.domain.parts import (
     tool_part,
 )
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
-from app.translate.data_url import data_url_mime
+from app.translate.data_url import data_url_mime, file_data_url
 from app.translate.openai_chat.tool_results import read_tool_result
 from app.translate.tool_args import parse_tool_args
 
@@ -142,7 +142,7 @@ def _image_part(url: str, n: int) -> FilePart:
 def _file_part(file: Any, index: int, n: int) -> FilePart:
     if not isinstance(file, Mapping):
         raise _bad(index, "has a file part without `file`")
-    data = file.get("file_data")
+    data = file_data_url(file.get("file_data"))
     file_id = file.get("file_id")
     name = file.get("filename") or file_id or f"file-{n}"
     mime = data_url_mime(data)

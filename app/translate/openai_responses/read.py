@@ -50,7 +50,7 @@ from app.domain.parts import (
     tool_part,
 )
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
-from app.translate.data_url import data_url_mime
+from app.translate.data_url import data_url_mime, file_data_url
 from app.translate.openai_responses.submissions import as_function_call
 from app.translate.tool_args import parse_tool_args
 
@@ -193,7 +193,7 @@ def _user_content(content: Any, where: str) -> str | list[Part]:
         elif kind == "input_image":
             parts.append(_image_part(part, where, n))
         elif kind == "input_file":
-            parts.append(_file_part(part, n))
+            parts.append(_file_part(part, where, n))
         else:
             raise _bad(where, f"has an unsupported content part type {kind!r}")
     return parts
@@ -211,18 +211,21 @@ def _image_part(part: Mapping[str, Any], where: str, n: int) -> FilePart:
     )
 
 
-def _file_part(part: Mapping[str, Any], n: int) -> FilePart:
-    data = part.get("file_data")
-    url = data if isinstance(data, str) else part.get("file_url")
+def _file_part(part: Mapping[str, Any], where: str, n: int) -> FilePart:
+    if part.get("file_url") is not None:
+        # Fetching a URL the caller names is not ours to do; passed on, the model would
+        # only be told a file exists.
+        raise _bad(
+            where,
+            "has an input_file with `file_url`, which this service does not fetch: upload "
+            "the file (POST /api/files) and send its `file_id`, or send `file_data`",
+        )
+    url = file_data_url(part.get("file_data"))
     file_id = part.get("file_id")
     name = part.get("filename") or file_id or f"file-{n}"
-    mime = data_url_mime(data)
     return FilePart(
         data=FileData(
-            id=str(file_id or f"file-{n}"),
-            name=str(name),
-            mimeType=mime,
-            url=url if isinstance(url, str) else None,
+            id=str(file_id or f"file-{n}"), name=str(name), mimeType=data_url_mime(url), url=url
         )
     )
 

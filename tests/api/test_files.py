@@ -337,6 +337,38 @@ async def test_purging_a_conversation_removes_its_files(
     assert [p.name for p in _stored(app_settings)] == [kept["id"]]
 
 
+async def _say_with(api: ApiClient, conversation_id: str, file_id: str) -> None:
+    content = [
+        {"type": "text", "data": {"text": "summarise"}},
+        {"type": "file", "data": {"id": file_id, "name": "shared.csv"}},
+    ]
+    started = await api.post(
+        f"/api/conversations/{conversation_id}/messages", json={"content": content}
+    )
+    assert started.status_code == 202, started.text
+    await api.get(started.json()["events_url"])
+
+
+async def test_purging_one_conversation_keeps_a_file_another_still_carries(
+    api: ApiClient, app_settings: Settings
+) -> None:
+    shared = (await _upload(api, "shared.csv", samples.CSV_QUOTED)).json()["id"]
+    first = (await api.post("/api/conversations", json={})).json()["id"]
+    second = (await api.post("/api/conversations", json={})).json()["id"]
+    await _say_with(api, first, shared)
+    await _say_with(api, second, shared)
+
+    await api.delete(f"/api/conversations/{first}", params={"purge": "true"})
+
+    moved = await api.get(f"/api/files/{shared}")
+    assert moved.status_code == 200, "the second conversation's file went with the first"
+    assert moved.json()["conversation_id"] == second
+    assert [p.name for p in _stored(app_settings)] == [shared]
+    await api.delete(f"/api/conversations/{second}", params={"purge": "true"})
+    assert (await api.get(f"/api/files/{shared}")).status_code == 404
+    assert _stored(app_settings) == []
+
+
 async def test_a_file_part_naming_someone_elses_file_is_404(
     make_api: MakeApi, app_settings: Settings
 ) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Text, cast, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.files import Extraction, FileRecord
+from app.store.tables.core import MessageRow
 from app.store.tables.files import FileRow
 from app.store.tables.types import new_id, utcnow
 
@@ -122,17 +123,46 @@ class FileRepo:
         return record
 
     async def delete_for_conversation(self, owner_id: str, conversation_id: str) -> list[str]:
-        """Delete a conversation's files; answers their storage keys."""
-        keys = list(
-            await self._session.scalars(
-                select(FileRow.storage_key).where(
+        """Delete a conversation's files; answers their storage keys.
+
+        A file is tied to the first conversation that carried it, but the owner may have
+        sent it in others too: such a file moves to one of them instead, so purging one
+        conversation never takes a document out of another's history.
+        """
+        rows = (
+            await self._session.execute(
+                select(FileRow.id, FileRow.storage_key).where(
                     FileRow.owner_id == owner_id, FileRow.conversation_id == conversation_id
                 )
             )
-        )
-        await self._session.execute(
-            delete(FileRow).where(
-                FileRow.owner_id == owner_id, FileRow.conversation_id == conversation_id
+        ).all()
+        keys: list[str] = []
+        for file_id, key in rows:
+            elsewhere = await self._other_conversation_with(owner_id, conversation_id, file_id)
+            if elsewhere is not None:
+                await self._session.execute(
+                    update(FileRow)
+                    .where(FileRow.id == file_id, FileRow.owner_id == owner_id)
+                    .values(conversation_id=elsewhere)
+                )
+                continue
+            await self._session.execute(
+                delete(FileRow).where(FileRow.id == file_id, FileRow.owner_id == owner_id)
             )
-        )
+            keys.append(key)
         return keys
+
+    async def _other_conversation_with(
+        self, owner_id: str, conversation_id: str, file_id: str
+    ) -> str | None:
+        """Another of the owner's conversations whose messages name the file."""
+        found: str | None = await self._session.scalar(
+            select(MessageRow.conversation_id)
+            .where(
+                MessageRow.owner_id == owner_id,
+                MessageRow.conversation_id != conversation_id,
+                cast(MessageRow.content, Text).contains(file_id, autoescape=True),
+            )
+            .limit(1)
+        )
+        return found

@@ -10,7 +10,8 @@ whole catalogue (tool specs as JSON, 4 characters a token), negated requests tha
 pre-selected a mutating tool, and router latency p50/p99 (keywords only, and with the
 embedding fallback, after the model's first load, which is reported on its own). The
 machine is shared, so both are also given as this process's CPU time per request
-(which moves much less with the load than the wall clock) and as the latency of the same
+(which moves much less with the load than the wall clock, and per model token embedded,
+which shows what the load adds to the CPU time itself) and as the latency of the same
 requests asked again (the recent requests' vectors are cached); the load average is printed.
 
 Two sets, reported apart: `tuned` (`bench/router_requests.py`, which the keywords,
@@ -119,6 +120,7 @@ async def _run(
         row[key].append(route.elapsed_ms)
         row["cpu_fallback" if route.fallback_used else "cpu_keywords"].append(cpu_ms)
         if route.fallback_used:
+            row["cpu_per_token"].append(cpu_ms / router.embeddings.embedded_tokens(case.text))
             row["latency_repeat"].append((await router.route(case.text)).elapsed_ms)
         if not hit:
             misses.append(_miss(case, route.tools))
@@ -154,6 +156,7 @@ def _summary(row: dict[str, list[Any]]) -> dict[str, Any]:
         "cpu_keywords_ms": ms(row["cpu_keywords"]),
         "latency_with_fallback_ms": ms(row["latency_fallback"]),
         "cpu_with_fallback_ms": ms(row["cpu_fallback"]),
+        "cpu_with_fallback_per_model_token_ms": ms(row["cpu_per_token"]),
         "latency_with_fallback_repeated_ms": ms(row["latency_repeat"]),
     }
 

@@ -128,6 +128,13 @@ class LazyEmbeddings:
     def available(self) -> bool:
         return self._get() is not None
 
+    def embedded_tokens(self, text: str) -> int:
+        """How many model tokens `text` is embedded as (after the cut): its cost."""
+        embedder = self._get()
+        if embedder is None:
+            return 0
+        return embedder.tokens(head(compact(text), embedder.tokens, self.max_query_tokens))
+
     def ready_for(self, text: str, corpora: Sequence[Sequence[str]]) -> bool:
         """Whether `similarities` would only multiply cached vectors (the request seen
         recently, the tools unchanged): then it costs microseconds, and the caller may

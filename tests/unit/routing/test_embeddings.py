@@ -98,6 +98,14 @@ async def test_a_long_request_is_embedded_from_its_first_words() -> None:
     assert route.tools == ["a"]
 
 
+def test_what_a_request_costs_is_the_tokens_it_is_embedded_as() -> None:
+    embeddings = LazyEmbeddings("counting", loader=lambda _: Counting(), max_query_tokens=3)
+
+    assert embeddings.embedded_tokens("restore the backup " + "log line " * 500) == 3
+    assert embeddings.embedded_tokens("restore it!") == 2
+    assert LazyEmbeddings("none").embedded_tokens("restore the backup") == 0
+
+
 async def test_a_request_is_embedded_as_its_words_without_punctuation() -> None:
     embedder = Counting()
     r = routed(embedder, [tool("a", "a match")])

@@ -28,6 +28,9 @@ from app.runs.log import RunLog
 from app.runs.writer import EventWriter
 from app.store.repos.usage import UsageEntry
 
+# Events that carry the answer as it streams (see `ActiveRun.emit`).
+ANSWER_DELTAS = frozenset({"text_delta", "thinking_delta", "tool_start", "tool_args_delta"})
+
 
 class StoppedBeforeStart(Exception):
     """Cancel (or shutdown) arrived before the run's task began."""
@@ -94,8 +97,19 @@ class ActiveRun:
     allowance: Allowance | None = None  # the caller's budgets left when the run was admitted
     # A conversation run's usage, written with its end (`RunJournal.finish`).
     usage_rows: list[UsageEntry] = field(default_factory=list)
+    answering: bool = False  # the run has emitted the first piece of its answer
 
     async def emit(self, event: RunEvent) -> None:
+        """Append to the log (and the writer). The answer's first piece is handed to a
+        reader waiting for it before the run goes on: it usually comes in one read with
+        more (a short answer, whole), and without this yield the run would fold all of it
+        (and end the run) before the reader ran, so the first token waited for the rest.
+        Only the first: later pieces pile up while the reader sends, one batch per wake-up.
+        """
         item = self.log.append(event)
         if self.writer is not None:
             self.writer.add(item)
+        if not self.answering and item.type in ANSWER_DELTAS:
+            self.answering = True
+            if self.log.readers_waiting:
+                await asyncio.sleep(0)

@@ -28,6 +28,12 @@ class RunLog:
     def last_seq(self) -> int:
         return self._base + len(self.events)
 
+    @property
+    def readers_waiting(self) -> bool:
+        """Whether a reader is parked for the next event (the last append woke it, and it
+        has not run since)."""
+        return self._waiting > 0
+
     def append(self, event: RunEvent) -> SequencedEvent:
         if self.closed:
             raise RuntimeError(f"run {self.run_id} is finished; its log is closed")

@@ -29,7 +29,7 @@ from app.agent.part_fixes import (
 )
 from app.agent.ports import EventSink, ToolRuntime, ToolSelector
 from app.agent.turn import TurnOptions, TurnResult, TurnStatus
-from app.agent.valid_stream import valid_events
+from app.agent.valid_stream import ValidStream
 from app.domain.events import (
     ConfirmRequired,
     ContextInfo,
@@ -170,13 +170,13 @@ class Agent:
         self._builder = builder
         self.meter.begin(request)
         stream = self.provider.stream(request)
+        check = ValidStream()
         try:
-            async for event in valid_events(stream):
-                if isinstance(event, StreamReset):
-                    await self._restart(event, builder, request)
-                    continue
-                await self._relay(event, builder)
-                self.meter.streamed(event)
+            async for raw in stream:
+                for event in check.feed(raw):
+                    await self._take(event, builder, request)
+            for event in check.flush():
+                await self._take(event, builder, request)
         except BaseException:
             self.meter.end(builder.build(), partial=True)  # what streamed was billed
             raise
@@ -193,6 +193,16 @@ class Agent:
         if response.model_id is not None:  # a fallback answered (see providers.failover)
             self.answered_by = response.model_id
         return [valid_args(part) for part in response.parts]
+
+    async def _take(
+        self, event: ProviderEvent, builder: PartsBuilder, request: ModelRequest
+    ) -> None:
+        """One valid event of the model's stream: relayed and counted."""
+        if isinstance(event, StreamReset):
+            await self._restart(event, builder, request)
+            return
+        await self._relay(event, builder)
+        self.meter.streamed(event)
 
     async def _restart(
         self, reset: StreamReset, builder: PartsBuilder, request: ModelRequest
@@ -218,7 +228,9 @@ class Agent:
         started = builder.feed(event)
         if isinstance(event, TextDelta):
             if event.text:
-                await self._emit_text(event.text)
+                await self.sink.emit(
+                    TextDeltaEvent.of(self.ctx.run_id, self.message_id, event.text)
+                )
         elif isinstance(event, ThinkingDelta):
             if event.text:
                 await self.sink.emit(
@@ -246,11 +258,6 @@ class Agent:
                         delta=event.args_delta,
                     )
                 )
-
-    async def _emit_text(self, text: str) -> None:
-        await self.sink.emit(
-            TextDeltaEvent(run_id=self.ctx.run_id, message_id=self.message_id, delta=text)
-        )
 
     # -- tools ----------------------------------------------------------------------
 

@@ -58,10 +58,10 @@ class Meter:
 
     def streamed(self, event: ProviderEvent) -> None:
         """Count streamed text; raises BudgetStop when the run went past a budget."""
-        if isinstance(event, ToolCallDelta):
-            self._chars += len(event.args_delta) + len(event.name or "")
-        elif isinstance(event, TextDelta | ThinkingDelta):
+        if isinstance(event, TextDelta | ThinkingDelta):
             self._chars += len(event.text)
+        elif isinstance(event, ToolCallDelta):
+            self._chars += len(event.args_delta) + len(event.name or "")
         else:
             return
         if self.allowance is None or not self.allowance.limits:

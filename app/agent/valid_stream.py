@@ -1,7 +1,7 @@
 """A model's stream enters the service as valid text.
 
 Providers hand over what upstream sent: a JSON escape of a lone surrogate (`"\\ud800"`),
-NUL, or an emoji whose UTF-16 halves arrive in two deltas. `valid_events` passes every
+NUL, or an emoji whose UTF-16 halves arrive in two deltas. `ValidStream` passes every
 event through, with the text of text and thinking deltas made valid (a pair split across
 deltas is rejoined, never replaced) and tool-call names and argument text cleaned, so the
 event log, every wire encoder and the database see the same valid text.
@@ -9,42 +9,51 @@ event log, every wire encoder and the database see the same valid text.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Sequence
 from dataclasses import replace
 
 from app.domain.stream import ProviderEvent, StreamReset, TextDelta, ThinkingDelta, ToolCallDelta
 from app.domain.text import SurrogateJoiner, valid_text
 
 
-async def valid_events(events: AsyncIterator[ProviderEvent]) -> AsyncIterator[ProviderEvent]:
-    text = SurrogateJoiner()
-    thinking = SurrogateJoiner()
-    async for event in events:
+class ValidStream:
+    """One model call's events made valid as they pass, one event at a time.
+
+    A plain object the agent's loop calls, not an async generator around the provider's
+    stream: a generator layer costs its own suspension and resumption per event, on the
+    path every token takes. `feed` returns what to relay for an event (usually the event
+    itself; a delta held back for its pair's other half relays nothing until it comes);
+    `flush` what is still held when the stream ends.
+    """
+
+    __slots__ = ("_text", "_thinking")
+
+    def __init__(self) -> None:
+        self._text = SurrogateJoiner()
+        self._thinking = SurrogateJoiner()
+
+    def feed(self, event: ProviderEvent) -> Sequence[ProviderEvent]:
         if isinstance(event, TextDelta):
-            fixed = text.feed(event.text)
-            yield event if fixed == event.text else TextDelta(text=fixed)
-            continue
+            fixed = self._text.feed(event.text)
+            return (event if fixed == event.text else TextDelta(text=fixed),)
         if isinstance(event, ThinkingDelta):
-            fixed = thinking.feed(event.text)
-            yield event if fixed == event.text else replace(event, text=fixed)
-            continue
+            fixed = self._thinking.feed(event.text)
+            return (event if fixed == event.text else replace(event, text=fixed),)
         if isinstance(event, StreamReset):  # what was held back belongs to a void attempt
-            text, thinking = SurrogateJoiner(), SurrogateJoiner()
-            yield event
-            continue
+            self._text, self._thinking = SurrogateJoiner(), SurrogateJoiner()
+            return (event,)
         # Anything else ends a run of text: a half pair still held back has no partner.
-        if rest := text.flush():
-            yield TextDelta(text=rest)
-        if rest := thinking.flush():
-            yield ThinkingDelta(text=rest)
-        if isinstance(event, ToolCallDelta):
-            yield _valid_call(event)
-            continue
-        yield event
-    if rest := text.flush():
-        yield TextDelta(text=rest)
-    if rest := thinking.flush():
-        yield ThinkingDelta(text=rest)
+        out = self.flush()
+        out.append(_valid_call(event) if isinstance(event, ToolCallDelta) else event)
+        return out
+
+    def flush(self) -> list[ProviderEvent]:
+        out: list[ProviderEvent] = []
+        if rest := self._text.flush():
+            out.append(TextDelta(text=rest))
+        if rest := self._thinking.flush():
+            out.append(ThinkingDelta(text=rest))
+        return out
 
 
 def _valid_call(event: ToolCallDelta) -> ToolCallDelta:

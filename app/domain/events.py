@@ -28,6 +28,9 @@ RunStatus = Literal[
 ]
 FINAL_RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus)) - {"running"}
 
+_new = object.__new__
+_set = object.__setattr__
+
 
 class _Event(BaseModel):
     # Every field is on the wire (defaults included), so the schema says they are required:
@@ -97,6 +100,24 @@ class TextDeltaEvent(_Event):
     type: Literal["text_delta"] = Field(default="text_delta", description="The event name.")
     message_id: str = Field(description="The assistant message being written.")
     delta: str = Field(description="Text to append.")
+
+    @classmethod
+    def of(cls, run_id: str, message_id: str, delta: str) -> TextDeltaEvent:
+        """The event for a token the agent relays, without validating it again: one is
+        made per streamed token from strings that are valid already, and validation was
+        a tenth of the service's CPU per token. What `model_construct` does, for three
+        known fields (it walks the model's fields per call); equal to the validated one.
+        """
+        event = _new(cls)
+        _set(
+            event,
+            "__dict__",
+            {"run_id": run_id, "type": "text_delta", "message_id": message_id, "delta": delta},
+        )
+        _set(event, "__pydantic_fields_set__", {"run_id", "message_id", "delta"})
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
+        return event
 
 
 class ThinkingDeltaEvent(_Event):

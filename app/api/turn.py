@@ -76,6 +76,9 @@ async def run_turn(
     wire_for: Callable[[RunHandle], Wire],
 ) -> Response:
     handle = await runs.start_stateless(caller, turn.history, turn.input, prepare=turn.prepare)
+    # The run's task goes first: its model call is on its way upstream while this builds
+    # and sends the response, not after it (time to first token).
+    await asyncio.sleep(0)
     wire = wire_for(handle)
     if turn.stream:
         return sse_response(

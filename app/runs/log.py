@@ -37,9 +37,12 @@ class RunLog:
     def append(self, event: RunEvent) -> SequencedEvent:
         if self.closed:
             raise RuntimeError(f"run {self.run_id} is finished; its log is closed")
-        item = SequencedEvent(seq=self.last_seq + 1, event=event)
-        self.events.append(item)
-        self._wake()
+        events = self.events
+        item = SequencedEvent(seq=self._base + len(events) + 1, event=event)
+        events.append(item)
+        if self._waiting:  # `_wake`, inline: this runs once per streamed token
+            self._changed.set()
+            self._changed.clear()
         return item
 
     def close(self) -> None:

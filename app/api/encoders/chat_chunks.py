@@ -95,7 +95,9 @@ class ChatChunkEncoder:
         )
 
     def encode(self, batch: list[SequencedEvent]) -> bytes:
-        return b"".join(self._one(item) for item in batch)
+        if len(batch) == 1:  # how a stream asks (`app.api.streaming`): once per event
+            return self._one(batch[0])
+        return b"".join([self._one(item) for item in batch])
 
     def _one(self, item: SequencedEvent) -> bytes:
         event = item.event

@@ -2,9 +2,11 @@
 
 Binary kinds have magic numbers (puremagic reads them): PDF, PNG, JPEG, and zip for XLSX
 (then confirmed by the workbook's parts, and checked for bombs). CSV and JSON have none,
-so a text file is what it parses as: JSON when `json.loads` takes it, CSV when a
-delimiter splits most rows into the same two or more columns. Anything else, a renamed
-`.exe` or a plain text file, is an `UnsupportedFileType` naming what is accepted.
+so a text file is what it parses as: JSON when `json.loads` takes it (or every line is
+a JSON object or array: JSON Lines), CSV when a delimiter splits most rows into the same
+two or more columns. A CSV may be UTF-8 or a legacy code page (`app.files.text`).
+Anything else, a renamed `.exe` or a plain text file, is an `UnsupportedFileType` naming
+what is accepted (for text that looks like JSON, why it does not parse).
 
 A PNG or JPEG must be whole (a PNG's chunks run to IEND, a JPEG has its end marker), and
 a refused image or old binary Office file is named in the message (a GIF is told that
@@ -22,6 +24,7 @@ import puremagic
 
 from app.domain.files import FileKind, FileRejected, UnsupportedFileType
 from app.files.archive import ArchiveLimits, check_archive, is_xlsx
+from app.files.text import decode_text
 
 HEAD_BYTES = 8192
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -79,7 +82,7 @@ def refuse_early(head: bytes) -> None:
     """Raise `UnsupportedFileType` when the first bytes already rule every kind out."""
     if _magic_kind(head) is not None or head.startswith(_ZIP_MAGIC):
         return
-    if _text(head, partial=True) is None:
+    if _text(head, partial=True) is None and decode_text(head) is None:
         raise UnsupportedFileType(_what_it_is(head))
 
 
@@ -125,21 +128,46 @@ def _is_csv(text: str) -> bool:
     return False
 
 
-def _text_kind(data: bytes) -> FileKind:
-    text = _text(data, partial=False)
-    if text is None:
-        raise UnsupportedFileType(_what_it_is(data[:HEAD_BYTES]))
-    stripped = text.strip()
-    if stripped[:1] in ("{", "["):
+def _json_problem(text: str) -> str | None:
+    """Why JSON text does not parse; None when it does."""
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "The JSON is nested too deeply to read."
+    except ValueError as exc:
+        return f"The text looks like JSON but does not parse: {exc}."
+    return None
+
+
+def is_json_lines(text: str) -> bool:
+    """JSON Lines (NDJSON): two or more lines, each a JSON object or array."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    for line in lines:
         try:
-            json.loads(stripped)
+            value = json.loads(line)
         except (ValueError, RecursionError):
-            pass
-        else:
+            return False
+        if not isinstance(value, dict | list):
+            return False
+    return True
+
+
+def _text_kind(data: bytes) -> FileKind:
+    decoded = decode_text(data)
+    if decoded is None:
+        raise UnsupportedFileType(_what_it_is(data[:HEAD_BYTES]))
+    text, encoding = decoded
+    problem = None
+    stripped = text.strip()
+    if encoding == "utf-8" and stripped[:1] in ("{", "["):  # JSON is UTF-8 (RFC 8259)
+        problem = _json_problem(stripped)
+        if problem is None or is_json_lines(text):
             return "json"
     if _is_csv(text):
         return "csv"
-    raise UnsupportedFileType("The text is neither valid JSON nor CSV.")
+    raise UnsupportedFileType(problem or "The text is neither valid JSON nor CSV.")
 
 
 def sniff(data: bytes, archive_limits: ArchiveLimits | None = None) -> FileKind:

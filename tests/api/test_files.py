@@ -100,6 +100,21 @@ async def test_every_supported_kind_is_recognised(api: ApiClient) -> None:
         assert response.json()["media_type"] == expected
 
 
+async def test_a_windows_csv_and_json_lines_are_accepted_as_what_they_are(
+    api: ApiClient,
+) -> None:
+    russian = "имя;сумма\nИван;10\nПётр;20\n".encode("cp1251")  # noqa: RUF001
+    lines = b'{"id": 1}\n{"id": 2}\n'
+
+    csv_file = await _upload(api, "отчёт.csv", russian, "text/csv")
+    json_file = await _upload(api, "events.ndjson", lines, "application/x-ndjson")
+
+    assert csv_file.status_code == 201, csv_file.text
+    assert csv_file.json()["media_type"] == "text/csv"
+    assert json_file.status_code == 201, json_file.text
+    assert json_file.json()["media_type"] == "application/json"
+
+
 async def test_a_renamed_executable_is_415_naming_the_supported_types(
     api: ApiClient, app_settings: Settings
 ) -> None:

@@ -55,16 +55,17 @@ class TextBuilder:
         return self._left <= 0
 
     def add(self, text: str) -> bool:
-        """Append `text`; False once the budget is spent (the rest is cut)."""
+        """Append `text`; False when it did not fit whole (the rest is cut)."""
         if self._left <= 0:
             self.truncated = True
             return False
-        if len(text) > self._left:
+        fits = len(text) <= self._left
+        if not fits:
             text = text[: self._left]
             self.truncated = True
         self._parts.append(text)
         self._left -= len(text)
-        return not self.truncated
+        return fits
 
     def cut(self, note: str) -> None:
         self.truncated = True

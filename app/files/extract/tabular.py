@@ -1,4 +1,5 @@
-"""CSV as a table, JSON as a summary of its shape followed by the text itself."""
+"""CSV as a table (UTF-8 or a legacy code page, said so), JSON as a summary of its shape
+followed by the text itself (JSON Lines as its records)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 from app.domain.files import Extraction, FileRejected
 from app.files.extract.budget import Budget, TextBuilder
 from app.files.extract.xlsx import cell_text, table_rows
+from app.files.sniff import is_json_lines
+from app.files.text import decode_text
 
 
 def _delimiter(text: str) -> str:
@@ -20,24 +23,26 @@ def _delimiter(text: str) -> str:
 
 
 def extract_csv(data: bytes, budget: Budget) -> Extraction:
-    text = data.decode("utf-8-sig", errors="replace")
+    text, encoding = decode_text(data) or (data.decode("utf-8", errors="replace"), "utf-8")
     reader = csv.reader(io.StringIO(text), delimiter=_delimiter(text))
-    total = 0
+    total = columns = 0
     kept: list[list[str]] = []
+    width = budget.limits.max_columns + 1  # one past the limit, so the cut is seen
     try:
         for row in reader:
             if not row:
                 continue
             total += 1
+            columns = columns or len(row)
             if len(kept) < budget.limits.max_rows:
-                kept.append([cell_text(v) for v in row])
+                kept.append([cell_text(v) for v in row[:width]])
             elif total % 1000 == 0:
                 budget.check_time()
     except csv.Error as exc:
         raise FileRejected(f"The CSV could not be read: {exc}.") from exc
-    columns = len(kept[0]) if kept else 0
     out = TextBuilder(budget.limits.max_chars)
-    out.add(f"CSV: {total} rows (header included), {columns} columns.\n\n")
+    decoded = "" if encoding == "utf-8" else f" Decoded from {encoding}."
+    out.add(f"CSV: {total} rows (header included), {columns} columns.{decoded}\n\n")
     table_rows(kept, out, budget, "csv")
     if total > len(kept):
         out.cut(f"rows after {len(kept)} left out of {total}")
@@ -59,10 +64,24 @@ def _shape(value: Any, depth: int = 0) -> str:
     return type(value).__name__
 
 
+def _json_lines(text: str, budget: Budget) -> Extraction:
+    """JSON Lines: a summary of the records, then the lines as they are."""
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    budget.check_time()
+    out = TextBuilder(budget.limits.max_chars)
+    out.add(f"JSON Lines: {len(records)} records; first record: {_shape(records[0], 1)}.\n\n")
+    if not out.add(text.strip()):
+        out.cut(f"JSON Lines cut at {budget.limits.max_chars} characters of {len(text)}")
+    return Extraction(text=out.text(), truncated=out.truncated, note=out.note())
+
+
 def extract_json(data: bytes, budget: Budget) -> Extraction:
+    text = data.decode("utf-8-sig", errors="replace")
     try:
-        value = json.loads(data.decode("utf-8-sig"))
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
+        if is_json_lines(text):
+            return _json_lines(text, budget)
         raise FileRejected("The JSON could not be parsed.") from exc
     budget.check_time()
     out = TextBuilder(budget.limits.max_chars)

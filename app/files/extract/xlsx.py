@@ -28,12 +28,16 @@ def cell_text(value: Any) -> str:
 def table_rows(rows: Iterable[list[str]], out: TextBuilder, budget: Budget, name: str) -> None:
     """Rows as a Markdown table (the first row is the header), within the budget."""
     width = 0
+    wide = False
     for index, row in enumerate(rows):
         budget.check_time()
         if index >= budget.limits.max_rows:
             out.cut(f"{name}: rows after {budget.limits.max_rows} left out")
             return
         cells = row[: budget.limits.max_columns]
+        if len(row) > len(cells) and not wide:
+            wide = True
+            out.cut(f"{name}: columns after {budget.limits.max_columns} left out")
         budget.cells += len(cells)
         if budget.cells > budget.limits.max_cells:
             out.cut(f"{name}: stopped at the cell limit ({budget.limits.max_cells})")

@@ -4,13 +4,15 @@ what it cut; broken documents are refused, never half-read silently."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 
 import pytest
 
-from app.domain.files import Extraction, FileRejected
+from app.domain.files import Extraction, FileRejected, UnsupportedFileType
 from app.files.extract import Budget, ExtractionTimeout, ExtractLimits, extract
+from app.files.sniff import sniff
 from tests.files import samples
 
 
@@ -164,3 +166,61 @@ def _attempt(read: Callable[[], object]) -> object:
         return read()
     except FileRejected as exc:
         return exc
+
+
+RUSSIAN_CSV = "имя;сумма;город\nИван;10;Москва\nПётр;20;Казань\nОльга;30;Тверь\n"  # noqa: RUF001
+
+
+@pytest.mark.parametrize(
+    ("data", "encoding", "row"),
+    [
+        (RUSSIAN_CSV.encode("cp1251"), "cp1251", "| Пётр | 20 | Казань |"),
+        ("name;city\nRené;Köln\nJosé;Málaga\n".encode("cp1252"), "cp1252", "| José | Málaga |"),
+    ],
+)
+def test_a_csv_saved_in_a_windows_code_page_is_read_and_says_so(
+    data: bytes, encoding: str, row: str
+) -> None:
+    assert sniff(data) == "csv"
+    result = extract("csv", data, _budget())
+
+    assert result is not None
+    assert f"columns. Decoded from {encoding}." in result.text
+    assert row in result.text
+
+
+def test_json_lines_are_json_read_record_by_record() -> None:
+    data = b'{"a":1,"b":"x"}\n{"a":2,"b":"y"}\n\n{"a":3,"b":"z"}\n'
+
+    assert sniff(data) == "json"
+    result = extract("json", data, _budget())
+
+    assert result is not None
+    assert result.text.startswith(
+        "JSON Lines: 3 records; first record: object with 2 keys (a, b).\n\n"
+    )
+    assert '{"a":3,"b":"z"}' in result.text
+
+
+def test_columns_past_the_limit_are_left_out_and_said_so() -> None:
+    header = ",".join(f"c{i}" for i in range(300))
+    data = f"{header}\n{','.join('1' * 300)}\n".encode()
+
+    result = extract("csv", data, _budget(max_columns=20))
+
+    assert result is not None
+    assert "| c19 |" in result.text and "c20" not in result.text
+    assert result.truncated
+    assert result.note == "csv: columns after 20 left out"
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (b'{"a": 1, "b": [1, 2,}', "does not parse: Expecting value: line 1 column 21"),
+        (b"[" * 5000 + b"]" * 5000, "The JSON is nested too deeply to read."),
+    ],
+)
+def test_json_that_does_not_parse_says_why(data: bytes, said: str) -> None:
+    with pytest.raises(UnsupportedFileType, match=re.escape(said)):
+        sniff(data)

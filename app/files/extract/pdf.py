@@ -1,4 +1,5 @@
-"""PDF text, page by page (pypdf, lenient about broken structure)."""
+"""PDF text, page by page (pypdf, lenient about broken structure). A PDF with no text
+on any page (a scan) says so in its text, for the model to tell the user."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from pypdf.errors import PyPdfError
 
 from app.domain.files import Extraction, FileRejected
 from app.files.extract.budget import Budget, TextBuilder
+
+NO_TEXT_LAYER = (
+    "[This PDF has no text layer: its pages are images (a scan?), which are not read here."
+    " Nothing of its content is known.]"
+)
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # warnings about every odd xref
 
@@ -24,6 +30,7 @@ def extract_pdf(data: bytes, budget: Budget) -> Extraction:
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise FileRejected("The PDF could not be read.") from exc
     out = TextBuilder(budget.limits.max_chars)
+    found_text = False
     for number in range(count):
         budget.check_time()
         if number >= budget.limits.max_pages:
@@ -33,7 +40,11 @@ def extract_pdf(data: bytes, budget: Budget) -> Extraction:
             text = pages[number].extract_text() or ""
         except (PyPdfError, ValueError, KeyError, TypeError, RecursionError, ZeroDivisionError):
             text = "[this page could not be read]"
+        found_text = found_text or bool(text.strip())
         if not out.add(f"--- Page {number + 1} of {count} ---\n{text.strip()}\n\n"):
             out.cut(f"cut in page {number + 1} of {count}")
             break
+    if count and not found_text:
+        # A scan: without this the model sees empty pages and may guess at their content.
+        out.add(NO_TEXT_LAYER)
     return Extraction(text=out.text(), truncated=out.truncated, note=out.note())

@@ -224,3 +224,16 @@ def test_columns_past_the_limit_are_left_out_and_said_so() -> None:
 def test_json_that_does_not_parse_says_why(data: bytes, said: str) -> None:
     with pytest.raises(UnsupportedFileType, match=re.escape(said)):
         sniff(data)
+
+
+def test_a_pdf_without_a_text_layer_says_so() -> None:
+    # A scan: each page only paints an image, so there is no text to extract.
+    scan = samples.pdf(["", ""])
+
+    result = extract("pdf", scan, _budget())
+
+    assert result is not None
+    assert "--- Page 2 of 2 ---" in result.text
+    assert "This PDF has no text layer" in result.text
+    text_pdf = extract("pdf", samples.pdf(["words"]), _budget())
+    assert text_pdf is not None and "no text layer" not in text_pdf.text

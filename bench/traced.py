@@ -21,10 +21,11 @@ import signal
 import sys
 import tempfile
 import tracemalloc
+import types
 from collections import Counter
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 from app.observability.memory import glibc_heap
 
@@ -72,23 +73,41 @@ def pymalloc() -> dict[str, int]:
     return out
 
 
-_CODES = ("cr_code", "ag_code", "gi_code")
+_CODES = {
+    types.CoroutineType: "cr_code",
+    types.AsyncGeneratorType: "ag_code",
+    types.GeneratorType: "gi_code",
+    types.FrameType: "f_code",
+}
+
+
+def _code(o: object) -> types.CodeType | None:
+    """The code of a coroutine, generator or frame. Only on those types: `getattr` on any
+    object can run its hooks (a pydantic model's deferred validator builds its schema when
+    asked for a missing attribute, and the census would count what it built itself)."""
+    attribute = _CODES.get(type(o))
+    return None if attribute is None else cast(types.CodeType, getattr(o, attribute))
+
+
+def _rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
 
 
 def stats() -> dict[str, Any]:
-    gc.collect()
+    rss_kb = _rss_kb()
+    collected = gc.collect()
+    rss_collected_kb = _rss_kb()
     objects = gc.get_objects()
-    types = Counter(type(o).__qualname__ for o in objects)
+    kinds = Counter(type(o).__qualname__ for o in objects)
     sizes: Counter[str] = Counter()
     for o in objects:
         sizes[type(o).__qualname__] += sys.getsizeof(o)
     frames: Counter[str] = Counter()
     for o in objects:
-        code = (
-            getattr(o, "cr_code", None)
-            or getattr(o, "ag_code", None)
-            or getattr(o, "gi_code", None)
-        )
+        code = _code(o)
         if type(o).__name__ == "method":
             frames[f"method {type(o.__self__).__qualname__}.{o.__func__.__name__}"] += 1
         elif type(o).__name__ == "function":
@@ -97,15 +116,64 @@ def stats() -> dict[str, Any]:
             frames[
                 f"{type(o).__name__} {code.co_filename.rsplit('/', 2)[-1]}:{code.co_qualname}"
             ] += 1
+    deferred = sorted(
+        f"{t.__module__}.{t.__qualname__}"
+        for t in objects
+        if isinstance(t, type)
+        and type(t.__dict__.get("__pydantic_validator__")).__name__ == "MockValSer"
+    )
+    shapes: Counter[str] = Counter()
+    for o in objects:
+        if type(o) is dict:
+            shapes[",".join(str(k)[:24] for k in list(o)[:4])] += 1
     return {
+        "dict_shapes": dict(shapes.most_common(120)),
+        "pydantic_deferred": deferred,
+        "rss_kb": rss_kb,
+        "gc_collected": collected,
+        "rss_after_collect_kb": rss_collected_kb,
         "gc_objects": len(objects),
         "allocated_blocks": sys.getallocatedblocks(),
         "heap": heap(),
         "pymalloc": pymalloc(),
-        "types": dict(types.most_common(80)),
+        "types": dict(kinds.most_common(80)),
         "frames": dict(frames.most_common(150)),
         "sizes": dict(sizes.most_common(80)),
     }
+
+
+def _name(o: object) -> str:
+    if isinstance(o, type):
+        return f"class {o.__module__}.{o.__qualname__}"
+    code = _code(o)
+    if code is not None:
+        return f"{type(o).__name__} {code.co_qualname}"
+    return type(o).__qualname__
+
+
+def owners(objects: list[object], wanted: list[str], sample: int = 40) -> dict[str, Any]:
+    """Who holds objects of the `wanted` types (`BENCH_TRACE_OWNERS=Event,deque`): for a
+    sample of each, the referrer's type, and for a referrer that is a dict (an instance's
+    attributes) or a cell, that one's referrer too."""
+    out: dict[str, Any] = {}
+    for kind in wanted:
+        found = [o for o in objects if type(o).__qualname__ == kind][-sample:]
+        chains: Counter[str] = Counter()
+        for o in found:
+            for ref in gc.get_referrers(o):
+                if ref is objects or ref is found:
+                    continue
+                label = _name(ref)
+                if type(ref) in (dict, list, tuple) or label == "cell":
+                    outer = [
+                        _name(r)
+                        for r in gc.get_referrers(ref)
+                        if r is not objects and r is not found and type(r).__name__ != "frame"
+                    ][:3]
+                    label = f"{label} <- {', '.join(outer)}"
+                chains[label] += 1
+        out[kind] = dict(chains.most_common(25))
+    return out
 
 
 def main() -> None:
@@ -121,7 +189,11 @@ def main() -> None:
         if frames and not tracemalloc.is_tracing():
             gc.collect()
             tracemalloc.start(frames)
-        (out / f"snap-{taken}.json").write_text(json.dumps(stats(), indent=1))
+        found = stats()
+        wanted = [w for w in os.environ.get("BENCH_TRACE_OWNERS", "").split(",") if w]
+        if wanted:
+            found["owners"] = owners(gc.get_objects(), wanted)
+        (out / f"snap-{taken}.json").write_text(json.dumps(found, indent=1))
         if frames:
             tracemalloc.take_snapshot().dump(str(out / f"snap-{taken}.pickle"))
         (out / f"snap-{taken}.done").touch()

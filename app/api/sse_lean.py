@@ -11,6 +11,12 @@ and the stream is cancelled, as before), and, between messages, the heartbeat (s
 the same lock and send timeout as sse-starlette's). Server shutdown reaches the stream
 through sse-starlette's own watcher (one per event loop), which cancels it, as before.
 
+What the waiting holds is plain asyncio, not anyio: the watcher's wait for the client
+under `asyncio.timeout` (an anyio cancel scope in a parked task also keeps a task state,
+weak references and two sets: ~1.8 KB more per open stream), and the send lock an
+`asyncio.Lock` (anyio's makes a 528-byte deque block up front; asyncio's only when a second
+sender waits). The service runs on asyncio only.
+
 What goes on the wire, and when, is unchanged; only how the waiting is arranged differs.
 A response that uses what this does not arrange (HEAD, a `data_sender_callable`, a
 `shutdown_event` or grace period) is served by sse-starlette's own `__call__`.
@@ -19,7 +25,7 @@ A response that uses what this does not arrange (HEAD, a `data_sender_callable`,
 from __future__ import annotations
 
 import asyncio
-import math
+from typing import Any
 
 import anyio
 from sse_starlette.event import ServerSentEvent, ensure_bytes
@@ -56,6 +62,11 @@ class _Cancel:
 
 
 class LeanEventSourceResponse(EventSourceResponse):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if LEAN_AVAILABLE:
+            self._send_lock = asyncio.Lock()  # type: ignore[assignment]  # same use
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             not LEAN_AVAILABLE
@@ -90,15 +101,16 @@ class LeanEventSourceResponse(EventSourceResponse):
     async def _watch(self, receive: Receive, send: Send, cancel: anyio.CancelScope) -> None:
         """Until the client disconnects (then the stream is cancelled), sending the
         heartbeat whenever `ping_interval` passes without a message from the client."""
-        interval = self.ping_interval or math.inf
+        interval = self.ping_interval or None
         try:
             while self.active:
-                message = None
-                with anyio.move_on_after(interval):
-                    message = await receive()
-                if message is None:
+                try:
+                    async with asyncio.timeout(interval):
+                        message = await receive()
+                except TimeoutError:
                     await self._heartbeat(send)
-                elif message["type"] == "http.disconnect":
+                    continue
+                if message["type"] == "http.disconnect":
                     self.active = False
                     if self.client_close_handler_callable is not None:
                         await self.client_close_handler_callable(message)

@@ -5,6 +5,11 @@ A reader that falls behind receives everything that piled up as one batch, so a 
 or resuming client costs one wake-up, not one per event. A run with one reader only (a
 stateless stream) lets that reader release what it took, so memory per open stream does
 not grow with the answer.
+
+Memory: a run's log lives as long as its stream, so it holds no `asyncio.Event` (an
+object, its attribute dict and a 528-byte deque block, plus the `wait` coroutine of each
+parked reader): a parked reader waits on a future of its own, kept in a list only while
+it waits, and `__slots__` leaves out the attribute dict.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from app.domain.events import RunEvent, SequencedEvent
 
 
 class RunLog:
+    __slots__ = ("_base", "_parked", "closed", "events", "run_id")
+
     def __init__(self, run_id: str, *, first_seq: int = 1) -> None:
         self.run_id = run_id
         self._base = first_seq - 1  # seq of the event before the first one held here
         self.events: list[SequencedEvent] = []
-        self._changed = asyncio.Event()
-        self._waiting = 0  # readers parked on `_changed`
+        self._parked: list[asyncio.Future[None]] | None = None  # readers waiting for more
         self.closed = False
 
     @property
@@ -32,7 +38,7 @@ class RunLog:
     def readers_waiting(self) -> bool:
         """Whether a reader is parked for the next event (the last append woke it, and it
         has not run since)."""
-        return self._waiting > 0
+        return bool(self._parked)
 
     def append(self, event: RunEvent) -> SequencedEvent:
         if self.closed:
@@ -40,9 +46,8 @@ class RunLog:
         events = self.events
         item = SequencedEvent(seq=self._base + len(events) + 1, event=event)
         events.append(item)
-        if self._waiting:  # `_wake`, inline: this runs once per streamed token
-            self._changed.set()
-            self._changed.clear()
+        if self._parked:  # checked inline: this runs once per streamed token
+            self._wake()
         return item
 
     def close(self) -> None:
@@ -50,12 +55,29 @@ class RunLog:
         self._wake()
 
     def _wake(self) -> None:
-        # Most appends find the reader busy sending the last batch: nothing to wake, and
-        # no new Event per token (the profile showed both). `set` resolves the parked
-        # readers' futures, so clearing at once still wakes them and reuses the Event.
-        if self._waiting:
-            self._changed.set()
-            self._changed.clear()
+        # Most appends find the reader busy sending the last batch: nothing to wake (the
+        # profile showed a wake-up per token costs). A woken reader stays listed until it
+        # runs (`readers_waiting`), and takes itself off.
+        if self._parked:
+            for waiter in self._parked:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def _park(self) -> asyncio.Future[None]:
+        """A future the next append or close resolves; a cancelled reader cancels only
+        its own (awaited in `follow` itself: no coroutine per parked reader)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._parked is None:
+            self._parked = [waiter]
+        else:
+            self._parked.append(waiter)
+        return waiter
+
+    def _unpark(self, waiter: asyncio.Future[None]) -> None:
+        if self._parked is not None:
+            self._parked.remove(waiter)
+            if not self._parked:
+                self._parked = None
 
     def holds(self, after: int) -> bool:
         """Whether this log can serve a reader that has seen up to `after`."""
@@ -85,11 +107,11 @@ class RunLog:
                 continue
             if self.closed:
                 return
-            self._waiting += 1
+            waiter = self._park()
             try:
-                await self._changed.wait()
+                await waiter
             finally:
-                self._waiting -= 1
+                self._unpark(waiter)
 
     def _release(self, upto: int) -> None:
         """Drop the events with seq <= upto; readers behind that can no longer be served

@@ -72,7 +72,7 @@ from app.translate.accumulator import PartsBuilder
 MALFORMED_RETRIES = 1
 
 
-@dataclass
+@dataclass(slots=True)  # one per open stream: no attribute dict
 class Agent:
     """Runs one turn; its state stays readable so a cancel can keep the partial answer."""
 

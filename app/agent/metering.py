@@ -41,7 +41,7 @@ def _tokens(chars: int) -> int:
     return -(-chars // CHARS_PER_TOKEN)
 
 
-@dataclass
+@dataclass(slots=True)
 class Meter:
     model: ModelInfo
     usage: UsageInfo

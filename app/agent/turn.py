@@ -13,7 +13,7 @@ from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
 TurnStatus = Literal["completed", "requires_action", "max_iterations", "failed", "budget_exceeded"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnOptions:
     max_iterations: int = 8
     client_tools: Sequence[ToolSpec] = ()

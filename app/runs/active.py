@@ -40,7 +40,7 @@ def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunRequest:
     """Everything a run needs besides its history."""
 
@@ -75,7 +75,7 @@ class RunRequest:
         }
 
 
-@dataclass
+@dataclass(slots=True)  # one per open stream: no attribute dict
 class ActiveRun:
     run_id: str
     owner_id: str

@@ -31,6 +31,8 @@ class RunControl(Protocol):
 
 
 class RunHandle:
+    __slots__ = ("_control", "_run", "model_id")
+
     def __init__(self, run: ActiveRun, control: RunControl, *, model_id: str) -> None:
         self._run = run
         self._control = control

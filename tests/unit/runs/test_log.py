@@ -56,6 +56,26 @@ async def test_a_live_reader_sees_new_events_and_ends_when_the_log_closes() -> N
     assert [e.event.delta for e in events] == ["a", "b", "c"]  # type: ignore[union-attr]
 
 
+async def test_a_reader_that_goes_away_leaves_the_other_waiting_readers_following() -> None:
+    # Two tabs follow one run; closing one (its reader cancelled while it waits for the
+    # next event) must not wake or end the other.
+    log = RunLog("run_1")
+    gone = asyncio.create_task(collect(log))
+    stays = asyncio.create_task(collect(log))
+    await asyncio.sleep(0)
+
+    gone.cancel()
+    await asyncio.sleep(0)
+    log.append(delta("a"))
+    await asyncio.sleep(0)
+    log.append(delta("b"))
+    log.close()
+
+    events = await asyncio.wait_for(stays, timeout=5)
+    assert [e.event.delta for e in events] == ["a", "b"]  # type: ignore[union-attr]
+    assert gone.cancelled()
+
+
 async def test_a_reader_that_falls_behind_gets_the_backlog_as_one_batch() -> None:
     log = RunLog("run_1")
     for i in range(10):

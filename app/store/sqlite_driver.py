@@ -115,6 +115,10 @@ class OneTripDbapi(AsyncAdapt_aiosqlite_dbapi):
         return OneTripConnection(self, adapted._connection)
 
 
-def one_trip_dbapi() -> OneTripDbapi:
-    """The `module` to hand `create_async_engine` for a `sqlite+aiosqlite` URL."""
+def one_trip_dbapi() -> OneTripDbapi | None:
+    """The `module` to hand `create_async_engine` for a `sqlite+aiosqlite` URL; None (the
+    stock adapter, four trips a statement) if an aiosqlite release lacks the private queue
+    call this leans on, so an upgrade costs speed and nothing else."""
+    if not callable(getattr(aiosqlite.Connection, "_execute", None)):
+        return None
     return OneTripDbapi(aiosqlite, sqlite3)

@@ -11,6 +11,7 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.agent.ports import ToolRuntime
 from app.auth.authenticator import AuthConfig, Authenticator
@@ -33,7 +34,6 @@ from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
 from app.limits.run_hooks import LimitHooks
-from app.mcp.sources import McpSources
 from app.observability.instrumented import InstrumentedTools, instrument
 from app.observability.metrics import Metrics
 from app.observability.run_hooks import ObservabilityHooks
@@ -59,6 +59,9 @@ from app.toolruntime.proposals import ProposalService
 from app.tools.catalog import ToolCatalog
 from app.usage.book import UsageBook
 from app.usage.writer import UsageWriter
+
+if TYPE_CHECKING:
+    from app.mcp.sources import McpSources
 
 log = logging.getLogger("chat_bff")
 

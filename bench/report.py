@@ -90,6 +90,9 @@ def startup_rows(rows: Rows, i2: dict[str, Any]) -> None:
         verdict(startup is not None and startup < GOALS["startup_s"]),
         2,
     )
+    cpu = pct([s["startup_cpu_s"] for s in i2["startup"] if "startup_cpu_s" in s], 50)
+    if cpu is not None:
+        rows.add("start-up CPU s (median)", ["", cpu, cpu], "", "", 2)
     rows.add(
         "idle RSS MB",
         ["", idle, idle],

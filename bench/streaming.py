@@ -31,8 +31,17 @@ async def issue2(
             app_spec=["app.main:app"],
             tag=f"i2-{n}",
         )
-        out["startup"].append({"startup_s": service.startup_s, "idle_rss_mb": service.idle_rss_mb})
-        log(f"start-up {n + 1}: {service.startup_s:.2f} s, idle RSS {service.idle_rss_mb:.1f} MB")
+        out["startup"].append(
+            {
+                "startup_s": service.startup_s,
+                "startup_cpu_s": round(service.startup_cpu_s, 2),
+                "idle_rss_mb": service.idle_rss_mb,
+            }
+        )
+        log(
+            f"start-up {n + 1}: {service.startup_s:.2f} s ({service.startup_cpu_s:.2f} s CPU), "
+            f"idle RSS {service.idle_rss_mb:.1f} MB"
+        )
     assert service is not None
     out["server"] = service.server
     try:

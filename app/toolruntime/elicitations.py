@@ -24,8 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jsonschema import validators
-
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.events import PartChange
 from app.domain.identity import Caller
@@ -66,6 +64,9 @@ def check_content(schema: dict[str, Any], action: Action, content: dict[str, Any
         raise InvalidSubmission(
             "An accepted answer needs its content.", problems=["content: required"]
         )
+    # Imported on the first answer: about 0.1 s of start-up for a feature few runs use.
+    from jsonschema import validators
+
     validator = validators.validator_for(schema)(schema)
     problems = []
     for error in sorted(validator.iter_errors(content), key=lambda e: list(e.absolute_path)):

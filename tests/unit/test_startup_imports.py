@@ -18,7 +18,7 @@ from app.main import create_app
 with TestClient(create_app()) as client:
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 200
-lazy = ("mcp", "mcp_types", "numpy", "openpyxl", "pypdf")
+lazy = ("mcp", "mcp_types", "numpy", "openpyxl", "pypdf", "jsonschema")
 print(json.dumps(sorted(m for m in lazy if m in sys.modules)))
 """
 

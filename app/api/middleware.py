@@ -9,6 +9,9 @@ Outermost first, as `install_middlewares` stacks them:
 - `BodySizeLimitMiddleware`: 413 with the standard error body when a body is too large,
   by `Content-Length` up front or by counting a chunked body as it arrives.
 
+A streaming response is served by the context middleware itself, once the layers under
+it have returned (`app.api.handoff`): an open stream does not hold their frames.
+
 Once the `Drain` (app.api.drain) has begun, new requests get 503 `shutting_down` with
 `Retry-After` and `Connection: close`, while requests already in flight finish; the
 context middleware also tells the drain how many SSE responses are open.
@@ -28,6 +31,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.drain import Drain
+from app.api.handoff import HANDOFF_KEY, Handoff
 from app.domain.files import FileTooLarge
 from app.observability.logging import request_id_var, run_id_var, user_id_var
 from app.observability.metrics import Metrics
@@ -151,6 +155,7 @@ class RequestContextMiddleware:
             return
         exchange = _Exchange(scope, send, self.metrics, self.drain)
         scope.setdefault("state", {})["request_id"] = exchange.request_id
+        handoff = scope[HANDOFF_KEY] = Handoff()  # a stream is served here (app.api.handoff)
         tokens = (
             request_id_var.set(exchange.request_id),
             user_id_var.set(None),
@@ -163,6 +168,7 @@ class RequestContextMiddleware:
                 )
             else:
                 await self.app(scope, receive, exchange.send)
+                await handoff.serve()
         except Exception as exc:
             # A bug, not a client error: log it (the log filter redacts secrets) and, when
             # nothing was sent yet, answer 500 with the request id on a connection that

@@ -32,6 +32,8 @@ from sse_starlette.event import ServerSentEvent, ensure_bytes
 from sse_starlette.sse import AppStatus, EventSourceResponse
 from starlette.types import Receive, Scope, Send
 
+from app.api.handoff import take_handoff
+
 # Private parts of sse-starlette 3.7: its per-loop shutdown watcher and two methods of
 # the response. A release without them serves every stream with sse-starlette's own four
 # tasks instead: more memory per open stream, the same behaviour.
@@ -68,6 +70,10 @@ class LeanEventSourceResponse(EventSourceResponse):
             self._send_lock = asyncio.Lock()  # type: ignore[assignment]  # same use
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handoff = take_handoff(scope)
+        if handoff is not None:  # served from the request context middleware
+            handoff.take(self, scope, receive, send)
+            return
         if (
             not LEAN_AVAILABLE
             or scope["type"] != "http"

@@ -17,6 +17,7 @@ from app.observability.metrics import Metrics
 from tests.auth.tokens import sqlite_settings
 from tests.canary import capture_logs
 from tests.fakes.db import MakeApi
+from tests.support.asgi_stream import body_then_wait, post_scope
 
 
 async def test_a_sane_request_id_is_echoed(make_api: MakeApi, tmp_path: Path) -> None:
@@ -162,31 +163,9 @@ async def test_unmatched_paths_share_one_label(make_api: MakeApi, tmp_path: Path
 async def test_sse_responses_count_as_active_streams_while_open(
     make_api: MakeApi, tmp_path: Path
 ) -> None:
-    """Driven at the ASGI level: httpx's ASGI transport would buffer the whole stream."""
     body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True})
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/api/chat",
-        "raw_path": b"/api/chat",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"test"), (b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1234),
-        "server": ("test", 80),
-    }
-    sent_body = False
-
-    async def receive() -> MutableMapping[str, Any]:
-        nonlocal sent_body
-        if not sent_body:
-            sent_body = True
-            return {"type": "http.request", "body": body.encode(), "more_body": False}
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
+    scope = post_scope("/api/chat")
+    receive = body_then_wait(body.encode())
 
     seen_during: list[str] = []
     async with make_api(sqlite_settings(tmp_path)) as api:

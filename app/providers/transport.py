@@ -16,7 +16,9 @@ connect, TLS, h11), so the wire is what the SDKs' default client speaks: HTTP/1.
 same timeouts, TCP keep-alive probes (the Anthropic SDK's socket options) on every socket.
 
 The response body is read from the connection's stream through one wrapper (exception
-mapping and the hand-back) instead of the three of httpx's transport and pool.
+mapping and the hand-back) instead of the three of httpx's transport and pool; the
+connection itself (`app.providers.connection`) writes a request in one send and hands up
+a body one network read at a time.
 Proxies are not handled here: `upstream_http_client` falls back to the SDK's default client
 when the environment names one.
 """
@@ -32,6 +34,8 @@ from typing import Any
 import anyio
 import httpcore2
 import httpx2
+
+from app.providers.connection import UpstreamConnection
 
 # httpcore's exceptions as httpx's, most specific first (what httpx's transport does).
 _EXCEPTIONS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
@@ -93,12 +97,14 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         max_connections: int,
         max_keepalive_connections: int,
         keepalive_expiry: float | None = 5.0,
+        network_backend: httpcore2.AsyncNetworkBackend | None = None,
     ) -> None:
         self._max_connections = max_connections
         self._max_idle = max_keepalive_connections
         self._keepalive_expiry = keepalive_expiry
         self._ssl_context = httpx2.create_ssl_context()
         self._socket_options = keepalive_socket_options()
+        self._network_backend = network_backend  # None: httpcore's own (anyio)
         self._idle: dict[_Key, list[httpcore2.AsyncHTTPConnection]] = {}
         self._idle_count = 0
         self._open = 0  # connections open or opening, idle ones included
@@ -152,11 +158,12 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
                 return connection
             if self._open < self._max_connections:
                 self._open += 1
-                return httpcore2.AsyncHTTPConnection(
+                return UpstreamConnection(
                     origin=origin,
                     ssl_context=self._ssl_context,
                     keepalive_expiry=self._keepalive_expiry,
                     socket_options=self._socket_options,
+                    network_backend=self._network_backend,
                 )
             if self._idle_count and await self._close_one_idle():
                 continue  # full of idle connections to other origins: one made room

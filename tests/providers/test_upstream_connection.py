@@ -10,6 +10,7 @@ from typing import Any
 
 import httpcore2
 import httpx2
+import pytest
 
 from app.providers.transport import UpstreamPool
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream
@@ -90,7 +91,7 @@ async def test_a_request_without_a_body_is_sent_whole_and_answered(
 
 @asynccontextmanager
 async def raw_server(
-    respond: Callable[[asyncio.StreamWriter], Awaitable[None]],
+    respond: Callable[[asyncio.StreamWriter], Awaitable[None]], *, connections: int = 1
 ) -> AsyncIterator[str]:
     """An HTTP/1.1 server whose answers are written by `respond`, byte for byte."""
     accepted: list[asyncio.StreamWriter] = []
@@ -123,7 +124,7 @@ async def raw_server(
             writer.close()
             with suppress(ConnectionError):
                 await writer.wait_closed()
-    assert len(accepted) == 1  # every request on one connection: it stayed reusable
+    assert len(accepted) == connections  # 1: every request on one, it stayed reusable
 
 
 def chunked(pieces: Iterable[bytes]) -> bytes:
@@ -164,3 +165,32 @@ async def test_a_chunk_comes_up_as_soon_as_it_arrives_while_the_rest_is_awaited(
             rest = [piece async for piece in pieces]
         assert first == FRAMES[0]
         assert b"".join(rest) == b"".join(FRAMES[1:])
+
+
+async def test_a_chunked_answer_saying_connection_close_is_not_followed_on_its_connection() -> None:
+    closing = HEAD.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n")
+
+    async def respond(writer: asyncio.StreamWriter) -> None:
+        writer.write(closing + chunked(FRAMES))
+        await writer.drain()
+
+    async with raw_server(respond, connections=2) as url, client() as http:
+        for _ in range(2):
+            async with http.stream("POST", url, json={}) as response:
+                assert b"".join([p async for p in response.aiter_raw()]) == b"".join(FRAMES)
+
+
+async def test_a_chunked_body_cut_short_is_a_protocol_error() -> None:
+    async def respond(writer: asyncio.StreamWriter) -> None:
+        writer.write(HEAD + chunked(FRAMES)[:-20])
+        await writer.drain()
+        writer.close()
+
+    async with (
+        raw_server(respond) as url,
+        client() as http,
+        http.stream("POST", url, json={}) as response,
+    ):
+        with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
+            async for _ in response.aiter_raw():
+                pass

@@ -11,46 +11,50 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from app.observability.memory import Trimmer, long_lived
 
-from app.api.drain import Drain, GracefulShutdown
-from app.api.errors import install_auth_error_handler, install_error_handlers
-from app.api.middleware import install_middlewares
-from app.api.openapi import install_openapi
-from app.api.operation_ids import operation_id
-from app.api.routes import (
-    admin,
-    agui,
-    approvals,
-    background_jobs,
-    chat,
-    conversations,
-    files,
-    follow,
-    health,
-    models,
-    openai_chat,
-    openai_conversations,
-    openai_responses,
-    page,
-    proposals,
-    queue,
-    runs,
-    stream_tokens,
-    submissions,
-    tools,
-    ui_chat,
-    usage,
-    workspace_undo,
-)
-from app.api.routes import metrics as metrics_route
-from app.api.streaming import StreamConfig
-from app.container import build_services
-from app.observability.logging import configure_logging
-from app.observability.memory import Trimmer
-from app.observability.metrics import Metrics
-from app.providers.base import Provider
-from app.settings import Settings, get_settings, settings_or_exit
+# The service's modules are about a million objects that live as long as the process
+# (see `long_lived`).
+with long_lived():
+    from fastapi import FastAPI
+
+    from app.api.drain import Drain, GracefulShutdown
+    from app.api.errors import install_auth_error_handler, install_error_handlers
+    from app.api.middleware import install_middlewares
+    from app.api.openapi import install_openapi
+    from app.api.operation_ids import operation_id
+    from app.api.routes import (
+        admin,
+        agui,
+        approvals,
+        background_jobs,
+        chat,
+        conversations,
+        files,
+        follow,
+        health,
+        models,
+        openai_chat,
+        openai_conversations,
+        openai_responses,
+        page,
+        proposals,
+        queue,
+        runs,
+        stream_tokens,
+        submissions,
+        tools,
+        ui_chat,
+        usage,
+        workspace_undo,
+    )
+    from app.api.routes import metrics as metrics_route
+    from app.api.streaming import StreamConfig
+    from app.container import build_services
+    from app.observability.logging import configure_logging
+    from app.observability.metrics import Metrics
+    from app.providers.base import Provider
+    from app.settings import Settings, get_settings, settings_or_exit
 
 API_DESCRIPTION = """\
 chat-bff: a backend-for-frontend for AI chat UIs. Provider keys stay on the server; tool
@@ -69,7 +73,8 @@ def create_app(
         configure_logging(
             level=settings.log_level, json_lines=settings.log_json, secrets=_secrets(settings)
         )
-        services = await build_services(settings, providers=providers, metrics=metrics)
+        with long_lived():  # the service graph; the provider SDKs are imported here
+            services = await build_services(settings, providers=providers, metrics=metrics)
         services.authenticator.warn_if_open()
         app.state.services = services
         GracefulShutdown(
@@ -177,5 +182,6 @@ def _secrets(settings: Settings) -> list[str]:
 def __getattr__(name: str) -> Any:
     if name == "app":
         # A configuration error ends the process here: one line per problem, no traceback.
-        return create_app(settings_or_exit())
+        with long_lived():
+            return create_app(settings_or_exit())
     raise AttributeError(name)

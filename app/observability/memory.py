@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 log = logging.getLogger("chat_bff.memory")
 
@@ -104,3 +105,26 @@ class Trimmer:
                 # glibc still counts the returned pages as free, so a heap past the
                 # threshold is trimmed at every check: debug, not a line every 30 s.
                 log.debug("returned free heap memory", extra={"free_bytes_before": held})
+
+
+@contextlib.contextmanager
+def long_lived() -> Iterator[None]:
+    """What is made inside lives as long as the process: start-up's imports and app.
+
+    The cyclic collector is off meanwhile; at the end one collection frees what was
+    garbage and the rest is frozen (moved to the permanent generation), so no later
+    collection walks it again. Start-up makes about a million such objects (modules,
+    classes, pydantic schemas) and little garbage, and the collections in between, each
+    walking all of them again, were about a third of start-up's CPU: from spawn to the
+    first /healthz, 2.2 s of CPU before, 1.5-1.65 s this way, with the same idle RSS.
+    A collector that was already off stays off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.freeze()
+        if was_enabled:
+            gc.enable()

@@ -11,6 +11,15 @@ left free were never returned (`bench.memory --probe`); a trim of a fragmented h
 holds the allocator for 10-50 ms, at most once per check.
 Elsewhere (musl, macOS) there is no `malloc_trim` and this does nothing.
 
+When more than `collect_mb` (32 MB) is free, a full garbage collection runs first: it
+empties CPython's free lists (the tuples, floats, dicts, contexts and async generator
+steps it keeps for reuse), whose entries, scattered over the heap, keep pages that are
+otherwise free from being returned. With `PYTHONMALLOC=malloc` after 1,000 streams closed
+(`bench.memory`): 179 MB resident after the trim alone, 160 MB with the collection before
+it (149.6 MB before the load); the collection found no garbage there: it was the free
+lists. It runs in the event loop and walks only the objects made since start-up (those
+are frozen); a heap with that much free is one a burst has just left.
+
 pymalloc's own arenas (1 MiB each, where small Python objects live by default) go back to
 the system only when empty; a few objects that outlive a burst keep arenas resident, and
 no call changes that. See the README's Benchmarks for what each allocator returns.
@@ -75,10 +84,14 @@ class Trimmer:
         self,
         *,
         free_mb: float = 8.0,
+        collect_mb: float = 32.0,
         every_seconds: float = 30.0,
         allocator: tuple[Callable[[], int], Callable[[], object]] | None = None,
+        collect: Callable[[], object] = gc.collect,
     ) -> None:
         self._free = int(free_mb * 1024 * 1024)
+        self._collect_above = int(collect_mb * 1024 * 1024)
+        self._collect = collect
         self._every = every_seconds
         self._glibc = allocator or _glibc()
         self._task: asyncio.Task[None] | None = None
@@ -101,6 +114,8 @@ class Trimmer:
             await asyncio.sleep(self._every)
             held = free()
             if held > self._free:
+                if held > self._collect_above:
+                    self._collect()  # empties the free lists (see the module's docstring)
                 await loop.run_in_executor(None, trim)
                 # glibc still counts the returned pages as free, so a heap past the
                 # threshold is trimmed at every check: debug, not a line every 30 s.

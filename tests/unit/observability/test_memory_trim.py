@@ -43,3 +43,45 @@ async def test_a_heap_with_little_free_is_left_alone() -> None:
     await asyncio.sleep(0.2)
     await trimmer.stop()
     assert calls == []
+
+
+async def test_a_heap_a_burst_left_mostly_free_has_the_free_lists_emptied_before_the_trim() -> None:
+    heap = FakeHeap(free_mb=100)
+    calls: list[str] = []
+    free, trim = heap.allocator()
+
+    def trim_after_collect() -> None:
+        calls.append("trim")
+        trim()
+
+    trimmer = Trimmer(
+        free_mb=8,
+        collect_mb=32,
+        every_seconds=0.01,
+        allocator=(free, trim_after_collect),
+        collect=lambda: calls.append("collect"),
+    )
+    trimmer.start()
+    try:
+        await asyncio.wait_for(heap.trimmed.wait(), 30)
+    finally:
+        await trimmer.stop()
+    assert calls[:2] == ["collect", "trim"]
+
+
+async def test_a_heap_with_a_little_free_is_trimmed_without_a_collection() -> None:
+    heap = FakeHeap(free_mb=16)
+    collections: list[int] = []
+    trimmer = Trimmer(
+        free_mb=8,
+        collect_mb=32,
+        every_seconds=0.01,
+        allocator=heap.allocator(),
+        collect=lambda: collections.append(1),
+    )
+    trimmer.start()
+    try:
+        await asyncio.wait_for(heap.trimmed.wait(), 30)
+    finally:
+        await trimmer.stop()
+    assert collections == []

@@ -28,7 +28,9 @@ from bench.processes import Service, Upstream, catalogue, start_service
 from bench.sizes import GOALS, ROOT
 
 
-async def _services(upstream: Upstream, baseline: Path, tmp: Path) -> dict[str, Service]:
+async def _services(
+    upstream: Upstream, baseline: Path, tmp: Path, this_env: dict[str, str]
+) -> dict[str, Service]:
     models_json = catalogue([(5, 0), (20, 0), (200, 0)])
     out: dict[str, Service] = {}
     try:
@@ -40,6 +42,7 @@ async def _services(upstream: Upstream, baseline: Path, tmp: Path) -> dict[str, 
                 app_spec=["app.main:app"],
                 tag=f"compare-{name}",
                 root=root,
+                settings=this_env if name == "this" else None,
                 start_limit_s=120.0,  # a loaded machine starts slowly
             )
     except BaseException:
@@ -50,14 +53,19 @@ async def _services(upstream: Upstream, baseline: Path, tmp: Path) -> dict[str, 
 
 
 async def compare(
-    baseline: Path, rounds: int, streams: int, ttft_n: int, nonstream: int = 0
+    baseline: Path,
+    rounds: int,
+    streams: int,
+    ttft_n: int,
+    nonstream: int = 0,
+    this_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     upstream = Upstream.start()
     services: dict[str, Service] = {}
-    figures: dict[str, Any] = {"load_average_at_start": os.getloadavg()}
+    figures: dict[str, Any] = {"load_average_at_start": os.getloadavg(), "this_env": this_env}
     try:
         with tempfile.TemporaryDirectory(prefix="chat-bff-compare-") as tmp:
-            services = await _services(upstream, baseline, Path(tmp))
+            services = await _services(upstream, baseline, Path(tmp), this_env or {})
             for svc in services.values():
                 for t in (V1, CHAT):
                     await run_requests(
@@ -162,6 +170,8 @@ def report(figures: dict[str, Any]) -> str:
             )
     start, end = figures["load_average_at_start"][0], figures["load_average_at_end"][0]
     lines.append(f"load average at start {start:.1f}, at end {end:.1f}")
+    if figures.get("this_env"):
+        lines.append(f"this tree's worker ran with {figures['this_env']}")
     return "\n".join(lines)
 
 
@@ -180,11 +190,27 @@ def main() -> None:
         metavar="N",
         help="also N non-streaming requests at concurrency 50 per build and round",
     )
+    parser.add_argument(
+        "--this-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment for this tree's worker only (e.g. PYTHONMALLOC=malloc, with "
+        "--baseline naming this same tree: one setting side by side)",
+    )
     args = parser.parse_args()
+    this_env = dict(item.split("=", 1) for item in args.this_env)
     if not (args.baseline / "app" / "main.py").exists():
         sys.exit(f"{args.baseline} is not a chat-bff checkout")
     figures = asyncio.run(
-        compare(args.baseline.resolve(), args.rounds, args.streams, args.ttft_n, args.nonstream)
+        compare(
+            args.baseline.resolve(),
+            args.rounds,
+            args.streams,
+            args.ttft_n,
+            args.nonstream,
+            this_env,
+        )
     )
     print(report(figures))
     for key, value in figures.items():

@@ -83,14 +83,16 @@ async def _wait_first_tokens(conns: list[Conn], deadline: float) -> int:
 
 async def _settled_rss(pid: int, limit_s: float) -> float:
     """RSS once it has not moved by more than 1% over 5 s (the server lets the runs go
-    and writes their usage), after one period of the worker's heap trim, or at `limit_s`."""
+    and writes their usage), after two periods of the worker's heap trim (one may fall
+    while the server is still letting the streams go: the trim that returns what they
+    freed is the next one), or at `limit_s`."""
     began = time.perf_counter()
     samples = [_rss_mb(pid)]
     while time.perf_counter() < began + limit_s:
         await asyncio.sleep(1.0)
         samples.append(_rss_mb(pid))
         last = samples[-6:]
-        if time.perf_counter() - began < TRIM_PERIOD_S + 2:
+        if time.perf_counter() - began < 2 * TRIM_PERIOD_S + 2:
             continue
         if len(last) == 6 and max(last) - min(last) <= 0.01 * max(last):
             break
@@ -175,7 +177,7 @@ async def one_count(
         for c in conns:
             c.close()
         await asyncio.gather(*(c.lost for c in conns))
-        after = await _settled_rss(service.pid, 60.0 + 0.01 * count)
+        after = await _settled_rss(service.pid, 90.0 + 0.01 * count)
         await probe.take(service.pid)
         return {
             "streams": count,

@@ -98,14 +98,14 @@ async def _wait(request: Request, handle: RunHandle, *, cancel_on_hangup: bool) 
     if not cancel_on_hangup:
         await handle.wait()
         return
-    ended = asyncio.ensure_future(handle.wait())
+    # One task (the hang-up listener), not two: `asyncio.wait` waits on the run's own
+    # task and never cancels it.
     hangup = asyncio.ensure_future(_hangup(request))
     try:
-        await asyncio.wait({ended, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({handle.ended(), hangup}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         hangup.cancel()
         if not handle.done:
-            ended.cancel()
             await handle.cancel()
 
 

@@ -16,11 +16,11 @@ stream is never resumed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import NamedTuple, cast
 
-import anyio
 import httpx2
 
 from app.providers.errors import TRANSPORT_FAILURES
@@ -147,9 +147,11 @@ async def drain(response: httpx2.Response, chunks: AsyncIterator[bytes]) -> None
     HTTP/2 closes a single stream, so there is nothing to wait for."""
     if response.http_version != "HTTP/1.1":
         return
-    with anyio.move_on_after(_DRAIN_SECONDS):
-        try:
+    # asyncio's timeout, not anyio's scope: this runs once per answer, and the body has
+    # nearly always ended already (the scope cost more than the read).
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
             async for _ in chunks:
                 pass
-        except TRANSPORT_FAILURES:
-            pass  # the connection will not be reused; nothing else is lost
+    except (TimeoutError, *TRANSPORT_FAILURES):
+        pass  # the connection will not be reused; nothing else is lost

@@ -87,6 +87,16 @@ class RunHandle:
         if self._run.task is not None:
             await asyncio.shield(self._run.task)
 
+    def ended(self) -> asyncio.Future[None]:
+        """Done when the run has ended: to wait on beside something else with
+        `asyncio.wait`, which never cancels it (no waiting task of its own)."""
+        task = self._run.task
+        if task is not None:
+            return task
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
     def result(self) -> Message:
         """The final assistant message of an ended run; raises the run's failure when it
         failed with one of our errors (a provider error keeps its status and code)."""

@@ -563,6 +563,17 @@ async def test_done_ends_the_stream_and_nothing_after_it_is_parsed(
     assert log.outcome == "completed"  # drained to the end, not hung up on
 
 
+async def test_a_body_that_goes_on_after_done_is_left_after_a_tenth_of_a_second(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    frames = frames_of(Completion(text="done here"))
+    keep_alives = (b": still here\n\n",) * 40  # two more seconds, 0.05 s apart
+    openai_upstream.enqueue(Encoded(headers=SSE, frames=(*frames, *keep_alives), delay=0.05))
+    assert text_of(await answer(provider)) == "done here"
+    log = await openai_upstream.stream_ended(timeout=1.0)
+    assert log.outcome == "client_disconnected"  # not read to its end: the drain gave up
+
+
 async def test_after_done_the_connection_goes_back_to_the_pool(
     openai_upstream: FakeOpenAIUpstream,
 ) -> None:

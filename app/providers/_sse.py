@@ -27,6 +27,8 @@ from app.providers.errors import TRANSPORT_FAILURES
 
 _BOM = b"\xef\xbb\xbf"
 _DRAIN_SECONDS = 0.1
+# Ends a drain without an error: the answer is complete by then.
+_DRAIN_ENDS: tuple[type[BaseException], ...] = (TimeoutError, *TRANSPORT_FAILURES)
 
 
 class SSEvent(NamedTuple):
@@ -153,5 +155,5 @@ async def drain(response: httpx2.Response, chunks: AsyncIterator[bytes]) -> None
         async with asyncio.timeout(_DRAIN_SECONDS):
             async for _ in chunks:
                 pass
-    except (TimeoutError, *TRANSPORT_FAILURES):
+    except _DRAIN_ENDS:
         pass  # the connection will not be reused; nothing else is lost

@@ -114,6 +114,9 @@ def main(argv: list[str]) -> int:
         return lock()
     ensure_env()
     if command == "serve":
+        # Python objects from glibc's heap, which the worker's trim returns after a burst
+        # of streams (README: Memory per open stream); an explicit PYTHONMALLOC wins.
+        os.environ.setdefault("PYTHONMALLOC", "malloc")
         host = os.environ.get("HOST", "127.0.0.1")
         port = os.environ.get("PORT", "8000")
         return become(

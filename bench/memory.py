@@ -24,10 +24,11 @@ at 100 ms per chunk 5,000 streams are 50,000 chunks/s, more than one worker deli
 RSS would measure the backlog, not the streams (and at 1 s, 5,000 streams still outran one
 worker on 2 shared cores until reads hit the upstream timeout). By default all N streams
 together get 1,000 chunks a second: one every max(1, N / 1000) s per stream.
-`--pythonmalloc malloc` runs the worker with `PYTHONMALLOC=malloc` (see the README: what
-returns after a burst). File limits are
-raised to the hard limit for the client, the upstream and the worker. Everything targets
-127.0.0.1 and ends within about twice the window per count (the soak: its length).
+The worker runs with `PYTHONMALLOC=malloc`, as the Dockerfile and `dev.py serve` start
+it; `--pythonmalloc pymalloc` runs it on CPython's own small-object allocator instead
+(see the README: what returns after a burst). File limits are raised to the hard limit
+for the client, the upstream and the worker. Everything targets 127.0.0.1 and ends within
+about twice the window per count (the soak: its length).
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ async def one_count(
         return {
             "streams": count,
             "pace_ms": args.pace_ms,
-            "pythonmalloc": args.pythonmalloc or "default",
+            "pythonmalloc": args.pythonmalloc,
             "streaming_when_measured": started,
             "seconds_to_open": round(opened_s, 1),
             "rss_before_mb": round(before, 1),
@@ -254,7 +255,7 @@ def _soak_row(
         "soak_seconds": args.soak,
         "streams": args.soak_streams,
         "pace_ms": args.pace_ms,
-        "pythonmalloc": args.pythonmalloc or "default",
+        "pythonmalloc": args.pythonmalloc,
         "answers": answers,
         "failures": failures,
         "rss_before_mb": round(before, 1),
@@ -323,7 +324,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="window to open them")
     parser.add_argument("--soak", type=float, default=0.0, help="seconds of steady load")
     parser.add_argument("--soak-streams", type=int, default=1000)
-    parser.add_argument("--pythonmalloc", default="", help="PYTHONMALLOC for the worker")
+    parser.add_argument(
+        "--pythonmalloc",
+        default=os.environ.get("PYTHONMALLOC", "malloc"),
+        help="PYTHONMALLOC for the worker (pymalloc: CPython's own allocator)",
+    )
     parser.add_argument("--probe", type=Path, default=None, help="object census directory")
     args = parser.parse_args()
     args.pace = args.pace_ms

@@ -164,6 +164,7 @@ async def start_service(
         for k, v in os.environ.items()
         if not k.startswith(("OPENAI_", "ANTHROPIC_", "JWT_", "RATE_LIMIT_", "DATABASE_URL"))
     }
+    env.setdefault("PYTHONMALLOC", "malloc")  # as the Dockerfile and dev.py serve run it
     first_model = json.loads(models_json)[0]["id"]
     env.update(
         OPENAI_API_KEY="sk-bench",

@@ -74,3 +74,13 @@ def test_sigterm_to_dev_py_serve_stops_the_server(
     assert not port_open(port), f"still serving after SIGTERM:\n{log.read_text()[-2000:]}"
     proc.wait(5)  # and nothing is left running under dev.py's name
     assert "Application shutdown complete" in log.read_text()  # a graceful stop, runs saved
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_dev_py_serve_runs_python_objects_on_glibcs_heap(
+    serve: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    """So a burst of streams goes back to the system once it has closed (the heap trim)."""
+    proc, _, _ = serve
+    environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+    assert b"PYTHONMALLOC=malloc" in environ

@@ -137,3 +137,10 @@ def test_shutdown_finishes_inside_dockers_stop_timeout(runtime: Stage) -> None:
     # uvicorn waits for open responses first, then runs the app's shutdown: one after the other.
     assert checkpoint < graceful
     assert graceful + checkpoint < DOCKER_STOP_TIMEOUT
+
+
+def test_python_objects_live_on_glibcs_heap_so_a_burst_of_streams_is_returned(
+    runtime: Stage,
+) -> None:
+    """pymalloc keeps an arena while one object in it lives; glibc's heap is trimmed."""
+    assert runtime.env()["PYTHONMALLOC"] == "malloc"

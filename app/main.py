@@ -6,12 +6,11 @@ the app on first access; importing this module builds nothing.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from app.observability.memory import Trimmer, long_lived
+from app.observability.memory import Trimmer, long_lived, serving_collector
 
 # The service's modules are about a million objects that live as long as the process
 # (see `long_lived`).
@@ -80,23 +79,14 @@ def create_app(
         GracefulShutdown(
             drain, services.runs.manager.shutdown, budget=settings.shutdown_timeout_seconds
         ).install()
-        # Start-up leaves hundreds of thousands of long-lived objects (modules, SDK clients,
-        # pydantic schemas, the service graph). Each older-generation collection walks them
-        # all again, and streams allocate dicts per chunk; freezing them after one
-        # collection takes them out of every later pass: 150-172 -> 118-144 ms CPU per
-        # 1,000 streamed chunks in `bench.run --quick`. A higher gen-0 threshold measured
-        # no better on top, so the thresholds stay. Unfrozen at shutdown so a process that
-        # builds many apps (tests) can still collect the old ones.
-        gc.collect()
-        gc.freeze()
         trimmer = Trimmer()  # heap freed by a burst of streams goes back to the system
         trimmer.start()
         try:
-            yield
+            with serving_collector():
+                yield
         finally:
             await trimmer.stop()
             await services.aclose()
-            gc.unfreeze()
 
     app = FastAPI(
         title="chat-bff",

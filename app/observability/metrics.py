@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.gc_collector import GCCollector
 
 from app.domain.usage import CallUsage
 
@@ -36,6 +37,10 @@ class Metrics:
     ) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r, p = self.registry, prefix
+        # `python_gc_collections_total{generation}` and what they freed: a full collection
+        # stops the event loop for as long as it walks every open stream (seconds at
+        # thousands of streams; see `app.observability.memory.serving_collector`).
+        GCCollector(registry=r)
         self._requests = Counter(
             f"{p}_http_requests_total",
             "HTTP requests by method, route template and status.",

@@ -445,8 +445,9 @@ class FakeOpenAIUpstream:
         finally:
             hangup.cancel()
             # Wait for the cancelled read to let go of the reader: the next request on this
-            # keep-alive connection is read from it right after.
-            with contextlib.suppress(asyncio.CancelledError):
+            # keep-alive connection is read from it right after. A client that reset the
+            # connection (closed it with our frames unread) makes the read fail instead.
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
                 await hangup
             with self._lock:
                 log.outcome = outcome

@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.domain.events import TextDeltaEvent
+from app.domain.messages import Message
 from app.examples.graph.tables import GraphBase
 from app.store.database import Database
 from app.store.db import create_engine
@@ -40,7 +41,11 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert await current_revisions(empty_engine) == head_revisions() == ("0011_background_jobs",)
+    assert (
+        await current_revisions(empty_engine)
+        == head_revisions()
+        == ("0012_conversation_next_position",)
+    )
     assert await tables(empty_engine) == CORE_TABLES
 
 
@@ -128,3 +133,51 @@ async def test_events_stored_as_json_before_0007_read_back_after_it_and_after_it
     async with empty_engine.connect() as conn:
         data = (await conn.execute(text("SELECT data FROM run_events"))).scalar_one()
     assert (json.loads(data) if isinstance(data, str) else data) == delta
+
+
+async def test_conversations_before_0012_number_their_next_message_after_the_last_one(
+    empty_engine: AsyncEngine,
+) -> None:
+    await upgrade_database(empty_engine, revision="0011_background_jobs")
+    now = datetime.now(UTC)
+    async with empty_engine.begin() as conn:
+        for cid in ("conv_1", "conv_empty"):
+            await conn.execute(
+                text(
+                    "INSERT INTO conversations (id, owner_id, scope, metadata, created_at, "
+                    "updated_at, message_count) VALUES (:id, 'alice', '{}', '{}', :at, :at, 0)"
+                ),
+                {"id": cid, "at": now},
+            )
+        # Positions 0-2, the last one superseded (an edit keeps the old version's position).
+        for position, superseded in ((0, None), (1, None), (2, now)):
+            await conn.execute(
+                text(
+                    "INSERT INTO messages (conversation_id, id, owner_id, position, role, "
+                    "content, schema_version, created_at, superseded_at) VALUES ('conv_1', "
+                    ":id, 'alice', :position, 'user', '\"hi\"', 1, :at, :superseded)"
+                ),
+                {
+                    "id": f"msg_{position}",
+                    "position": position,
+                    "at": now,
+                    "superseded": superseded,
+                },
+            )
+
+    await upgrade_database(empty_engine)
+    async with Database(empty_engine).write() as tx:
+        added = await tx.messages.append("alice", "conv_1", Message(role="user", content="Next"))
+        first = await tx.messages.append("alice", "conv_empty", Message(role="user", content="1"))
+    assert (added.position, first.position) == (3, 0)
+
+    await downgrade_database(empty_engine, revision="0011_background_jobs")
+    async with empty_engine.connect() as conn:
+        positions = (
+            await conn.execute(
+                text("SELECT position FROM messages ORDER BY conversation_id, position")
+            )
+        ).scalars()
+        columns = (await conn.execute(text("SELECT * FROM conversations"))).keys()
+    assert list(positions) == [0, 1, 2, 3, 0]
+    assert "next_position" not in columns

@@ -101,6 +101,7 @@ class ConversationRepo:
             created_at=now,
             updated_at=now,
             message_count=0,
+            next_position=0,
             last_message_preview=None,
             active_run_id=None,
         )
@@ -127,6 +128,7 @@ class ConversationRepo:
             row.created_at: now,
             row.updated_at: now,
             row.message_count: 0,
+            row.next_position: 0,
         }
         dialect = postgresql if self._session.get_bind().dialect.name == "postgresql" else sqlite
         await self._session.execute(

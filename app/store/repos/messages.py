@@ -21,7 +21,6 @@ from app.store.repos.conversations import ConversationRepo, conversation_not_fou
 from app.store.repos.turn_statements import (
     HISTORY,
     INSERT_MESSAGE,
-    NEXT_POSITION,
     bump_conversation,
 )
 from app.store.tables.core import ConversationRow, MessageRow
@@ -119,7 +118,12 @@ class MessageRepo:
             release=release_run_id is not None,
             claim=claim_run_id is not None,
         )
-        params: dict[str, Any] = {"p_cid": conversation_id, "p_owner": owner_id, "p_now": now}
+        params: dict[str, Any] = {
+            "p_cid": conversation_id,
+            "p_owner": owner_id,
+            "p_now": now,
+            "p_mid": message.id,
+        }
         for name, value in (
             ("p_preview", text_preview),
             ("p_title", title),
@@ -128,15 +132,11 @@ class MessageRepo:
         ):
             if value is not None:
                 params[name] = value
-        touched = await self._session.execute(bump, params)
-        if touched.one_or_none() is None:
+        # The UPDATE numbers the message and says whether its id is taken (no read).
+        touched = (await self._session.execute(bump, params)).one_or_none()
+        if touched is None:
             raise NotClaimed() if claim_run_id is not None else conversation_not_found()
-        # One round trip: the last position, and whether the id is taken already.
-        last, taken = (
-            await self._session.execute(
-                NEXT_POSITION, {"p_cid": conversation_id, "p_mid": message.id}
-            )
-        ).one()
+        after, taken = touched
         if taken:
             raise Conflict(
                 "This conversation already has a message with that id.",
@@ -144,7 +144,7 @@ class MessageRepo:
             )
         record = MessageRecord(
             conversation_id=conversation_id,
-            position=(last + 1) if last is not None else 0,
+            position=after - 1,
             message=message,
             run_id=run_id,
             created_at=now,
@@ -198,10 +198,15 @@ class MessageRepo:
             except Conflict as exc:
                 if exc.code != "message_id_taken":
                     raise
+            # Nothing was appended: the position goes back too (the row is still locked
+            # by this transaction, so no other append took the next one).
             await self._session.execute(
                 update(ConversationRow)
                 .where(ConversationRow.id == conversation_id)
-                .values(message_count=ConversationRow.message_count - 1)
+                .values(
+                    message_count=ConversationRow.message_count - 1,
+                    next_position=ConversationRow.next_position - 1,
+                )
                 .execution_options(synchronize_session=False)
             )
             refresh = True  # the append's UPDATE set this message's preview

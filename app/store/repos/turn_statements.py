@@ -33,11 +33,15 @@ _m = MESSAGES.c
 @cache
 def bump_conversation(*, preview: bool, title: bool, release: bool, claim: bool) -> Update:
     """The conversation's UPDATE for a message appended to it (`MessageRepo.append`):
-    count and time, then optionally the preview, a title (kept when one is set), letting
-    the run `p_release` go, or claiming it for `p_claim` when no run holds it. Parameters:
-    p_cid, p_owner, p_now and those of the options. Returns the id when a row matched."""
+    count, time and the next position, then optionally the preview, a title (kept when
+    one is set), letting the run `p_release` go, or claiming it for `p_claim` when no run
+    holds it. Parameters: p_cid, p_owner, p_now, p_mid (the message's id) and those of the
+    options. When a row matched it returns the position after the message's (the new
+    `next_position`) and how many of the conversation's messages have the id p_mid
+    already: the append needs no read of its own."""
     values: dict[str, Any] = {
         "message_count": _c.message_count + 1,
+        "next_position": _c.next_position + 1,
         "updated_at": bindparam("p_now", type_=_c.updated_at.type),
     }
     if preview:
@@ -56,13 +60,15 @@ def bump_conversation(*, preview: bool, title: bool, release: bool, claim: bool)
     if claim:
         where.append(_c.active_run_id.is_(None))
         values["active_run_id"] = bindparam("p_claim", type_=_c.active_run_id.type)
-    return update(CONVERSATIONS).where(*where).values(values).returning(_c.id)
+    return update(CONVERSATIONS).where(*where).values(values).returning(_c.next_position, _TAKEN)
 
 
-# The last position of the conversation (p_cid), and whether the message id p_mid is taken.
-NEXT_POSITION = select(
-    func.max(_m.position), func.count().filter(_m.id == bindparam("p_mid"))
-).where(_m.conversation_id == bindparam("p_cid"))
+# How many of the conversation's (p_cid) messages have the id p_mid (0 or 1).
+_TAKEN = (
+    select(func.count())
+    .where(_m.conversation_id == bindparam("p_cid"), _m.id == bindparam("p_mid"))
+    .scalar_subquery()
+)
 
 # Plain INSERTs: the values are given as parameters named after the columns.
 INSERT_MESSAGE: Insert = insert(MESSAGES)

@@ -51,6 +51,9 @@ class ConversationRow(Base):
     message_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     last_message_preview: Mapped[str | None] = mapped_column(String(255))
     active_run_id: Mapped[str | None] = mapped_column(String(64))
+    # The position the next appended message takes (one past the last, superseded ones
+    # included): the append's UPDATE of this row numbers its message, no MAX() read.
+    next_position: Mapped[int] = mapped_column(Integer, server_default=text("0"))
 
 
 class MessageRow(Base):

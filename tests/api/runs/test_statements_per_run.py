@@ -16,15 +16,16 @@ from tests.api.runs.helpers import create, finished, play, send
 from tests.fakes.db import ApiClient
 
 # A plain turn of 300 chunks: read the conversation; claim it and store the user message
-# (one UPDATE of the conversation does both, one SELECT for position and id, an INSERT)
+# (one UPDATE of the conversation does both and hands out the position, then an INSERT)
 # and the run, read the history; two event batches; at the end the answer (UPDATE that
-# also lets the conversation go, SELECT, INSERT: no lookup first, the SELECT says whether
-# its id is taken), the run's state and the usage row (in the end's transaction); and the
-# run's entry in the conversation's feed (one INSERT that numbers itself, so other tabs
-# see the run start). It was 19 before the answer's UPDATE took the release along and the
+# also lets the conversation go and says whether its id is taken, INSERT), the run's
+# state and the usage row (in the end's transaction); and the run's entry in the
+# conversation's feed (one INSERT that numbers itself, so other tabs see the run start).
+# It was 14 before the conversation's UPDATE gave the position (a SELECT of MAX(position)
+# after each UPDATE), 19 before the answer's UPDATE took the release along and the
 # duplicate lookups went, 15 before the feed, 16 before the user message's UPDATE took
 # the claim along and the answer's lookup went.
-STATEMENTS_PER_RUN = 14
+STATEMENTS_PER_RUN = 12
 ANSWER = " ".join(f"word{i}" for i in range(300))
 
 

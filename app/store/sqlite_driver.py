@@ -8,7 +8,8 @@ microseconds, so the trips were the cost. Here one function does all four on the
 and hands back the description, the rows, the row count and the last row id.
 
 Nothing else changes: the same connection thread, the same transactions (sqlite3's
-implicit BEGIN before a write, commit and rollback as before) and the same exceptions.
+implicit BEGIN before a write, commit and rollback as before; a rollback with no
+transaction open, which sqlite3 skips itself, skips the trip too) and the same exceptions.
 Used by `app.store.db.create_engine` for every `sqlite+aiosqlite` URL; it leans on
 `aiosqlite.Connection._execute` (queue a function for the thread), as SQLAlchemy's own
 adapter leans on its queue.
@@ -105,6 +106,17 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 class OneTripConnection(AsyncAdapt_aiosqlite_connection):
     __slots__ = ()
     _cursor_cls = OneTripCursor  # type: ignore[assignment]
+
+    def rollback(self) -> None:
+        """No trip when there is nothing to roll back. The pool rolls back every
+        connection it takes back, after a commit and after a read alike (five times a
+        conversation run), and sqlite3 does nothing then; whether a transaction is open is
+        the SQLite handle's flag, read here as sqlite3 reads it, while no statement of
+        this connection is under way."""
+        raw: sqlite3.Connection | None = self._connection._connection
+        if raw is not None and not raw.in_transaction:
+            return
+        super().rollback()
 
 
 class OneTripDbapi(AsyncAdapt_aiosqlite_dbapi):

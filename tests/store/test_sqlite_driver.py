@@ -5,6 +5,7 @@ leans on falls back to the stock adapter instead of failing every statement."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 import pytest
@@ -56,3 +57,36 @@ async def test_an_aiosqlite_without_its_queue_call_gets_the_stock_adapter(
     monkeypatch.undo()
 
     assert one_trip_dbapi() is not None
+
+
+async def test_a_rollback_with_nothing_to_undo_makes_no_trip_and_one_that_has_undoes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'one.db'}")
+    trips: list[str] = []
+    queue = aiosqlite.Connection._execute
+
+    def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        trips.append(getattr(fn, "__name__", repr(fn)))
+        return queue(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (name TEXT)"))
+        monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+
+        async with engine.begin() as conn:  # committed, then returned to the pool
+            await conn.execute(text("INSERT INTO t VALUES ('kept')"))
+        async with engine.connect() as conn:  # a read, then returned to the pool
+            await conn.execute(text("SELECT * FROM t"))
+        assert trips == ["_run", "commit", "_run"]
+
+        async with engine.connect() as conn:
+            await conn.execute(text("INSERT INTO t VALUES ('undone')"))
+            await conn.rollback()
+        assert trips[-2:] == ["_run", "rollback"]
+        async with engine.connect() as conn:
+            names = (await conn.execute(text("SELECT name FROM t"))).scalars().all()
+        assert names == ["kept"]
+    finally:
+        await engine.dispose()

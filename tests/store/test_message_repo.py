@@ -243,3 +243,29 @@ async def test_concurrent_appends_each_get_their_own_position(
 
     assert sorted(r.position for r in records) == list(range(6))
     assert conversation.message_count == 6
+
+
+async def test_an_id_appended_twice_at_once_is_stored_once_and_the_other_is_refused(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    message = Message(role="user", content="hi")
+
+    async def again() -> None:
+        async with db_sessions.begin() as s:
+            await MessageRepo(s).append("alice", conversation_id, message)
+
+    async with db_sessions() as s:
+        await MessageRepo(s).append("alice", conversation_id, message)  # holds the row lock
+        second = asyncio.create_task(again())
+        await asyncio.sleep(0.2)  # the second append waits for the first to end
+        await s.commit()
+    with pytest.raises(Conflict):
+        await second
+    await _append(db_sessions, conversation_id, Message(role="assistant", content="hello"))
+    async with db_sessions() as s:
+        records = await MessageRepo(s).records("alice", conversation_id)
+        conversation = await ConversationRepo(s).get("alice", conversation_id)
+
+    assert [(r.position, r.message.role) for r in records] == [(0, "user"), (1, "assistant")]
+    assert records[0].message == message
+    assert conversation.message_count == 2

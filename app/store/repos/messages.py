@@ -21,6 +21,7 @@ from app.store.repos.conversations import ConversationRepo, conversation_not_fou
 from app.store.repos.turn_statements import (
     HISTORY,
     INSERT_MESSAGE,
+    append_message,
     bump_conversation,
 )
 from app.store.tables.core import ConversationRow, MessageRow
@@ -112,12 +113,12 @@ class MessageRepo:
         text_preview = preview(message)
         title = auto_title(message.text()) if message.role == "user" else None
         now = utcnow()
-        bump = bump_conversation(
-            preview=text_preview is not None,
-            title=title is not None,
-            release=release_run_id is not None,
-            claim=claim_run_id is not None,
-        )
+        options = {
+            "preview": text_preview is not None,
+            "title": title is not None,
+            "release": release_run_id is not None,
+            "claim": claim_run_id is not None,
+        }
         params: dict[str, Any] = {
             "p_cid": conversation_id,
             "p_owner": owner_id,
@@ -132,17 +133,35 @@ class MessageRepo:
         ):
             if value is not None:
                 params[name] = value
-        # The UPDATE numbers the message and says whether its id is taken (no read).
-        touched = (await self._session.execute(bump, params)).one_or_none()
+        row = {
+            "conversation_id": conversation_id,
+            "id": message.id,
+            "owner_id": owner_id,
+            "role": message.role,
+            "content": encode_content(message),
+            "schema_version": MESSAGE_SCHEMA_VERSION,
+            "metadata": message.metadata,
+            "run_id": run_id,
+            "created_at": now,
+        }
+        # The UPDATE numbers the message (its row lock queues other appends) and says
+        # whether its id is taken; on Postgres the INSERT goes in the same statement.
+        together = self._session.get_bind().dialect.name == "postgresql"
+        bump = append_message(**options) if together else bump_conversation(**options)
+        if together:
+            params.update((f"m_{name}", value) for name, value in row.items())
+        touched = (await self._session.execute(bump, params)).first()
         if touched is None:
             raise NotClaimed() if claim_run_id is not None else conversation_not_found()
-        after, taken = touched
-        if taken:
+        after, counted = touched
+        if counted == (0 if together else 1):  # inserted none / the id is there already
             raise Conflict(
                 "This conversation already has a message with that id.",
                 code="message_id_taken",
             )
-        record = MessageRecord(
+        if not together:
+            await self._session.execute(INSERT_MESSAGE, row | {"position": after - 1})
+        return MessageRecord(
             conversation_id=conversation_id,
             position=after - 1,
             message=message,
@@ -151,24 +170,6 @@ class MessageRepo:
             superseded_at=None,
             superseded_by=None,
         )
-        await self._session.execute(
-            INSERT_MESSAGE,
-            {
-                "conversation_id": conversation_id,
-                "id": message.id,
-                "owner_id": owner_id,
-                "position": record.position,
-                "role": message.role,
-                "content": encode_content(message),
-                "schema_version": MESSAGE_SCHEMA_VERSION,
-                "metadata": message.metadata,
-                "run_id": run_id,
-                "created_at": now,
-                "superseded_at": None,
-                "superseded_by": None,
-            },
-        )
-        return record
 
     async def upsert(
         self,

@@ -15,7 +15,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, case, func, insert, select, update
+from sqlalchemy import Select, Table, bindparam, case, func, insert, select, update
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert, Update
 
 from app.store.tables.core import ConversationRow, MessageRow, RunRow
@@ -31,14 +33,16 @@ _m = MESSAGES.c
 
 
 @cache
-def bump_conversation(*, preview: bool, title: bool, release: bool, claim: bool) -> Update:
+def bump_conversation(
+    *, preview: bool, title: bool, release: bool, claim: bool, id_check: bool = True
+) -> Update:
     """The conversation's UPDATE for a message appended to it (`MessageRepo.append`):
     count, time and the next position, then optionally the preview, a title (kept when
     one is set), letting the run `p_release` go, or claiming it for `p_claim` when no run
     holds it. Parameters: p_cid, p_owner, p_now, p_mid (the message's id) and those of the
     options. When a row matched it returns the position after the message's (the new
-    `next_position`) and how many of the conversation's messages have the id p_mid
-    already: the append needs no read of its own."""
+    `next_position`) and, with `id_check`, how many of the conversation's messages have
+    the id p_mid already: the append needs no read of its own."""
     values: dict[str, Any] = {
         "message_count": _c.message_count + 1,
         "next_position": _c.next_position + 1,
@@ -60,7 +64,45 @@ def bump_conversation(*, preview: bool, title: bool, release: bool, claim: bool)
     if claim:
         where.append(_c.active_run_id.is_(None))
         values["active_run_id"] = bindparam("p_claim", type_=_c.active_run_id.type)
-    return update(CONVERSATIONS).where(*where).values(values).returning(_c.next_position, _TAKEN)
+    bump = update(CONVERSATIONS).where(*where).values(values)
+    return (
+        bump.returning(_c.next_position, _TAKEN) if id_check else bump.returning(_c.next_position)
+    )
+
+
+@cache
+def append_message(*, preview: bool, title: bool, release: bool, claim: bool) -> Select[Any]:
+    """Postgres: `bump_conversation` and the message's INSERT in one statement, one round
+    trip (a data-modifying WITH). The INSERT takes the position the UPDATE handed out and
+    does nothing when the id is taken; that also finds an append of the same id that
+    committed while this one waited for the conversation's row lock, which a subquery of
+    the UPDATE would miss (its snapshot is older than the wait). Returns the new
+    `next_position` and how many messages were inserted (0: the id is taken), or no row
+    when the UPDATE matched none. The message's values are parameters named `m_` and
+    its columns (a parameter named after a column would join the UPDATE's SET clause),
+    besides those of `bump_conversation`."""
+    bumped = bump_conversation(
+        preview=preview, title=title, release=release, claim=claim, id_check=False
+    ).cte("bumped")
+    # Typed casts: in a SELECT list, Postgres would take an untyped parameter for text.
+    values = [
+        bumped.c.next_position - 1
+        if name == "position"
+        else sql_cast(bindparam(f"m_{name}", type_=_m[name].type), _m[name].type)
+        for name in _MESSAGE_COLUMNS
+    ]
+    added = (
+        postgresql.insert(MESSAGES)
+        .from_select(_MESSAGE_COLUMNS, select(*values).select_from(bumped))
+        .on_conflict_do_nothing(index_elements=["conversation_id", "id"])
+        .returning(_m.position)
+        .cte("added")
+    )
+    inserted = select(func.count()).select_from(added).scalar_subquery()
+    return select(bumped.c.next_position, inserted)
+
+
+_MESSAGE_COLUMNS = [c.name for c in MESSAGES.c if c.name not in ("superseded_at", "superseded_by")]
 
 
 # How many of the conversation's (p_cid) messages have the id p_mid (0 or 1).

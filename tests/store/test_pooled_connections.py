@@ -4,7 +4,10 @@ database ended them all (a restart, `pg_terminate_backend`) the very next reques
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from sqlalchemy import event, text
 
 from app.providers.scripted import ScriptedTurn
 from tests.api.runs.helpers import conversation, create, finished, play, send
@@ -38,3 +41,31 @@ async def test_a_read_after_the_database_ended_every_connection_answers(
     assert await end_connections(migrated_database_url) >= 1
 
     assert (await conversation(api, cid))["title"] == "Kept"
+
+
+async def test_connections_a_burst_opened_serve_the_next_burst(
+    api: ApiClient, migrated_database_url: str
+) -> None:
+    engine = api.services.db.engine
+    opened: list[object] = []
+
+    def count(*connection: object) -> None:
+        opened.append(connection)
+
+    event.listen(engine.sync_engine, "connect", count)
+    try:
+
+        async def burst() -> None:
+            async def hold() -> None:
+                async with engine.connect() as conn:
+                    await conn.execute(text("SELECT pg_sleep(0.2)"))
+
+            await asyncio.gather(*(hold() for _ in range(20)))
+
+        await burst()
+        first = len(opened)
+        await burst()
+    finally:
+        event.remove(engine.sync_engine, "connect", count)
+    assert first >= 10  # the burst needed connections of its own
+    assert len(opened) == first  # and they were still there for the next one

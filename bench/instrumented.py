@@ -3,14 +3,16 @@
 `uvicorn bench.instrumented:create --factory` serves the unchanged `app.main.create_app()`
 app, plus `GET /__bench/sql`: how many statements went through SQLAlchemy
 (`before_cursor_execute` on every Engine; an `executemany` counts once, as one round
-trip), by leading SQL verb and by statement text (its first 90 characters), and how many
-commits. The app has no such hook of its own,
+trip), by leading SQL verb (a WITH that writes, by the first write inside it) and by
+statement text (its first 90 characters), and how many commits. The app has no such hook
+of its own,
 so the benchmark brings it; counting costs one dict increment per statement.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -19,12 +21,16 @@ from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 COUNTS: Counter[str] = Counter()
+_WRITE_IN_WITH = re.compile(r"\(\s*(INSERT|UPDATE|DELETE)\b")
 
 
 def _on_execute(
     _conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, executemany: bool
 ) -> None:
     verb = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "?"
+    if verb == "WITH":  # a data-modifying WITH counts as its first write
+        write = _WRITE_IN_WITH.search(statement)
+        verb = write.group(1) if write else verb
     COUNTS["statements"] += 1
     COUNTS[f"verb:{verb}"] += 1
     COUNTS["sql:" + " ".join(statement.split())[:90]] += 1

@@ -45,28 +45,69 @@ async def test_a_heap_with_little_free_is_left_alone() -> None:
     assert calls == []
 
 
+class GlibcHeap:
+    """Free bytes as glibc's `mallinfo2` counts them: a trim does not lower the figure."""
+
+    def __init__(self, free_mb: float) -> None:
+        self.free = int(free_mb * 1024 * 1024)
+        self.calls: list[str] = []
+
+    def burst_ends(self, free_mb: float) -> None:
+        self.free = int(free_mb * 1024 * 1024)
+
+    def trimmer(self) -> Trimmer:
+        return Trimmer(
+            free_mb=8,
+            collect_mb=32,
+            every_seconds=0.01,
+            allocator=(lambda: self.free, lambda: self.calls.append("trim")),
+            collect=lambda: self.calls.append("collect"),
+        )
+
+    async def checks(self, n: int) -> None:
+        start = self.calls.count("trim")
+        while self.calls.count("trim") < start + n:
+            await asyncio.sleep(0.005)
+
+
 async def test_a_heap_a_burst_left_mostly_free_has_the_free_lists_emptied_before_the_trim() -> None:
-    heap = FakeHeap(free_mb=100)
-    calls: list[str] = []
-    free, trim = heap.allocator()
-
-    def trim_after_collect() -> None:
-        calls.append("trim")
-        trim()
-
-    trimmer = Trimmer(
-        free_mb=8,
-        collect_mb=32,
-        every_seconds=0.01,
-        allocator=(free, trim_after_collect),
-        collect=lambda: calls.append("collect"),
-    )
+    heap = GlibcHeap(free_mb=2)
+    trimmer = heap.trimmer()
     trimmer.start()
     try:
-        await asyncio.wait_for(heap.trimmed.wait(), 30)
+        heap.burst_ends(free_mb=100)
+        await asyncio.wait_for(heap.checks(1), 30)
     finally:
         await trimmer.stop()
-    assert calls[:2] == ["collect", "trim"]
+    assert heap.calls[:2] == ["collect", "trim"]
+
+
+async def test_a_burst_is_collected_once_though_the_heap_stays_counted_free() -> None:
+    heap = GlibcHeap(free_mb=2)
+    trimmer = heap.trimmer()
+    trimmer.start()
+    try:
+        heap.burst_ends(free_mb=100)
+        await asyncio.wait_for(heap.checks(5), 30)
+        assert heap.calls.count("collect") == 1  # trimmed at every check, collected once
+        heap.burst_ends(free_mb=10)  # the next burst takes the memory again ...
+        await asyncio.wait_for(heap.checks(2), 30)
+        heap.burst_ends(free_mb=100)  # ... and leaves it: collected again
+        await asyncio.wait_for(heap.checks(2), 30)
+    finally:
+        await trimmer.stop()
+    assert heap.calls.count("collect") == 2
+
+
+async def test_a_heap_already_free_at_start_up_is_not_collected() -> None:
+    heap = GlibcHeap(free_mb=100)
+    trimmer = heap.trimmer()
+    trimmer.start()
+    try:
+        await asyncio.wait_for(heap.checks(3), 30)
+    finally:
+        await trimmer.stop()
+    assert "collect" not in heap.calls
 
 
 async def test_a_heap_with_a_little_free_is_trimmed_without_a_collection() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.client import run_requests
 from bench.measure import CHAT, DIRECT, V1, Target, measure, one_at_a_time
-from bench.processes import Service, Upstream, catalogue, start_service
+from bench.processes import Service, Upstream, catalogue, reference_ms, start_service
 from bench.sizes import GOALS, ROOT
 
 
@@ -62,7 +62,11 @@ async def compare(
 ) -> dict[str, Any]:
     upstream = Upstream.start()
     services: dict[str, Service] = {}
-    figures: dict[str, Any] = {"load_average_at_start": os.getloadavg(), "this_env": this_env}
+    figures: dict[str, Any] = {
+        "load_average_at_start": os.getloadavg(),
+        "reference_ms_at_start": reference_ms(),
+        "this_env": this_env,
+    }
     try:
         with tempfile.TemporaryDirectory(prefix="chat-bff-compare-") as tmp:
             services = await _services(upstream, baseline, Path(tmp), this_env or {})
@@ -91,6 +95,7 @@ async def compare(
             svc.stop()
         upstream.stop()
     figures["load_average_at_end"] = os.getloadavg()
+    figures["reference_ms_at_end"] = reference_ms()
     return figures
 
 
@@ -170,6 +175,11 @@ def report(figures: dict[str, Any]) -> str:
             )
     start, end = figures["load_average_at_start"][0], figures["load_average_at_end"][0]
     lines.append(f"load average at start {start:.1f}, at end {end:.1f}")
+    if "reference_ms_at_end" in figures:
+        lines.append(
+            f"reference loop {figures['reference_ms_at_start']} ms at start, "
+            f"{figures['reference_ms_at_end']} ms at end (bench.processes.reference_ms)"
+        )
     if figures.get("this_env"):
         lines.append(f"this tree's worker ran with {figures['this_env']}")
     return "\n".join(lines)

@@ -24,6 +24,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def reference_ms() -> float:
+    """CPU ms of a fixed pure-Python loop (the fastest of three): how fast this machine's
+    cores are right now. On a shared virtual machine the same loop has taken 140 to 245 ms
+    within one minute at a load average under 1, so absolute CPU figures from different
+    runs compare only alongside this one; ratios within a run are unaffected."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.process_time() - started)
+    return round(best * 1000, 1)
+
+
 def status_kb(pid: int, key: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key + ":"):

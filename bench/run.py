@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.persisted import issue3
-from bench.processes import Upstream, has_module, uvicorn_flags
+from bench.processes import Upstream, has_module, reference_ms, uvicorn_flags
 from bench.report import table
 from bench.sizes import FULL, GOALS, QUICK, RESULTS, ROOT
 from bench.streaming import issue2
@@ -74,6 +74,7 @@ async def main_async(quick: bool, only: str | None) -> dict[str, Any]:
     results: dict[str, Any] = {"quick": quick, "size": size.__dict__, "goals": GOALS}
     # Other work on the machine skews wall-clock figures (CPU per chunk much less): say so.
     results["load_average_at_start"] = os.getloadavg()
+    results["reference_ms_at_start"] = reference_ms()
     try:
         with scratch() as tmp:
             results["issue2"] = (
@@ -85,6 +86,7 @@ async def main_async(quick: bool, only: str | None) -> dict[str, Any]:
             results["issue3"] = await issue3(size, upstream, tmp, log) if wanted else {}
     finally:
         upstream.stop()
+    results["reference_ms_at_end"] = reference_ms()
     results["environment"] = environment(results["issue2"].get("server", " ".join(uvicorn_flags())))
     results["elapsed_s"] = round(time.perf_counter() - began, 1)
     return results
@@ -112,6 +114,8 @@ def main() -> None:
         f"\n{env['server']}, Python {env['python']}, {env['cpus']} CPUs, commit "
         f"{env['git_commit']}; {results['elapsed_s']} s; load average at start "
         f"{results['load_average_at_start'][0]:.1f}, at end {env['load_average_at_end'][0]:.1f}; "
+        f"reference loop {results['reference_ms_at_start']} ms at start, "
+        f"{results['reference_ms_at_end']} ms at end (see bench.processes.reference_ms); "
         f"written to {RESULTS.relative_to(ROOT)}"
     )
 

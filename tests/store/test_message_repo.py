@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.domain.errors import Conflict, InvalidRequest, NotFound
-from app.domain.messages import Message
+from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.domain.parts import text_part, tool_part
+from app.store.message_codec import encode_content
 from app.store.repos import ConversationRepo, MessageRepo
 from app.store.repos.messages import auto_title
+from app.store.tables.core import MessageRow
 
 Sessions = async_sessionmaker[AsyncSession]
 
@@ -269,3 +273,32 @@ async def test_an_id_appended_twice_at_once_is_stored_once_and_the_other_is_refu
     assert [(r.position, r.message.role) for r in records] == [(0, "user"), (1, "assistant")]
     assert records[0].message == message
     assert conversation.message_count == 2
+
+
+async def test_an_append_by_a_release_without_the_position_counter_is_numbered_past(
+    db_sessions: Sessions, conversation_id: str
+) -> None:
+    """An instance of an earlier release, still running during a rolling upgrade, appends
+    by MAX(position) and leaves the conversation's counter where it was."""
+    await _append(db_sessions, conversation_id, Message(role="user", content="one"))
+    async with db_sessions.begin() as s:
+        await s.execute(
+            insert(MessageRow).values(
+                conversation_id=conversation_id,
+                id="msg_from_the_old_release",
+                owner_id="alice",
+                position=1,
+                role="assistant",
+                content=encode_content(Message(role="assistant", content="two")),
+                schema_version=MESSAGE_SCHEMA_VERSION,
+                metadata={},
+                created_at=datetime.now(UTC),
+            )
+        )
+    await _append(db_sessions, conversation_id, Message(role="user", content="three"))
+    await _append(db_sessions, conversation_id, Message(role="assistant", content="four"))
+    async with db_sessions() as s:
+        records = await MessageRepo(s).records("alice", conversation_id)
+
+    assert [r.position for r in records] == [0, 1, 2, 3]
+    assert [r.message.text() for r in records] == ["one", "two", "three", "four"]

@@ -45,7 +45,10 @@ def bump_conversation(
     the id p_mid already: the append needs no read of its own."""
     values: dict[str, Any] = {
         "message_count": _c.message_count + 1,
-        "next_position": _c.next_position + 1,
+        "next_position": case(
+            (_c.next_position >= _AFTER_LAST, _c.next_position), else_=_AFTER_LAST
+        )
+        + 1,
         "updated_at": bindparam("p_now", type_=_c.updated_at.type),
     }
     if preview:
@@ -104,6 +107,19 @@ def append_message(*, preview: bool, title: bool, release: bool, claim: bool) ->
 
 _MESSAGE_COLUMNS = [c.name for c in MESSAGES.c if c.name not in ("superseded_at", "superseded_by")]
 
+
+# One past the conversation's (p_cid) last stored message, 0 when it has none: the
+# position is the greater of this and `next_position`. A release before `next_position`
+# appends without moving it, so during a rolling upgrade an older instance's append left
+# the counter behind, and every later append to that conversation would have taken a
+# used position (a unique violation, for good). An index lookup in the same statement,
+# not a round trip; on Postgres it reads the statement's snapshot, and an append that
+# waited for the row lock takes the counter of the row it waited for, which is ahead.
+_AFTER_LAST = (
+    select(func.coalesce(func.max(_m.position) + 1, 0))
+    .where(_m.conversation_id == bindparam("p_cid"))
+    .scalar_subquery()
+)
 
 # How many of the conversation's (p_cid) messages have the id p_mid (0 or 1).
 _TAKEN = (

@@ -54,11 +54,8 @@ from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.runs.turns import Runs
 from app.toolruntime.approvals import ApprovalService
-from app.translate.openai_responses.read import (
-    messages_from_responses_input,
-    tool_choice_from_responses,
-    tools_from_responses,
-)
+from app.translate.openai_responses.read import messages_from_responses_input
+from app.translate.openai_responses.tools import tool_choice_from_responses, tools_from_responses
 
 router = api_router(prefix="/v1", tags=["openai-compatible"])
 

@@ -1,4 +1,4 @@
-"""Read what an OpenAI Responses client sends: input items, tools and tool choice -> ours.
+"""Read what an OpenAI Responses client sends: input items -> our messages (tools: `tools`).
 
 The Responses API spells a conversation as a flat list of items rather than messages:
 `message` items (the `type` may be left out, as the SDK's "easy" input message does),
@@ -33,7 +33,6 @@ anything else stays a string, and the call is `success` (the format has no error
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,12 +48,10 @@ from app.domain.parts import (
     text_part,
     tool_part,
 )
-from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
 from app.translate.data_url import data_url_mime, file_data_url
 from app.translate.openai_responses.submissions import as_function_call
 from app.translate.tool_args import parse_tool_args
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ASSISTANT_ITEMS = frozenset({"function_call", "reasoning", "mcp_call"})
 
 
@@ -360,43 +357,3 @@ def _find_call(out: list[Message], call_id: str) -> ToolPart | None:
             if part.id == call_id:
                 return part
     return None
-
-
-# --- tools -------------------------------------------------------------------------------
-
-
-def tools_from_responses(items: Any) -> list[ToolSpec]:
-    """Client function tools in the Responses shape `{type: "function", name, parameters}`."""
-    if items is None:
-        return []
-    if not isinstance(items, list):
-        raise _bad("tools", "must be an array")
-    specs: list[ToolSpec] = []
-    for n, item in enumerate(items):
-        where = f"tools[{n}]"
-        if not isinstance(item, Mapping) or item.get("type") != "function":
-            kind = item.get("type") if isinstance(item, Mapping) else None
-            raise _bad(where, f"must be a function tool; {kind!r} tools are not supported here")
-        name = item.get("name")
-        if not isinstance(name, str) or not _TOOL_NAME.match(name):
-            raise _bad(where, "needs `name` of 1-64 letters, digits, '_' or '-'")
-        description = item.get("description") or ""
-        parameters = item.get("parameters") or {"type": "object", "properties": {}}
-        if not isinstance(description, str):
-            raise _bad(where, "has a `description` that is not a string")
-        if not isinstance(parameters, Mapping):
-            raise _bad(where, "needs `parameters` as a JSON schema object")
-        specs.append(ToolSpec(name=name, description=description, parameters=dict(parameters)))
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise _bad("tools", "declares the same name twice")
-    return specs
-
-
-def tool_choice_from_responses(value: Any) -> ToolChoice | None:
-    if value is None or value in ("auto", "none", "required"):
-        return value  # type: ignore[no-any-return]
-    name = value.get("name") if isinstance(value, Mapping) else None
-    if not isinstance(value, Mapping) or value.get("type") != "function" or not name:
-        raise _bad("tool_choice", "must be auto, none, required or {type: 'function', name}")
-    return NamedToolChoice(name=str(name))

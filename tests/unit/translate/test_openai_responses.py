@@ -9,11 +9,8 @@ import pytest
 from app.domain.errors import InvalidRequest
 from app.domain.parts import FilePart, TextPart, ThinkingPart, ToolPart
 from app.domain.stream import NamedToolChoice
-from app.translate.openai_responses.read import (
-    messages_from_responses_input,
-    tool_choice_from_responses,
-    tools_from_responses,
-)
+from app.translate.openai_responses.read import messages_from_responses_input
+from app.translate.openai_responses.tools import tool_choice_from_responses, tools_from_responses
 
 
 def _call(call_id: str = "call_1", args: str = '{"city":"Paris"}') -> dict[str, Any]:

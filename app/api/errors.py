@@ -133,6 +133,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = {
+            400: "invalid_request",  # a body FastAPI could not parse (JSON too deep, bad form)
             404: "not_found",
             405: "method_not_allowed",
             401: "unauthorized",

@@ -197,6 +197,17 @@ async def test_a_body_that_is_not_json_is_a_400_invalid_json(client: ApiClient) 
     assert response.json()["error"]["code"] == "invalid_json"
 
 
+async def test_a_json_body_nested_too_deeply_to_parse_is_a_400_invalid_request(
+    client: ApiClient,
+) -> None:
+    response = await client.post(
+        URL, content=b"[" * 100_000, headers={"content-type": "application/json"}
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
+
+
 async def test_an_unknown_model_is_model_not_found(client: ApiClient) -> None:
     response = await client.post(URL, json={"messages": [user("Hi")], "model": "gpt-99"})
 

@@ -199,7 +199,13 @@ class ConversationFollow:
     async def _open(self, reader: _Reader, after: Cursor | None) -> Followed:
         async with self._db.read() as tx:
             await tx.conversations.get(reader.owner_id, reader.conversation_id)
-            feed = after.feed if after is not None else await tx.feed.head(reader.conversation_id)
+            head = await tx.feed.head(reader.conversation_id)
+            if after is not None and after.feed > head:
+                # Ahead of the feed (kept across a database restore, say): no entry it waits
+                # for would ever come, so it reads as a fresh reader. Not so a `seq` ahead
+                # of the stored run: live events reach readers before they are stored.
+                after = None
+            feed = after.feed if after is not None else head
             run = await tx.feed.run_at(reader.conversation_id, feed)
         return await reader.open(feed, after.seq if after is not None else None, run)
 

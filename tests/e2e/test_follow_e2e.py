@@ -268,6 +268,23 @@ async def test_another_users_conversation_is_a_404_and_a_bad_position_a_400(
     assert garbled.status_code == 400
 
 
+async def test_a_position_ahead_of_the_feed_reads_as_a_fresh_tab_and_sees_the_next_run(
+    http: httpx.AsyncClient, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    """A cursor kept across a database restore (or made up) is ahead of every entry; a
+    tab holding one would otherwise wait, silently, for entries that never come."""
+    openai_upstream.enqueue(Completion(text="Still here."))
+    cid = (await http.post("/api/conversations", json={})).json()["id"]
+
+    async with follow(http, cid, last_event_id="9000.12") as tab:
+        await send(http, cid, "Anyone?")
+        seen = await tab.wait_for(lambda events: run_ends(events) == ["completed"])
+
+    assert seen[0].event == "follow"
+    assert position(seen[0]) == (0, 0)
+    assert "".join(e.data["delta"] for e in seen if e.event == "text_delta") == "Still here."
+
+
 def card(events: list[Event], cause: str) -> dict[str, Any]:
     [update] = [e for e in events if e.event == "part_update" and e.data["cause"] == cause]
     part: dict[str, Any] = update.data["part"]

@@ -31,6 +31,7 @@ from app.domain.errors import ProviderError
 from app.domain.stream import Finish, ModelRequest, ProviderEvent
 from app.providers import _sse
 from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
+from app.providers.openai_client import TemplatedOpenAI
 from app.providers.pool import upstream_http_client
 from app.translate.openai_chat.options import SUPPORTED as OPENAI_OPTIONS
 from app.translate.openai_chat.options import options_to_openai
@@ -70,7 +71,7 @@ class OpenAIProvider:
         # Messages name "the model provider": this may be any OpenAI-compatible server.
         self._errors = UpstreamErrors(provider=name, label="The model provider", secret=api_key)
         limits = httpx2.Timeout(timeout, connect=connect_timeout)
-        self._client = openai.AsyncOpenAI(
+        self._client = TemplatedOpenAI(
             api_key=api_key,
             base_url=base_url,
             timeout=limits,
@@ -154,13 +155,7 @@ class OpenAIProvider:
         CPU (`bench.profile nonstream`), to rename or reformat fields ours never use; they
         are plain JSON already.
         """
-        return await self._client.post(
-            "/chat/completions",
-            body=params,
-            cast_to=httpx2.Response,
-            options={"security": {"bearer_auth": True}},
-            stream=True,
-        )
+        return await self._client.post_stream("/chat/completions", params)
 
     def _chunk(self, event: _sse.SSEvent, response: httpx2.Response) -> dict[str, Any] | None:
         """One event's chunk; None for a keep-alive. An error in the stream raises.

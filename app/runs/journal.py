@@ -32,6 +32,8 @@ from app.domain.text import valid_json
 from app.store.database import Database, Tx
 from app.store.records import RunRecord
 from app.store.repos.messages import NotClaimed
+from app.store.repos.runs import new_run_row
+from app.store.repos.turn_statements import RunStart
 from app.store.repos.usage import UsageEntry
 
 # A stored replay is read in slices this long: a reader whose socket stalls holds one slice,
@@ -77,11 +79,27 @@ class RunJournal:
         or missing conversation is NotFound); the caller already read the conversation,
         so its `system_prompt` comes in rather than being read again.
         """
-        # Without `prepare`, the user message's UPDATE of the conversation takes the claim.
+        # Without `prepare`, the user message's UPDATE of the conversation takes the claim,
+        # and on Postgres the same statement writes the run's row and feed entry.
         along = user_message if prepare is None else None
+        # Announced to the conversation's followers (other tabs) once this commits, with
+        # the person's message, so they show the question before the answer.
+        asked = None if user_message is None else user_message.model_dump(mode="json")
+        run_row = new_run_row(
+            owner_id,
+            conversation_id,
+            run_id,
+            model_id,
+            assistant_message_id,
+            options=options,
+            instance_id=self.instance_id,
+        )
         async with self._db.unit() as tx:
             conversations = tx.conversations
-            holder = await _claim(tx, owner_id, conversation_id, run_id, along)
+            starting = None
+            if along is not None and asked is not None:
+                starting = RunStart(run_row, tx.feed.run_entry(conversation_id, run_id, asked))
+            holder, started = await _claim(tx, owner_id, conversation_id, run_id, along, starting)
             if holder is not None:
                 await tx.rollback()
                 raise Conflict(
@@ -97,19 +115,9 @@ class RunJournal:
                 await conversations.release_active_run(conversation_id, run_id)
                 await tx.commit()
                 return None
-            await tx.runs.create(
-                owner_id,
-                conversation_id,
-                run_id,
-                model_id,
-                assistant_message_id,
-                options=options,
-                instance_id=self.instance_id,
-            )
-            # Announced to the conversation's followers (other tabs) once this commits, with
-            # the person's message, so they show the question before the answer.
-            asked = None if user_message is None else user_message.model_dump(mode="json")
-            await tx.feed.record_run(conversation_id, run_id, asked)
+            if not started:
+                await tx.runs.insert(run_row)
+                await tx.feed.record_run(conversation_id, run_id, asked)
             # The claim found the conversation and its owner: no need to look again.
             history = await messages.history(owner_id, conversation_id, checked=True)
             await tx.commit()
@@ -285,22 +293,33 @@ class RunJournal:
 
 
 async def _claim(
-    tx: Tx, owner_id: str, conversation_id: str, run_id: str, message: Message | None
-) -> str | None:
+    tx: Tx,
+    owner_id: str,
+    conversation_id: str,
+    run_id: str,
+    message: Message | None,
+    starting: RunStart | None,
+) -> tuple[str | None, bool]:
     """Claim the conversation for `run_id` (None) or name the run that holds it; with
-    `message`, store it in the same UPDATE of the conversation (one statement fewer)."""
+    `message`, store it in the same UPDATE of the conversation (one statement fewer),
+    and with it what `starting` holds. Says too whether `starting` was written."""
     if message is not None:
         try:
             await tx.messages.append(
-                owner_id, conversation_id, message, run_id=run_id, claim_run_id=run_id
+                owner_id,
+                conversation_id,
+                message,
+                run_id=run_id,
+                claim_run_id=run_id,
+                starting=starting,
             )
-            return None
+            return None, starting is not None
         except NotClaimed:
             pass  # held, released meanwhile, or not the owner's: the claim says which
     holder = await tx.conversations.claim_active_run(owner_id, conversation_id, run_id)
     if holder is None and message is not None:
         await tx.messages.append(owner_id, conversation_id, message, run_id=run_id)
-    return holder
+    return holder, False
 
 
 def _valid_message(message: Message) -> Message:

@@ -61,6 +61,15 @@ class FeedRepo:
             conversation_id, "run", run_id, run_id, {"message": message} if message else {}
         )
 
+    def run_entry(
+        self, conversation_id: str, run_id: str, message: dict[str, Any]
+    ) -> dict[str, Any]:
+        """`record_run`'s entry as parameters of `INSERT_FEED_ENTRY` (besides p_cid and
+        p_now), for a claim that writes it along (`MessageRepo.append`); the unit announces
+        the conversation's topic once it commits."""
+        self._touched.add(conversation_topic(conversation_id))
+        return {"p_kind": "run", "p_item": run_id, "p_run": run_id, "p_data": {"message": message}}
+
     async def known(self, keys: Sequence[str]) -> set[str]:
         """Which of these part changes are already in a feed."""
         if not keys:

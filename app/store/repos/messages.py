@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import Select, Update, and_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import Conflict, InvalidRequest, NotFound
@@ -20,7 +20,10 @@ from app.store.records import MessageRecord
 from app.store.repos.conversations import ConversationRepo, conversation_not_found
 from app.store.repos.turn_statements import (
     HISTORY,
+    INSERT_FEED_ENTRY,
     INSERT_MESSAGE,
+    INSERT_RUN,
+    RunStart,
     append_message,
     bump_conversation,
 )
@@ -95,6 +98,7 @@ class MessageRepo:
         run_id: str | None = None,
         release_run_id: str | None = None,
         claim_run_id: str | None = None,
+        starting: RunStart | None = None,
     ) -> MessageRecord:
         """Add `message` after the last one; keeps count, preview, title and updated_at.
 
@@ -105,6 +109,8 @@ class MessageRepo:
         `claim_run_id` makes that run the active one if there is none, in the same UPDATE
         (a run's start stores the user message), and raises `NotClaimed`, with nothing
         written, when another run holds the conversation or it is not the owner's.
+        `starting` (with a claim) writes the claiming run's row and feed entry too: in the
+        same statement on Postgres (`append_message`), right after on SQLite.
         """
         if len(message.id) > MESSAGE_ID_MAX_CHARS:
             raise InvalidRequest(
@@ -147,13 +153,19 @@ class MessageRepo:
         # The UPDATE numbers the message (its row lock queues other appends) and says
         # whether its id is taken; on Postgres the INSERT goes in the same statement.
         together = self._session.get_bind().dialect.name == "postgresql"
-        bump = append_message(**options) if together else bump_conversation(**options)
+        bump: Select[Any] | Update
         if together:
+            bump = append_message(**options, start_run=starting is not None)
             params.update((f"m_{name}", value) for name, value in row.items())
+            if starting is not None:
+                params.update((f"r_{name}", value) for name, value in starting.row.items())
+                params.update(starting.feed)
+        else:
+            bump = bump_conversation(**options)
         touched = (await self._session.execute(bump, params)).first()
         if touched is None:
             raise NotClaimed() if claim_run_id is not None else conversation_not_found()
-        after, counted = touched
+        after, counted, *entered = touched
         if counted == (0 if together else 1):  # inserted none / the id is there already
             raise Conflict(
                 "This conversation already has a message with that id.",
@@ -161,6 +173,8 @@ class MessageRepo:
             )
         if not together:
             await self._session.execute(INSERT_MESSAGE, row | {"position": after - 1})
+        if starting is not None:
+            await self._start(starting, entered, {"p_cid": conversation_id, "p_now": now})
         return MessageRecord(
             conversation_id=conversation_id,
             position=after - 1,
@@ -170,6 +184,14 @@ class MessageRepo:
             superseded_at=None,
             superseded_by=None,
         )
+
+    async def _start(self, starting: RunStart, entered: list[int], at: dict[str, Any]) -> None:
+        """What `append_message` wrote along on Postgres (`entered`: whether the feed entry
+        went in), or both statements on SQLite."""
+        if not entered:
+            await self._session.execute(INSERT_RUN, starting.row)
+        if not entered or not entered[0]:
+            await self._session.execute(INSERT_FEED_ENTRY, starting.feed | at)
 
     async def upsert(
         self,

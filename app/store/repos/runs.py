@@ -36,6 +36,39 @@ def to_record(row: RunRow) -> RunRecord:
     )
 
 
+_LEASE = ("instance_id", "heartbeat_at")
+
+
+def new_run_row(
+    owner_id: str,
+    conversation_id: str | None,
+    run_id: str,
+    model: str,
+    assistant_message_id: str | None,
+    *,
+    options: dict[str, Any] | None,
+    instance_id: str | None,
+) -> dict[str, Any]:
+    """The `runs` row of a new run in status `running`, every column by name."""
+    now = utcnow()
+    return {
+        "id": run_id,
+        "conversation_id": conversation_id,
+        "owner_id": owner_id,
+        "status": "running",
+        "model": model,
+        "assistant_message_id": assistant_message_id,
+        "created_at": now,
+        "ended_at": None,
+        "usage": None,
+        "error": None,
+        "last_seq": 0,
+        "options": options,
+        "instance_id": instance_id,
+        "heartbeat_at": now,
+    }
+
+
 class RunRepo:
     """Runs. Wraps a session; never commits."""
 
@@ -54,25 +87,21 @@ class RunRepo:
         instance_id: str | None = None,
     ) -> RunRecord:
         """A new run in status `running` (`conversation_id` None for stateless runs)."""
-        now = utcnow()
-        values: dict[str, Any] = {
-            "id": run_id,
-            "conversation_id": conversation_id,
-            "owner_id": owner_id,
-            "status": "running",
-            "model": model,
-            "assistant_message_id": assistant_message_id,
-            "created_at": now,
-            "ended_at": None,
-            "usage": None,
-            "error": None,
-            "last_seq": 0,
-            "options": options,
-        }
-        await self._session.execute(
-            INSERT_RUN, {**values, "instance_id": instance_id, "heartbeat_at": now}
+        row = new_run_row(
+            owner_id,
+            conversation_id,
+            run_id,
+            model,
+            assistant_message_id,
+            options=options,
+            instance_id=instance_id,
         )
-        return RunRecord(**values)
+        await self._session.execute(INSERT_RUN, row)
+        return RunRecord(**{k: v for k, v in row.items() if k not in _LEASE})
+
+    async def insert(self, row: dict[str, Any]) -> None:
+        """Write a `new_run_row`."""
+        await self._session.execute(INSERT_RUN, row)
 
     async def get(
         self, owner_id: str, run_id: str, conversation_id: str | None = None

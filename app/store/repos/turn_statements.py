@@ -12,10 +12,11 @@ and VALUES clauses).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, case, func, insert, select, update
+from sqlalchemy import CTE, Select, Table, bindparam, case, func, insert, select, update
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert, Update
@@ -30,6 +31,15 @@ FEED = cast(Table, FeedRow.__table__)
 
 _c = CONVERSATIONS.c
 _m = MESSAGES.c
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """A run that starts with the message its claim appends: the run's row (by column)
+    and its feed entry's parameters for `INSERT_FEED_ENTRY` besides p_cid and p_now."""
+
+    row: dict[str, Any]
+    feed: dict[str, Any]
 
 
 @cache
@@ -74,7 +84,9 @@ def bump_conversation(
 
 
 @cache
-def append_message(*, preview: bool, title: bool, release: bool, claim: bool) -> Select[Any]:
+def append_message(
+    *, preview: bool, title: bool, release: bool, claim: bool, start_run: bool = False
+) -> Select[Any]:
     """Postgres: `bump_conversation` and the message's INSERT in one statement, one round
     trip (a data-modifying WITH). The INSERT takes the position the UPDATE handed out and
     does nothing when the id is taken; that also finds an append of the same id that
@@ -83,26 +95,64 @@ def append_message(*, preview: bool, title: bool, release: bool, claim: bool) ->
     `next_position` and how many messages were inserted (0: the id is taken), or no row
     when the UPDATE matched none. The message's values are parameters named `m_` and
     its columns (a parameter named after a column would join the UPDATE's SET clause),
-    besides those of `bump_conversation`."""
+    besides those of `bump_conversation`.
+
+    `start_run` (with `claim`: a run starts with this message) also inserts the run's
+    row (parameters `r_` and its columns) and its feed entry (`INSERT_FEED_ENTRY`'s
+    parameters, at `p_now`), only when the UPDATE matched: a claim that finds the
+    conversation held writes nothing. A third column says whether the feed entry went
+    in: its number comes from the statement's snapshot, and when the claim waited for
+    the row lock while another change added an entry (a decision), that number is taken
+    and the entry is left to `INSERT_FEED_ENTRY` after it. An id taken raises in the
+    caller, which rolls the transaction back, the run's row with it."""
     bumped = bump_conversation(
         preview=preview, title=title, release=release, claim=claim, id_check=False
     ).cte("bumped")
-    # Typed casts: in a SELECT list, Postgres would take an untyped parameter for text.
-    values = [
-        bumped.c.next_position - 1
-        if name == "position"
-        else sql_cast(bindparam(f"m_{name}", type_=_m[name].type), _m[name].type)
-        for name in _MESSAGE_COLUMNS
-    ]
     added = (
         postgresql.insert(MESSAGES)
-        .from_select(_MESSAGE_COLUMNS, select(*values).select_from(bumped))
+        .from_select(
+            _MESSAGE_COLUMNS,
+            _typed_row(
+                bumped, MESSAGES, _MESSAGE_COLUMNS, "m_", {"position": bumped.c.next_position - 1}
+            ),
+        )
         .on_conflict_do_nothing(index_elements=["conversation_id", "id"])
         .returning(_m.position)
         .cte("added")
     )
     inserted = select(func.count()).select_from(added).scalar_subquery()
-    return select(bumped.c.next_position, inserted)
+    statement = select(bumped.c.next_position, inserted)
+    if start_run:
+        run_columns = [c.name for c in RUNS.c]
+        run_row = _typed_row(bumped, RUNS, run_columns, "r_", {})
+        run = insert(RUNS).from_select(run_columns, run_row)
+        feed_row = select(*_FEED_ENTRY.values()).select_from(bumped)
+        feed = (
+            postgresql.insert(FEED)
+            .from_select(list(_FEED_ENTRY), feed_row)
+            .on_conflict_do_nothing()
+            .returning(FEED.c.seq)
+            .cte("feed_added")
+        )
+        # Each reads `bumped`, so each inserts a row only when the claim took hold.
+        statement = statement.add_cte(run.returning(RUNS.c.id).cte("run_added"))
+        statement = statement.add_columns(select(func.count()).select_from(feed).scalar_subquery())
+    return statement
+
+
+def _typed_row(
+    source: CTE, table: Table, columns: list[str], prefix: str, given: dict[str, Any]
+) -> Select[Any]:
+    """A row of `table`'s `columns` for each row of `source`: parameters named `prefix`
+    and the column, or the expressions in `given`. Typed casts: in a SELECT list,
+    Postgres would take an untyped parameter for text."""
+    values = [
+        given[name]
+        if name in given
+        else sql_cast(bindparam(f"{prefix}{name}", type_=table.c[name].type), table.c[name].type)
+        for name in columns
+    ]
+    return select(*values).select_from(source)
 
 
 _MESSAGE_COLUMNS = [c.name for c in MESSAGES.c if c.name not in ("superseded_at", "superseded_by")]
@@ -132,12 +182,25 @@ _TAKEN = (
 INSERT_MESSAGE: Insert = insert(MESSAGES)
 INSERT_RUN: Insert = insert(RUNS)
 
+# A feed entry's values, numbered after the conversation's last entry in the same statement.
+_FEED_ENTRY: dict[str, Any] = {
+    "conversation_id": sql_cast(bindparam("p_cid"), FEED.c.conversation_id.type),
+    "seq": select(func.coalesce(func.max(FEED.c.seq), 0) + 1)
+    .where(FEED.c.conversation_id == bindparam("p_cid"))
+    .scalar_subquery(),
+    "kind": sql_cast(bindparam("p_kind"), FEED.c.kind.type),
+    "item_id": sql_cast(bindparam("p_item"), FEED.c.item_id.type),
+    "run_id": sql_cast(bindparam("p_run"), FEED.c.run_id.type),
+    "data": sql_cast(bindparam("p_data", type_=FEED.c.data.type), FEED.c.data.type),
+    "created_at": sql_cast(
+        bindparam("p_now", type_=FEED.c.created_at.type), FEED.c.created_at.type
+    ),
+}
+
 # A feed entry numbered after the conversation's last one, in the same statement.
 INSERT_FEED_ENTRY: Insert = insert(FEED).values(
     conversation_id=bindparam("p_cid"),
-    seq=select(func.coalesce(func.max(FEED.c.seq), 0) + 1)
-    .where(FEED.c.conversation_id == bindparam("p_cid"))
-    .scalar_subquery(),
+    seq=_FEED_ENTRY["seq"],
     kind=bindparam("p_kind"),
     item_id=bindparam("p_item"),
     run_id=bindparam("p_run"),

@@ -32,9 +32,9 @@ from app.domain.text import valid_json
 from app.store.database import Database, Tx
 from app.store.records import RunRecord
 from app.store.repos.messages import NotClaimed
-from app.store.repos.runs import new_run_row
-from app.store.repos.turn_statements import RunStart
-from app.store.repos.usage import UsageEntry
+from app.store.repos.runs import new_run_row, run_end_values
+from app.store.repos.turn_statements import RunClose, RunStart
+from app.store.repos.usage import UsageEntry, usage_values
 
 # A stored replay is read in slices this long: a reader whose socket stalls holds one slice,
 # not the run (a long run is tens of thousands of events).
@@ -152,12 +152,13 @@ class RunJournal:
     ) -> None:
         """The run's end in one transaction: its last events, its answer (which also
         lets the conversation go), its state and its usage rows."""
+        ended = run_end_values(status, usage=usage.model_dump(), error=error, last_seq=last_seq)
         async with self._db.unit() as tx:
             if events:
                 await tx.events.append_many(run_id, events)
-            await tx.usage.insert(usage_rows)
             if message.parts() and (message.text() or message.tool_parts()):
-                # Stores the answer and lets the conversation go in one UPDATE of it.
+                # Stores the answer and lets the conversation go in one UPDATE of it; the
+                # run's end and usage go along (on Postgres in the same statement).
                 await tx.messages.upsert(
                     owner_id,
                     conversation_id,
@@ -165,12 +166,14 @@ class RunJournal:
                     run_id=run_id,
                     release_run_id=run_id,
                     expect_new=True,
+                    closing=RunClose(ended, usage_values(usage_rows)),
                 )
             else:
+                await tx.usage.insert(usage_rows)
                 await tx.conversations.release_active_run(conversation_id, run_id)
-            await tx.runs.finish(
-                run_id, status, usage=usage.model_dump(), error=error, last_seq=last_seq
-            )
+                await tx.runs.finish(
+                    run_id, status, usage=usage.model_dump(), error=error, last_seq=last_seq
+                )
             await tx.commit()
 
     async def close_failed(

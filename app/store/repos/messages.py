@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import Select, Update, and_, select, update
+from sqlalchemy import Select, Update, and_, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import Conflict, InvalidRequest, NotFound
@@ -18,11 +18,16 @@ from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.store.message_codec import decode_message, encode_content
 from app.store.records import MessageRecord
 from app.store.repos.conversations import ConversationRepo, conversation_not_found
+from app.store.repos.rowcount import rowcount
+from app.store.repos.runs import RUN_NOT_FOUND_MESSAGE
 from app.store.repos.turn_statements import (
     HISTORY,
     INSERT_FEED_ENTRY,
     INSERT_MESSAGE,
     INSERT_RUN,
+    UPDATE_RUN,
+    USAGE,
+    RunClose,
     RunStart,
     append_message,
     bump_conversation,
@@ -99,6 +104,7 @@ class MessageRepo:
         release_run_id: str | None = None,
         claim_run_id: str | None = None,
         starting: RunStart | None = None,
+        closing: RunClose | None = None,
     ) -> MessageRecord:
         """Add `message` after the last one; keeps count, preview, title and updated_at.
 
@@ -111,6 +117,8 @@ class MessageRepo:
         written, when another run holds the conversation or it is not the owner's.
         `starting` (with a claim) writes the claiming run's row and feed entry too: in the
         same statement on Postgres (`append_message`), right after on SQLite.
+        `closing` (with `release_run_id`, the run whose answer this is) writes that run's
+        end and usage rows, likewise, also when the id turns out taken (`Conflict`).
         """
         if len(message.id) > MESSAGE_ID_MAX_CHARS:
             raise InvalidRequest(
@@ -155,17 +163,27 @@ class MessageRepo:
         together = self._session.get_bind().dialect.name == "postgresql"
         bump: Select[Any] | Update
         if together:
-            bump = append_message(**options, start_run=starting is not None)
+            bump = append_message(
+                **options, start_run=starting is not None, close_run=closing is not None
+            )
             params.update((f"m_{name}", value) for name, value in row.items())
             if starting is not None:
                 params.update((f"r_{name}", value) for name, value in starting.row.items())
                 params.update(starting.feed)
+            if closing is not None:
+                params.update((f"u_{name}", value) for name, value in closing.run.items())
+                params["u_rows"] = [
+                    row | {"created_at": row["created_at"].isoformat()} for row in closing.usage
+                ]
         else:
             bump = bump_conversation(**options)
         touched = (await self._session.execute(bump, params)).first()
         if touched is None:
             raise NotClaimed() if claim_run_id is not None else conversation_not_found()
         after, counted, *entered = touched
+        if closing is not None:
+            assert release_run_id is not None
+            await self._close(closing, release_run_id, entered)
         if counted == (0 if together else 1):  # inserted none / the id is there already
             raise Conflict(
                 "This conversation already has a message with that id.",
@@ -193,6 +211,17 @@ class MessageRepo:
         if not entered or not entered[0]:
             await self._session.execute(INSERT_FEED_ENTRY, starting.feed | at)
 
+    async def _close(self, closing: RunClose, run_id: str, ended: list[int]) -> None:
+        """What `append_message` wrote along on Postgres (`ended`: how many runs it
+        updated), or the run's UPDATE and the usage INSERT on SQLite."""
+        if not ended:
+            result = await self._session.execute(UPDATE_RUN, {"p_run": run_id, **closing.run})
+            ended = [rowcount(result)]
+            if closing.usage:
+                await self._session.execute(insert(USAGE), closing.usage)
+        if ended[0] == 0:
+            raise NotFound(RUN_NOT_FOUND_MESSAGE)
+
     async def upsert(
         self,
         owner_id: str,
@@ -202,6 +231,7 @@ class MessageRepo:
         run_id: str | None = None,
         release_run_id: str | None = None,
         expect_new: bool = False,
+        closing: RunClose | None = None,
     ) -> MessageRecord:
         """Insert `message`, or replace the content and metadata of the one with its id
         (the run manager writes the assistant message this way, at run end and on cancel).
@@ -210,13 +240,19 @@ class MessageRepo:
 
         `expect_new` (a run's answer at its end): append straight away, which finds out
         itself whether the id is taken (one lookup fewer); if it is, the append's count is
-        taken back and the stored message replaced as usual.
+        taken back and the stored message replaced as usual. `closing` (with `expect_new`)
+        goes to that append, which writes it whatever it finds.
         """
         refresh = False
         if expect_new:
             try:
                 return await self.append(
-                    owner_id, conversation_id, message, run_id=run_id, release_run_id=release_run_id
+                    owner_id,
+                    conversation_id,
+                    message,
+                    run_id=run_id,
+                    release_run_id=release_run_id,
+                    closing=closing,
                 )
             except Conflict as exc:
                 if exc.code != "message_id_taken":

@@ -39,6 +39,22 @@ def to_record(row: RunRow) -> RunRecord:
 _LEASE = ("instance_id", "heartbeat_at")
 
 
+def run_end_values(
+    status: RunStatus,
+    *,
+    usage: dict[str, Any] | None,
+    error: dict[str, Any] | None,
+    last_seq: int | None,
+) -> dict[str, Any]:
+    """A run's final columns by name (`usage` and `last_seq` left as they are when None)."""
+    values: dict[str, Any] = {"status": status, "ended_at": utcnow(), "error": error}
+    if usage is not None:
+        values["usage"] = usage
+    if last_seq is not None:
+        values["last_seq"] = last_seq
+    return values
+
+
 def new_run_row(
     owner_id: str,
     conversation_id: str | None,
@@ -125,11 +141,7 @@ class RunRepo:
         last_seq: int | None = None,
     ) -> None:
         """Record the run's final state (`usage`/`error` as JSON, e.g. `model_dump()`)."""
-        values: dict[str, Any] = {"status": status, "ended_at": utcnow(), "error": error}
-        if usage is not None:
-            values["usage"] = usage
-        if last_seq is not None:
-            values["last_seq"] = last_seq
+        values = run_end_values(status, usage=usage, error=error, last_seq=last_seq)
         result = await self._session.execute(UPDATE_RUN, {"p_run": run_id, **values})
         if getattr(result, "rowcount", 1) == 0:
             raise NotFound(RUN_NOT_FOUND_MESSAGE)

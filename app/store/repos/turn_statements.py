@@ -16,18 +16,31 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
-from sqlalchemy import CTE, Select, Table, bindparam, case, func, insert, select, update
+from sqlalchemy import (
+    CTE,
+    Select,
+    Table,
+    bindparam,
+    case,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert, Update
 
 from app.store.tables.core import ConversationRow, MessageRow, RunRow
 from app.store.tables.feed import FeedRow
+from app.store.tables.usage import UsageRow
 
 CONVERSATIONS = cast(Table, ConversationRow.__table__)
 MESSAGES = cast(Table, MessageRow.__table__)
 RUNS = cast(Table, RunRow.__table__)
 FEED = cast(Table, FeedRow.__table__)
+USAGE = cast(Table, UsageRow.__table__)
 
 _c = CONVERSATIONS.c
 _m = MESSAGES.c
@@ -40,6 +53,15 @@ class RunStart:
 
     row: dict[str, Any]
     feed: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunClose:
+    """A run's end that the append of its answer writes along: the run's final columns
+    (`UPDATE_RUN`'s parameters besides p_run) and its usage rows (by column)."""
+
+    run: dict[str, Any]
+    usage: list[dict[str, Any]]
 
 
 @cache
@@ -85,7 +107,13 @@ def bump_conversation(
 
 @cache
 def append_message(
-    *, preview: bool, title: bool, release: bool, claim: bool, start_run: bool = False
+    *,
+    preview: bool,
+    title: bool,
+    release: bool,
+    claim: bool,
+    start_run: bool = False,
+    close_run: bool = False,
 ) -> Select[Any]:
     """Postgres: `bump_conversation` and the message's INSERT in one statement, one round
     trip (a data-modifying WITH). The INSERT takes the position the UPDATE handed out and
@@ -104,7 +132,12 @@ def append_message(
     in: its number comes from the statement's snapshot, and when the claim waited for
     the row lock while another change added an entry (a decision), that number is taken
     and the entry is left to `INSERT_FEED_ENTRY` after it. An id taken raises in the
-    caller, which rolls the transaction back, the run's row with it."""
+    caller, which rolls the transaction back, the run's row with it.
+
+    `close_run` (with `release`: the answer of the run p_release) also sets the run's
+    final columns (parameters `u_` and the column) and inserts its usage rows (`u_rows`,
+    a JSON array of rows by column), whatever becomes of the message; a last column says
+    how many runs were updated (0: the run is gone)."""
     bumped = bump_conversation(
         preview=preview, title=title, release=release, claim=claim, id_check=False
     ).cte("bumped")
@@ -137,6 +170,11 @@ def append_message(
         # Each reads `bumped`, so each inserts a row only when the claim took hold.
         statement = statement.add_cte(run.returning(RUNS.c.id).cte("run_added"))
         statement = statement.add_columns(select(func.count()).select_from(feed).scalar_subquery())
+    if close_run:
+        ended = update(RUNS).where(RUNS.c.id == bindparam("p_release")).values(_RUN_END)
+        statement = statement.add_cte(_USAGE_ROWS)
+        ended_count = select(func.count()).select_from(ended.returning(RUNS.c.id).cte("ended"))
+        statement = statement.add_columns(ended_count.scalar_subquery())
     return statement
 
 
@@ -156,6 +194,22 @@ def _typed_row(
 
 
 _MESSAGE_COLUMNS = [c.name for c in MESSAGES.c if c.name not in ("superseded_at", "superseded_by")]
+
+# A run's final columns, from parameters named `u_` and the column.
+RUN_END_COLUMNS = ("status", "ended_at", "error", "usage", "last_seq")
+_RUN_END = {name: bindparam(f"u_{name}", type_=RUNS.c[name].type) for name in RUN_END_COLUMNS}
+
+# Usage rows from a JSON array of objects by column (`u_rows`), typed by the table's row.
+_USAGE_COLUMNS = [c.name for c in USAGE.c]
+_USAGE_RECORDS = func.jsonb_populate_recordset(
+    literal_column(f"NULL::{USAGE.name}"), bindparam("u_rows", type_=postgresql.JSONB)
+).table_valued(*_USAGE_COLUMNS)
+_USAGE_ROWS = (
+    insert(USAGE)
+    .from_select(_USAGE_COLUMNS, select(*[_USAGE_RECORDS.c[n] for n in _USAGE_COLUMNS]))
+    .returning(USAGE.c.id)
+    .cte("usage_added")
+)
 
 
 # One past the conversation's (p_cid) last stored message, 0 when it has none: the

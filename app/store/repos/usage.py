@@ -109,7 +109,7 @@ class UsageRepo:
         """Write booked rows in one INSERT (a Core statement: the ORM's unit of work cost
         as much again as the round trip)."""
         if entries:
-            await self._session.execute(insert(_TABLE), [_values(e) for e in entries])
+            await self._session.execute(insert(_TABLE), usage_values(entries))
 
     async def spent(self, user_id: str, now: datetime | None = None) -> Spent:
         """What `user_id` used since 00:00 UTC today and since the first of the month."""
@@ -173,8 +173,9 @@ class UsageRepo:
         ]
 
 
-def _values(entry: UsageEntry) -> dict[str, Any]:
-    return {name: getattr(entry, name) for name in _FIELDS}
+def usage_values(entries: Sequence[UsageEntry]) -> list[dict[str, Any]]:
+    """The `usage_records` rows of `entries`, by column."""
+    return [{name: getattr(entry, name) for name in _FIELDS} for entry in entries]
 
 
 def _when(condition: Any, value: Any) -> Any:

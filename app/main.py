@@ -115,6 +115,11 @@ def create_app(
         cors_origins=settings.cors_origins,
         drain=drain,
     )
+    # The chat turns first: a request is matched against the routers in this order, and
+    # reaching the 20th cost /v1/chat/completions about 110 us a request (no path of the
+    # routers before them is one of theirs, so which route serves a request is unchanged).
+    app.include_router(chat.router)
+    app.include_router(openai_chat.router)
     app.include_router(page.router)
     app.include_router(metrics_route.router)
     app.include_router(stream_tokens.router)
@@ -122,7 +127,6 @@ def create_app(
     app.include_router(usage.router)
     app.include_router(health.router)
     app.include_router(models.router)
-    app.include_router(chat.router)
     app.include_router(conversations.router)
     app.include_router(files.router)
     app.include_router(runs.router)
@@ -134,7 +138,6 @@ def create_app(
     app.include_router(proposals.router)
     app.include_router(workspace_undo.router)
     app.include_router(queue.router)
-    app.include_router(openai_chat.router)
     app.include_router(openai_responses.router)
     app.include_router(openai_conversations.router)
     app.include_router(ui_chat.router)

@@ -45,13 +45,6 @@ def _services(request: Request) -> Services:
     return services
 
 
-async def get_services(request: Request) -> Services:
-    return _services(request)
-
-
-Svc = Annotated[Services, Depends(get_services)]
-
-
 async def get_runs(request: Request) -> Runs:
     return _services(request).runs
 
@@ -146,9 +139,11 @@ async def get_usage(request: Request) -> UsageBook:
 UsageDep = Annotated[UsageBook, Depends(get_usage)]
 
 
-async def get_caller(request: Request, services: Svc) -> Caller:
+async def get_caller(request: Request) -> Caller:
     """The authenticated caller, within their request rate; development mode makes
-    everyone without credentials the local user."""
+    everyone without credentials the local user. (Every route asks for it: the services
+    are read here rather than as a dependency of its own, one resolution less a request.)"""
+    services = _services(request)
     credentials = Credentials(
         authorization=request.headers.get("authorization"),
         api_key=request.headers.get("x-api-key"),

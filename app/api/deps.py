@@ -144,12 +144,15 @@ async def get_caller(request: Request) -> Caller:
     everyone without credentials the local user. (Every route asks for it: the services
     are read here rather than as a dependency of its own, one resolution less a request.)"""
     services = _services(request)
+    token = request.query_params.get("token")
     credentials = Credentials(
         authorization=request.headers.get("authorization"),
         api_key=request.headers.get("x-api-key"),
-        stream_token=request.query_params.get("token"),
+        stream_token=token,
         method=request.method,
-        path=request.url.path,
+        # Only a stream token is bound to a path: building the request's URL to read it
+        # was half of this dependency's work on every other request.
+        path=request.url.path if token is not None else "/",
     )
     caller = await services.authenticator.authenticate(credentials)
     user_id_var.set(caller.user_id)  # every log line of the request names its caller

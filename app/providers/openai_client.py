@@ -58,6 +58,11 @@ class TemplatedOpenAI(openai.AsyncOpenAI):
         options = template.model_copy(update={"json_data": body})
         return await self.request(httpx2.Response, options, stream=True, stream_cls=None)
 
+    def _idempotency_key(self) -> str:
+        """The SDK makes one per request (a uuid4) and sends it only under
+        `_idempotency_header`, which this client does not have: none is made then."""
+        return super()._idempotency_key() if self._idempotency_header else ""
+
     @property
     def user_agent(self) -> str:
         """The SDK's, which it names after the client's class."""

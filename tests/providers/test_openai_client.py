@@ -140,3 +140,16 @@ async def test_post_stream_asks_the_sdk_for_what_post_would() -> None:
 
 def _given(options: FinalRequestOptions) -> dict[str, Any]:
     return {k: v for k, v in vars(options).items() if not isinstance(v, openai.NotGiven)}
+
+
+def test_a_client_with_an_idempotency_header_still_sends_a_fresh_key() -> None:
+    stock, templated = clients()
+    for client in (stock, templated):
+        client._idempotency_header = "Idempotency-Key"
+    keys = {templated._idempotency_key() for _ in range(3)}
+    assert len(keys) == 3
+    assert all(key.startswith("stainless-python-retry-") for key in keys)
+    extra: dict[str, Any] = {"idempotency_key": keys.pop()}
+    sent = built(templated, body("Hi"), **extra)
+    assert wire(sent) == wire(built(stock, body("Hi"), **extra))
+    assert sent.headers["idempotency-key"] == extra["idempotency_key"]

@@ -23,8 +23,10 @@ request at a time per connection, which the pool guarantees.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import h11
 import httpcore2
@@ -35,6 +37,10 @@ from app.providers.chunked import ChunkedDecoder, ProtocolError
 
 class UpstreamConnection(httpcore2.AsyncHTTPConnection):
     """`AsyncHTTPConnection` (connect, TLS) whose HTTP/1.1 exchange is `_UpstreamHTTP11`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._request_lock = asyncio.Lock()  # type: ignore[assignment]  # see _UpstreamHTTP11
 
     async def handle_async_request(self, request: httpcore2.Request) -> httpcore2.Response:
         if not self.can_handle_request(request.url.origin):
@@ -61,6 +67,10 @@ class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
         keepalive_expiry: float | None = None,
     ) -> None:
         super().__init__(origin=origin, stream=stream, keepalive_expiry=keepalive_expiry)
+        # httpcore's lock is anyio's, which makes its 528-byte waiter deque up front, on
+        # each connection, for as long as the stream is open; asyncio's only when a second
+        # task waits, which the pool never lets happen (one request at a time).
+        self._state_lock = asyncio.Lock()  # type: ignore[assignment]  # same use
         self._held = b""
         # This response's chunked body, read here rather than through h11.
         self._chunked: ChunkedDecoder | None = None

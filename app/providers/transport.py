@@ -15,6 +15,8 @@ finished, dropped otherwise. Each connection is httpcore's own (`AsyncHTTPConnec
 connect, TLS, h11), so the wire is what the SDKs' default client speaks: HTTP/1.1, the
 same timeouts, TCP keep-alive probes (the Anthropic SDK's socket options) on every socket.
 
+Their sockets are `app.providers.network`'s asyncio protocol, not anyio's socket stream
+(less held by a stream parked in a read).
 The response body is read from the connection's stream through one wrapper (exception
 mapping and the hand-back) instead of the three of httpx's transport and pool; the
 connection itself (`app.providers.connection`) writes a request in one send and hands up
@@ -36,6 +38,7 @@ import httpcore2
 import httpx2
 
 from app.providers.connection import UpstreamConnection
+from app.providers.network import LeanBackend
 
 # httpcore's exceptions as httpx's, most specific first (what httpx's transport does).
 _EXCEPTIONS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
@@ -104,7 +107,8 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         self._keepalive_expiry = keepalive_expiry
         self._ssl_context = httpx2.create_ssl_context()
         self._socket_options = keepalive_socket_options()
-        self._network_backend = network_backend  # None: httpcore's own (anyio)
+        # Sockets without anyio's per-stream events and per-read scopes (`network`).
+        self._network_backend = network_backend or LeanBackend()
         self._idle: dict[_Key, list[httpcore2.AsyncHTTPConnection]] = {}
         self._idle_count = 0
         self._open = 0  # connections open or opening, idle ones included

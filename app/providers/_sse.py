@@ -115,12 +115,27 @@ def body(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
     through). A compressed body still goes through `aiter_bytes`, which decodes it.
     Either way the caller closes the response.
     """
+    _let_go_of_request(response)
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "") or not isinstance(response.stream, httpx2.AsyncByteStream):
         return response.aiter_bytes()
     response.is_stream_consumed = True  # as aiter_raw marks it: no second reader
     # Both httpx's bound stream and our transport's body iterate as async generators.
     return cast("AsyncGenerator[bytes, None]", aiter(response.stream))
+
+
+def _let_go_of_request(response: httpx2.Response) -> None:
+    """Once its body is read, an answer no longer needs the request that asked for it:
+    retries, redirects, cookies and status checks are behind it, and the SDKs rebuild a
+    request from its options for any retry. Yet the response keeps it, with its headers
+    (the SDKs send about twenty, ~3.5 KB as httpx keeps them) and its body (the whole
+    conversation as JSON), for as long as a stream is open (`python -m bench.memory`).
+    What stays is the request's method, URL and extensions (errors name them)."""
+    request = response._request  # None for a response made without one
+    if request is not None:
+        request.headers = httpx2.Headers()
+        request.stream = httpx2.ByteStream(b"")
+        request._content = b""
 
 
 async def events(

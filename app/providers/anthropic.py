@@ -119,6 +119,7 @@ class AnthropicProvider:
             self._mapped_errors(),
             self._client.messages.with_streaming_response.create(**params, stream=True) as upstream,
         ):
+            del params  # not held for as long as the stream is open
             response = upstream.http_response
             complete = False
             async with aclosing(_sse.events(response)) as events:

@@ -115,11 +115,11 @@ class OpenAIProvider:
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
-        params = self._params(request)
         # Closing the response (also on aclose() when the client is gone or the run is
         # cancelled) closes the upstream connection now, which is what stops the spend.
+        # The params are not kept in this frame: they would live as long as the stream.
         with self._mapped_errors():
-            response = await self._send(params)
+            response = await self._send(self._params(request))
             try:
                 # `_sse.events` inlined: one async generator less per chunk on the hot path.
                 decoder = _sse.SSEDecoder()

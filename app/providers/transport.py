@@ -60,6 +60,7 @@ _EXCEPTIONS: tuple[tuple[type[Exception], type[httpx2.HTTPError]], ...] = (
 
 
 _Key = tuple[bytes, bytes, int]
+_SENT: tuple[bytes, ...] = ()  # a request's body once it has gone
 
 
 def _key(origin: httpcore2.Origin) -> _Key:
@@ -146,6 +147,10 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
                     await self.release(connection, origin)
                 raise
             break
+        # The head has come back: what was sent is not needed again (a stream holds its
+        # request for as long as it is open; `_sse.body` lets go of the SDK's side).
+        req.headers = []
+        req.stream = _SENT
         return httpx2.Response(
             status_code=response.status,
             headers=response.headers,

@@ -1,6 +1,6 @@
 """The upstream connections' sockets (`app.providers.network`): what httpcore's anyio
 backend did (reads, timeouts, end of stream, TLS, keep-alive options), with less held by
-an open stream parked in a read."""
+an open stream parked in a read; and an open stream lets go of the request it sent."""
 
 from __future__ import annotations
 
@@ -23,8 +23,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from app.domain.messages import Message
+from app.domain.stream import ModelRequest
 from app.providers.network import LeanBackend
+from app.providers.openai import OpenAIProvider
 from app.providers.transport import UpstreamPool
+from tests.providers.test_upstream_connection import raw_server
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 FRAME = b'data: {"n": 1}\n\n'
@@ -187,3 +191,51 @@ async def test_tls_is_started_on_the_connection_and_checks_the_certificate(tmp_p
         plain = await backend.connect_tcp("127.0.0.1", port, timeout=5)
         with pytest.raises(httpcore2.ConnectError):  # a name the certificate does not carry
             await plain.start_tls(client_side, server_hostname="example.com", timeout=5)
+
+
+CHUNK = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+    b'"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}'
+    b"\n\n"
+)
+
+
+async def test_an_open_stream_keeps_nothing_of_the_request_it_sent() -> None:
+    marker = "remember-me-" + "x" * 4000
+
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        writer.write(HEAD + b"%x\r\n%s\r\n" % (len(CHUNK), CHUNK))
+        await writer.drain()
+
+    async with raw_server(answer) as url:
+        provider = OpenAIProvider(
+            api_key="sk-test-secret",
+            base_url=f"{url}/v1",
+            timeout=5,
+            connect_timeout=2,
+            max_retries=0,
+        )
+        request = ModelRequest(model="m", messages=[Message(role="user", content=marker)])
+        stream = provider.stream(request)
+        try:
+            await anext(stream)  # streaming: the answer has begun, more is awaited
+            gc.collect()
+            tracked = gc.get_objects()
+            sent = [
+                r
+                for o in tracked
+                for r in gc.get_referents(o)
+                if type(r) is bytes and marker.encode() in r
+            ]
+            assert not sent  # the request's JSON body
+            # The request's headers (those of a request carrying this body: the client's
+            # own template of its headers stays, with a one-byte body's length).
+            headers = [
+                o
+                for o in tracked
+                if isinstance(o, httpx2.Headers) and int(o.get("content-length", 0)) > 4000
+            ]
+            assert not headers
+        finally:
+            await stream.aclose()
+            await provider.aclose()

@@ -8,7 +8,7 @@ from typing import Literal
 
 from app.domain.events import ContextInfo, UsageInfo
 from app.domain.messages import Message
-from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
+from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec, no_options
 
 TurnStatus = Literal["completed", "requires_action", "max_iterations", "failed", "budget_exceeded"]
 
@@ -21,7 +21,7 @@ class TurnOptions:
     max_output_tokens: int | None = None
     temperature: float | None = None
     parallel_tool_calls: bool | None = None
-    generation: GenerationOptions = field(default_factory=GenerationOptions)
+    generation: GenerationOptions = field(default_factory=no_options)
     reserve_tokens: int = 4096
 
 

@@ -66,7 +66,7 @@ def chat_options(body: ChatCompletionRequest) -> GenerationOptions:
         logit_bias=body.logit_bias or None,
         service_tier=body.service_tier,
         user=_user(body.user, body.safety_identifier),
-    )
+    ).or_shared()
 
 
 def _response_format(text_format: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -105,4 +105,4 @@ def responses_options(body: ResponsesRequest) -> GenerationOptions:
         response_format=_response_format(text.format if text else None),
         verbosity=text.verbosity if text else None,
         reasoning_effort=body.reasoning.effort if body.reasoning else None,
-    )
+    ).or_shared()

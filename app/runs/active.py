@@ -20,7 +20,7 @@ from app.domain.events import ContextInfo, PartChange, RunEvent, RunStatus
 from app.domain.identity import Caller
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
-from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
+from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec, no_options
 from app.domain.tooling import ConversationMode
 from app.domain.usage import Allowance
 from app.providers.base import Provider
@@ -52,7 +52,7 @@ class RunRequest:
     max_output_tokens: int | None = None
     temperature: float | None = None
     parallel_tool_calls: bool | None = None
-    options: GenerationOptions = field(default_factory=GenerationOptions)
+    options: GenerationOptions = field(default_factory=no_options)
     mode: ConversationMode = "auto"
     scope: dict[str, str] = field(default_factory=dict)
     context: ContextInfo | None = None

@@ -16,7 +16,7 @@ from app.domain.errors import InvalidRequest
 from app.domain.events import ContextInfo
 from app.domain.identity import Caller
 from app.domain.models import Catalog
-from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec
+from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec, no_options
 from app.domain.tooling import ConversationMode
 from app.providers.base import Provider
 from app.providers.failover import CircuitBreaker, FailoverProvider, failover_chain
@@ -33,7 +33,7 @@ class TurnInput:
     max_output_tokens: int | None = None
     temperature: float | None = None
     parallel_tool_calls: bool | None = None
-    options: GenerationOptions = field(default_factory=GenerationOptions)
+    options: GenerationOptions = field(default_factory=no_options)
     # How the wire that started the turn shows it (stored so a replay shows it alike).
     wire_options: Mapping[str, str] = field(default_factory=dict)
     # Whether every reader of this turn's answer can take back streamed text (native SSE,

@@ -15,6 +15,9 @@ import pytest
 from openai import AsyncOpenAI
 from pydantic import BaseModel, SecretStr
 
+from app.api.openai_params import chat_options
+from app.api.schemas.openai_chat import ChatCompletionRequest
+from app.domain.stream import GenerationOptions
 from app.settings import Settings
 from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
 from tests.fakes.db import ApiClient, MakeApi
@@ -294,3 +297,14 @@ async def test_an_anthropic_refusal_is_marked_on_the_native_chat(
     assert body["choices"][0]["finish_reason"] == "content_filter"
     assert body["message"]["metadata"]["finish_reason"] == "content_filter"
     assert body["message"]["metadata"]["refusal"].startswith(REFUSED)
+
+
+def test_requests_that_set_no_options_share_one_and_others_keep_their_own() -> None:
+    # A run (and its stream) holds its request's options to its end: ~1 KB each, and
+    # nearly no request sets any.
+    plain = [ChatCompletionRequest.model_validate({"model": "gpt", "messages": ASK}) for _ in "ab"]
+    assert chat_options(plain[0]) is chat_options(plain[1])
+    assert chat_options(plain[0]) == GenerationOptions()
+    tuned = ChatCompletionRequest.model_validate({"model": "gpt", "messages": ASK, "top_p": 0.5})
+    assert chat_options(tuned).top_p == 0.5
+    assert chat_options(tuned) is not chat_options(plain[0])

@@ -36,6 +36,7 @@ class Drain:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self._streams = 0
+        self._closed = 0
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -55,12 +56,18 @@ class Drain:
 
     def stream_closed(self) -> None:
         self._streams = max(self._streams - 1, 0)
+        self._closed += 1
         if self._streams == 0:
             self._idle.set()
 
     @property
     def open_streams(self) -> int:
         return self._streams
+
+    @property
+    def closed_streams(self) -> int:
+        """SSE responses that have ended since start-up."""
+        return self._closed
 
     async def streams_ended(self, seconds: float) -> bool:
         """Wait until no SSE response is open (True), or `seconds` passed (False)."""

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
+from app.api.drain import Drain
 from app.observability.memory import Trimmer
 
 
@@ -126,3 +129,93 @@ async def test_a_heap_with_a_little_free_is_trimmed_without_a_collection() -> No
     finally:
         await trimmer.stop()
     assert collections == []
+
+
+class Streams:
+    """The service's SSE responses as the trimmer sees them: (open now, closed so far)."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.closed = 0
+        self.collections = 0
+        self.checked = asyncio.Event()
+
+    def __call__(self) -> tuple[int, int]:
+        self.checked.set()
+        return self.open, self.closed
+
+    def collect(self) -> None:
+        self.collections += 1
+
+    def trimmer(self) -> Trimmer:
+        # No glibc heap: collecting after a burst needs none.
+        return Trimmer(
+            free_mb=0, every_seconds=0.01, streams=self, collect=self.collect, allocator=None
+        )
+
+    async def checks(self, n: int) -> None:
+        for _ in range(n):
+            self.checked.clear()
+            await asyncio.wait_for(self.checked.wait(), 30)
+
+
+async def test_an_ended_burst_of_streams_is_collected_once_with_no_heap_to_trim() -> None:
+    streams = Streams()
+    trimmer = streams.trimmer()
+    trimmer.start()
+    try:
+        streams.open = 1000  # a burst opens ...
+        await streams.checks(2)
+        streams.open, streams.closed = 40, 960  # ... and ends: its cycles wait for a collection
+        await streams.checks(3)
+    finally:
+        await trimmer.stop()
+    assert streams.collections == 1
+
+
+@pytest.mark.parametrize(
+    ("open_now", "closed"),
+    [
+        (3000, 600),  # steady load: a full collection would stall every open stream
+        (0, 100),  # a burst too small to be worth one
+    ],
+)
+async def test_no_collection_while_most_streams_are_open_or_few_have_closed(
+    open_now: int, closed: int
+) -> None:
+    streams = Streams()
+    trimmer = streams.trimmer()
+    trimmer.start()
+    try:
+        streams.open, streams.closed = open_now, closed
+        await streams.checks(3)
+    finally:
+        await trimmer.stop()
+    assert streams.collections == 0
+
+
+def test_the_drain_counts_the_streams_that_ended() -> None:
+    drain = Drain()
+    for _ in range(3):
+        drain.stream_opened()
+    drain.stream_closed()
+    drain.stream_closed()
+
+    assert (drain.open_streams, drain.closed_streams) == (1, 2)
+
+
+async def test_the_next_burst_is_collected_when_it_ends_too() -> None:
+    streams = Streams()
+    trimmer = streams.trimmer()
+    trimmer.start()
+    try:
+        streams.closed = 500
+        await streams.checks(2)
+        streams.open = 400  # the next burst: 400 open, 0 closed since the collection
+        await streams.checks(2)
+        assert streams.collections == 1
+        streams.open, streams.closed = 0, 900
+        await streams.checks(2)
+    finally:
+        await trimmer.stop()
+    assert streams.collections == 2

@@ -3,6 +3,7 @@
     python -m bench.memory [--counts 1000,5000] [--pace-ms MS] [--seconds N]
     python -m bench.memory --soak 600 [--soak-streams 1000]
     python -m bench.memory --counts 200 --probe /tmp/probe   # what the objects are
+    python -m bench.memory --counts 5000 --worker-cpus 0 [--root DIR]  # a worker on one CPU
 
 For each count N: a fresh worker (SQLite, one uvicorn worker) is warmed up, its RSS read
 (`before`); N slowly paced `/v1/chat/completions` streams are opened (400 more a second:
@@ -29,6 +30,14 @@ it; `--pythonmalloc pymalloc` runs it on CPython's own small-object allocator in
 (see the README: what returns after a burst). File limits are raised to the hard limit
 for the client, the upstream and the worker. Everything targets 127.0.0.1 and ends within
 about twice the window per count (the soak: its length).
+
+`--worker-cpus 0` pins the worker (not the client or the upstream) to those CPUs: with a
+busy loop pinned there beside it (`taskset -c 0 python -c 'while True: pass'`), the worker
+gets half a core, whatever else the machine runs on its other cores; how one worker copes
+with a fraction of a core is what decides whether its upstream connects keep up. `--root
+DIR` runs the worker from another checkout (the bench, client and upstream stay this
+tree's): two such runs started together, each pinned to the same CPU, compare two builds
+under the same starvation.
 """
 
 from __future__ import annotations
@@ -47,7 +56,8 @@ from typing import Any
 
 from bench.client import Conn, open_conns
 from bench.measure import V1
-from bench.processes import Service, Upstream, catalogue, start_service, status_kb
+from bench.processes import Service, Upstream, catalogue, cpu_seconds, start_service, status_kb
+from bench.sizes import ROOT
 
 CHUNKS_PER_S = 1000  # all streams together: the pace is N / 1000 s, at least 1 s
 GOAL_KB_PER_STREAM = 50.0
@@ -130,7 +140,7 @@ async def _start(
         settings["PYTHONMALLOC"] = args.pythonmalloc
     if args.probe is not None:
         settings["BENCH_TRACE_DIR"] = str(args.probe)
-    return await start_service(
+    service = await start_service(
         upstream=upstream,
         database_url=f"sqlite+aiosqlite:///{tmp / f'memory-{tag}.db'}",
         models_json=catalogue([(chunks, pace), (5, 0)]),
@@ -139,7 +149,11 @@ async def _start(
         settings=settings,
         module=Probe(args.probe).module,
         start_limit_s=60.0,
+        root=args.root,
     )
+    if args.worker_cpus:
+        os.sched_setaffinity(service.pid, args.worker_cpus)
+    return service
 
 
 async def _warm(service: Service) -> None:
@@ -163,6 +177,7 @@ async def one_count(
         await probe.take(service.pid)
         before = _rss_mb(service.pid)
         began = time.perf_counter()
+        cpu_began = cpu_seconds(service.pid)
         conns = await open_conns(service.port, count)
         request = V1.request(service.port, chunks, args.pace_ms)
         for start in range(0, count, RAMP_PER_S // 4):  # a ramp, not one instant
@@ -194,6 +209,9 @@ async def one_count(
             "after_over_before": round(after / before, 3),
             "seconds": round(time.perf_counter() - began, 1),
             "load_average": os.getloadavg(),
+            "worker_cpus": sorted(args.worker_cpus),
+            "worker_cpu_s": round(cpu_seconds(service.pid) - cpu_began, 1),
+            "root": str(args.root),
         }
     finally:
         service.stop()
@@ -272,7 +290,7 @@ def _soak_row(
 def report(rows: list[dict[str, Any]]) -> str:
     head = (
         f"{'open streams':>12} {'RSS before':>11} {'RSS open':>9} {'KB/stream':>10} "
-        f"{'RSS after':>10} {'after/before':>13}"
+        f"{'RSS after':>10} {'after/before':>13} {'streaming':>10} {'worker CPU':>11}"
     )
     lines = [head]
     for r in rows:
@@ -292,7 +310,8 @@ def report(rows: list[dict[str, Any]]) -> str:
         ok_ratio = " ok" if ratio <= GOAL_AFTER_RATIO else " !!"
         lines.append(
             f"{r['streams']:>12} {r['rss_before_mb']:>9.1f}MB {r['rss_open_mb']:>7.1f}MB "
-            f"{per:>8.1f}{ok_per} {r['rss_after_mb']:>8.1f}MB {ratio:>10.3f}{ok_ratio}"
+            f"{per:>8.1f}{ok_per} {r['rss_after_mb']:>8.1f}MB {ratio:>10.3f}{ok_ratio} "
+            f"{r['streaming_when_measured']:>10} {r['worker_cpu_s']:>9.1f} s"
         )
     lines.append(
         f"goals: <= {GOAL_KB_PER_STREAM:.0f} KB per open stream; after/before <= "
@@ -330,8 +349,18 @@ def main() -> None:
         help="PYTHONMALLOC for the worker (pymalloc: CPython's own allocator)",
     )
     parser.add_argument("--probe", type=Path, default=None, help="object census directory")
+    parser.add_argument(
+        "--worker-cpus",
+        default="",
+        help="pin the worker to these CPUs (comma-separated), e.g. beside a busy loop",
+    )
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout the worker runs")
     args = parser.parse_args()
     args.pace = args.pace_ms
+    args.worker_cpus = {int(c) for c in args.worker_cpus.split(",") if c.strip()}
+    args.root = args.root.resolve()
+    if not (args.root / "app" / "main.py").exists():
+        parser.error(f"{args.root} is not a chat-bff checkout")
     args.count_list = [int(c) for c in args.counts.split(",")]
     args.max_count = args.soak_streams if args.soak else max(args.count_list)
     if args.probe is not None:

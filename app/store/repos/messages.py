@@ -18,14 +18,11 @@ from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.store.message_codec import decode_message, encode_content
 from app.store.records import MessageRecord
 from app.store.repos.conversations import ConversationRepo, conversation_not_found
-from app.store.repos.rowcount import rowcount
-from app.store.repos.runs import RUN_NOT_FOUND_MESSAGE
+from app.store.repos.runs import RUN_NOT_FOUND_MESSAGE, RunRepo
 from app.store.repos.turn_statements import (
     HISTORY,
     INSERT_FEED_ENTRY,
     INSERT_MESSAGE,
-    INSERT_RUN,
-    UPDATE_RUN,
     USAGE,
     RunClose,
     RunStart,
@@ -207,20 +204,20 @@ class MessageRepo:
         """What `append_message` wrote along on Postgres (`entered`: whether the feed entry
         went in), or both statements on SQLite."""
         if not entered:
-            await self._session.execute(INSERT_RUN, starting.row)
+            await RunRepo(self._session).insert(starting.row)
         if not entered or not entered[0]:
             await self._session.execute(INSERT_FEED_ENTRY, starting.feed | at)
 
     async def _close(self, closing: RunClose, run_id: str, ended: list[int]) -> None:
         """What `append_message` wrote along on Postgres (`ended`: how many runs it
         updated), or the run's UPDATE and the usage INSERT on SQLite."""
-        if not ended:
-            result = await self._session.execute(UPDATE_RUN, {"p_run": run_id, **closing.run})
-            ended = [rowcount(result)]
-            if closing.usage:
-                await self._session.execute(insert(USAGE), closing.usage)
-        if ended[0] == 0:
-            raise NotFound(RUN_NOT_FOUND_MESSAGE)
+        if ended:
+            if ended[0] == 0:
+                raise NotFound(RUN_NOT_FOUND_MESSAGE)
+            return
+        await RunRepo(self._session).end(run_id, closing.run)
+        if closing.usage:
+            await self._session.execute(insert(USAGE), closing.usage)
 
     async def upsert(
         self,

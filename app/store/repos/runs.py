@@ -141,7 +141,10 @@ class RunRepo:
         last_seq: int | None = None,
     ) -> None:
         """Record the run's final state (`usage`/`error` as JSON, e.g. `model_dump()`)."""
-        values = run_end_values(status, usage=usage, error=error, last_seq=last_seq)
+        await self.end(run_id, run_end_values(status, usage=usage, error=error, last_seq=last_seq))
+
+    async def end(self, run_id: str, values: dict[str, Any]) -> None:
+        """Write a run's final columns (`run_end_values`); NotFound when the run is gone."""
         result = await self._session.execute(UPDATE_RUN, {"p_run": run_id, **values})
         if getattr(result, "rowcount", 1) == 0:
             raise NotFound(RUN_NOT_FOUND_MESSAGE)

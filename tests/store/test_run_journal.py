@@ -16,8 +16,9 @@ from app.domain.messages import Message
 from app.domain.usage import CallUsage
 from app.runs.journal import RunJournal
 from app.store.database import Database
+from app.store.records import ConversationRecord, RunRecord
 from app.store.repos.feed import PartEntry
-from app.store.repos.usage import usage_entries
+from app.store.repos.usage import UsageTotal, usage_entries
 from app.store.tables.core import RunRow
 
 
@@ -120,16 +121,25 @@ async def _finish(db: Database, cid: str, run_id: str, answer: Message) -> None:
     )
 
 
+async def _stored(
+    db: Database, cid: str, run_id: str
+) -> tuple[RunRecord, list[Message], ConversationRecord, list[UsageTotal]]:
+    """What a run's end left: the run, the conversation's history, the conversation and
+    alice's usage."""
+    async with db.read() as tx:
+        run = await tx.runs.get("alice", run_id, cid)
+        history = await tx.messages.history("alice", cid)
+        conversation = await tx.conversations.get("alice", cid)
+        spent = await tx.usage.by_day_and_model("alice", "2000-01-01", "2999-01-01")
+    return run, history, conversation, spent
+
+
 async def test_a_run_s_end_stores_its_answer_its_state_and_its_usage(db: Database) -> None:
     cid = await _conversation(db)
     await _begin(db, cid, "run_1", "Hello")
     await _finish(db, cid, "run_1", Message(id="msg_run_1", role="assistant", content="Hi!"))
 
-    async with db.read() as tx:
-        run = await tx.runs.get("alice", "run_1", cid)
-        history = await tx.messages.history("alice", cid)
-        conversation = await tx.conversations.get("alice", cid)
-        spent = await tx.usage.by_day_and_model("alice", "2000-01-01", "2999-01-01")
+    run, history, conversation, spent = await _stored(db, cid, "run_1")
 
     assert (run.status, run.last_seq, run.error) == ("completed", 3, None)
     assert run.usage is not None and run.usage["output_tokens"] == 7
@@ -153,11 +163,7 @@ async def test_a_run_whose_answer_is_stored_already_ends_once_with_the_answer_re
         )
     await _finish(db, cid, "run_1", Message(id="msg_run_1", role="assistant", content="Hi!"))
 
-    async with db.read() as tx:
-        run = await tx.runs.get("alice", "run_1", cid)
-        history = await tx.messages.history("alice", cid)
-        conversation = await tx.conversations.get("alice", cid)
-        spent = await tx.usage.by_day_and_model("alice", "2000-01-01", "2999-01-01")
+    run, history, conversation, spent = await _stored(db, cid, "run_1")
 
     assert run.status == "completed"
     assert [m.text() for m in history] == ["Hello", "Hi!"]

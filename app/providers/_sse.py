@@ -17,18 +17,29 @@ stream is never resumed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import aclosing
-from typing import NamedTuple, cast
+from typing import NamedTuple, Protocol, cast
 
 import httpx2
 
 from app.providers.errors import TRANSPORT_FAILURES
+from app.providers.transport import UpstreamBody
 
 _BOM = b"\xef\xbb\xbf"
 _DRAIN_SECONDS = 0.1
 # Ends a drain without an error: the answer is complete by then.
 _DRAIN_ENDS: tuple[type[BaseException], ...] = (TimeoutError, *TRANSPORT_FAILURES)
+
+
+class Body(Protocol):
+    """A response body being read: an async iterator of its bytes that can be closed."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    def __anext__(self) -> Awaitable[bytes]: ...
+
+    async def aclose(self) -> None: ...
 
 
 class SSEvent(NamedTuple):
@@ -106,7 +117,7 @@ def is_blank(data: bytes) -> bool:
     return not data.strip()
 
 
-def body(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
+def body(response: httpx2.Response) -> Body:
     """`response`'s body as it arrives, read below httpx's per-chunk layers when it can be.
 
     A body without a content-encoding (every model API's SSE in practice) is iterated
@@ -117,11 +128,17 @@ def body(response: httpx2.Response) -> AsyncGenerator[bytes, None]:
     """
     _let_go_of_request(response)
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("identity", "") or not isinstance(response.stream, httpx2.AsyncByteStream):
+    stream = response.stream
+    if encoding not in ("identity", "") or not isinstance(stream, httpx2.AsyncByteStream):
         return response.aiter_bytes()
     response.is_stream_consumed = True  # as aiter_raw marks it: no second reader
-    # Both httpx's bound stream and our transport's body iterate as async generators.
-    return cast("AsyncGenerator[bytes, None]", aiter(response.stream))
+    # Our transport's body is read as it is, not through httpx's bound stream around it
+    # (one more generator parked beside every open stream); closing the response still
+    # goes through httpx's, which times the response.
+    inner = getattr(stream, "_stream", None)
+    if isinstance(inner, UpstreamBody):
+        return inner
+    return cast("AsyncGenerator[bytes, None]", aiter(stream))
 
 
 def _let_go_of_request(response: httpx2.Response) -> None:

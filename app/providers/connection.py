@@ -58,6 +58,13 @@ class UpstreamConnection(httpcore2.AsyncHTTPConnection):
                     )
         return await self._connection.handle_async_request(request)
 
+    def chunked_exchange(self) -> _UpstreamHTTP11 | None:
+        """The exchange whose chunked body is read straight from it (`next_piece`)."""
+        exchange = self._connection
+        if isinstance(exchange, _UpstreamHTTP11) and exchange.chunked_body():
+            return exchange
+        return None
+
 
 class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
     def __init__(
@@ -76,6 +83,7 @@ class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
         self._chunked: ChunkedDecoder | None = None
         self._chunked_start = b""  # the body's first bytes, read with the head
         self._reusable = False  # h11 would keep the connection after this response
+        self._read_timeout: float | None = None  # this response's, for `next_piece`
 
     async def _receive_response_headers(
         self, request: httpcore2.Request
@@ -89,6 +97,7 @@ class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
                 # What h11 has read past the head is the body's start.
                 self._chunked = ChunkedDecoder(self.MAX_INCOMPLETE_EVENT_SIZE)
                 self._chunked_start = self._h11_state.trailing_data[0]
+                self._read_timeout = request.extensions.get("timeout", {}).get("read")
                 self._reusable = version == b"HTTP/1.1" and not _says_close(headers)
         return head
 
@@ -103,12 +112,39 @@ class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
         if data:
             await self._network_stream.write(data, timeout=timeout)
 
+    def chunked_body(self) -> bool:
+        """Whether this response's body is chunked and read here (`next_piece`)."""
+        return self._chunked is not None
+
+    async def next_piece(self) -> bytes:
+        """The chunked body's next decoded piece (all the data one network read brought),
+        b"" once the body has ended: one coroutine a read, where a generator per layer
+        would stay parked beside the stream for as long as it is open."""
+        decoder = self._chunked
+        if decoder is None:
+            return b""  # the response was closed
+        data, self._chunked_start = self._chunked_start, b""
+        try:
+            while not decoder.done:
+                if data:
+                    piece = decoder.feed(data)
+                    if piece:
+                        return piece
+                    if decoder.done:
+                        break
+                data = await self._network_stream.read(self.READ_NUM_BYTES, self._read_timeout)
+                if not data:
+                    decoder.eof()
+        except ProtocolError as exc:
+            raise httpcore2.RemoteProtocolError(str(exc)) from exc
+        return b""
+
     async def _receive_response_body(self, request: httpcore2.Request) -> AsyncGenerator[bytes]:
-        timeout = request.extensions.get("timeout", {}).get("read")
         if self._chunked is not None:
-            async for piece in self._read_chunked(self._chunked, timeout):
+            while piece := await self.next_piece():
                 yield piece
             return
+        timeout = request.extensions.get("timeout", {}).get("read")
         h11_state = self._h11_state
         while True:
             # Reads the network when h11 has nothing buffered.
@@ -129,24 +165,6 @@ class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
                 event = after
             if isinstance(event, h11.EndOfMessage) or event is h11.PAUSED:
                 return
-
-    async def _read_chunked(
-        self, decoder: ChunkedDecoder, read_timeout: float | None
-    ) -> AsyncGenerator[bytes]:
-        data, self._chunked_start = self._chunked_start, b""
-        try:
-            while True:
-                if data:
-                    piece = decoder.feed(data)
-                    if piece:
-                        yield piece
-                    if decoder.done:
-                        return
-                data = await self._network_stream.read(self.READ_NUM_BYTES, read_timeout)
-                if not data:
-                    decoder.eof()
-        except ProtocolError as exc:
-            raise httpcore2.RemoteProtocolError(str(exc)) from exc
 
     async def _response_closed(self) -> None:
         decoder, self._chunked = self._chunked, None

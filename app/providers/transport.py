@@ -17,10 +17,11 @@ same timeouts, TCP keep-alive probes (the Anthropic SDK's socket options) on eve
 
 Their sockets are `app.providers.network`'s asyncio protocol, not anyio's socket stream
 (less held by a stream parked in a read).
-The response body is read from the connection's stream through one wrapper (exception
-mapping and the hand-back) instead of the three of httpx's transport and pool; the
-connection itself (`app.providers.connection`) writes a request in one send and hands up
-a body one network read at a time.
+The response body (`UpstreamBody`: exception mapping and the hand-back) is read straight
+from the connection's exchange when it is chunked, one coroutine per network read, with no
+generator of httpx's or httpcore's parked beside an open stream; the connection itself
+(`app.providers.connection`) writes a request in one send and hands up a body one network
+read at a time.
 Proxies are not handled here: `upstream_http_client` falls back to the SDK's default client
 when the environment names one.
 """
@@ -68,17 +69,25 @@ def _key(origin: httpcore2.Origin) -> _Key:
     return (origin.scheme, origin.host, origin.port)
 
 
+def _as_httpx(exc: BaseException) -> httpx2.HTTPError | None:
+    """httpcore's error as httpx's; None for anything else (passed on as it is)."""
+    if isinstance(exc, httpcore2.ConnectionNotAvailable):
+        return None
+    for theirs, ours in _EXCEPTIONS:
+        if isinstance(exc, theirs):
+            return ours(str(exc))
+    return None
+
+
 @contextmanager
 def _mapped() -> Iterator[None]:
     try:
         yield
-    except httpcore2.ConnectionNotAvailable:
-        raise
     except Exception as exc:
-        for theirs, ours in _EXCEPTIONS:
-            if isinstance(exc, theirs):
-                raise ours(str(exc)) from exc
-        raise
+        mapped = _as_httpx(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
 
 
 def keepalive_socket_options() -> list[tuple[int, int, int]]:
@@ -154,7 +163,7 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         return httpx2.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_Body(self, connection, origin, response.stream),
+            stream=UpstreamBody(self, connection, origin, response.stream),
             extensions=response.extensions,
         )
 
@@ -242,10 +251,18 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
             self._waiting.popleft().set()
 
 
-class _Body(httpx2.AsyncByteStream):
-    """A response body read from its connection's stream; closing it returns the connection."""
+class UpstreamBody(httpx2.AsyncByteStream):
+    """A response body read from its connection; closing it returns the connection.
 
-    __slots__ = ("_closed", "_connection", "_origin", "_pool", "_stream")
+    Its own async iterator, not a generator: a chunked body (every streamed answer) is
+    read straight from the connection's exchange (`next_piece`), one coroutine per read,
+    where httpx's bound stream, this body, httpcore's byte stream (with its trace and
+    iteration guard) and the exchange's two readers each kept a generator parked beside
+    an open stream. Errors are mapped and a failed read closes the response, as httpcore's
+    byte stream did. Any other body goes through httpcore's stream.
+    """
+
+    __slots__ = ("_closed", "_connection", "_exchange", "_iterator", "_origin", "_pool", "_stream")
 
     def __init__(
         self,
@@ -259,16 +276,39 @@ class _Body(httpx2.AsyncByteStream):
         self._origin = origin
         self._stream = stream
         self._closed = False
+        self._exchange = (
+            connection.chunked_exchange() if isinstance(connection, UpstreamConnection) else None
+        )
+        self._iterator: AsyncIterator[bytes] | None = None
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _mapped():
-            async for part in self._stream:
-                yield part
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            if self._exchange is None:
+                if self._iterator is None:
+                    self._iterator = aiter(self._stream)
+                return await anext(self._iterator)
+            piece = await self._exchange.next_piece()
+        except StopAsyncIteration:
+            raise
+        except BaseException as exc:
+            if self._exchange is not None:
+                await self.aclose()  # what httpcore's byte stream did on a failed read
+            mapped = _as_httpx(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        if not piece:
+            raise StopAsyncIteration
+        return piece
 
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self._exchange = self._iterator = None
         with anyio.CancelScope(shield=True):
             try:
                 with _mapped():

@@ -5,21 +5,18 @@ real HTTP server on loopback (an in-process ASGI client does not stream)."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
 from app.settings import Settings
 from tests.api.sse_frames import Frame, parse
 from tests.api.test_approvals import ADA, create, follow, say
 from tests.api.test_proposals import _ok, _url
 from tests.fakes.db import ApiClient, MakeApi
+from tests.support.loopback import served
 
 
 @pytest.fixture
@@ -29,23 +26,6 @@ async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[Api
     )
     async with make_api(settings) as api:
         yield api
-
-
-@asynccontextmanager
-async def served(app: FastAPI) -> AsyncIterator[str]:
-    """The app (already started) behind a real HTTP server on a free loopback port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def read_frames(

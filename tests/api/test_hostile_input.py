@@ -1,0 +1,84 @@
+"""What a hostile or careless client can send, sent over real HTTP on loopback: each gets a
+clear 4xx with the machine-readable error body, never a 500, on SQLite and Postgres.
+
+`NaN` / `Infinity` are not JSON (RFC 8259) though Python's parser takes them: Postgres
+JSONB refuses them and no JSON encoder may write them back, so a body holding one (a
+client tool's schema, a tool result) is `invalid_json`, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.fakes.db import ApiClient
+from tests.support.loopback import served
+
+CONVERSATIONS = "/api/conversations"
+JSON = {"content-type": "application/json"}
+# A client tool whose JSON Schema carries a NaN default: Python parses it, nothing stores it.
+NAN_TOOLS = (
+    b'"tools": [{"type": "function", "function": {"name": "pick", "parameters": '
+    b'{"type": "object", "properties": {"x": {"type": "number", "default": NaN}}}}}]'
+)
+
+
+@pytest.fixture
+async def base(api: ApiClient) -> AsyncIterator[str]:
+    async with served(api.app) as url:
+        yield url
+
+
+async def _conversation(http: httpx.AsyncClient) -> str:
+    response = await http.post(CONVERSATIONS, json={})
+    assert response.status_code == 201
+    return str(response.json()["id"])
+
+
+async def test_nan_in_a_client_tool_schema_is_invalid_json_and_nothing_is_stored(
+    base: str,
+) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        conversation_id = await _conversation(http)
+        response = await http.post(
+            f"{CONVERSATIONS}/{conversation_id}/messages",
+            content=b'{"content": "hi", ' + NAN_TOOLS + b"}",
+            headers=JSON,
+        )
+        stored = (await http.get(f"{CONVERSATIONS}/{conversation_id}")).json()
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert stored["messages"] == []
+    assert stored["active_run_id"] is None
+
+
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+async def test_non_finite_numbers_are_invalid_json_on_the_openai_surface(
+    base: str, constant: bytes
+) -> None:
+    body = (
+        b'{"model": "scripted", "messages": [{"role": "user", "content": "hi"}], '
+        b'"temperature": ' + constant + b"}"
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        response = await http.post("/v1/chat/completions", content=body, headers=JSON)
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["code"] == "invalid_json"
+
+
+async def test_a_nan_tool_result_is_invalid_json(base: str) -> None:
+    body = b'{"results": [{"toolCallId": "call_1", "status": "success", "result": NaN}]}'
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        conversation_id = await _conversation(http)
+        response = await http.post(
+            f"{CONVERSATIONS}/{conversation_id}/tool-results", content=body, headers=JSON
+        )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"

@@ -15,6 +15,7 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import InvalidRequest
+from app.store.repos.keyset import cursor_id, cursor_instant
 from app.store.tables.core import AuditRow
 from app.store.tables.types import new_id, utcnow
 
@@ -84,12 +85,9 @@ def _cursor(record: AuditRecord) -> str:
 def _parse_cursor(cursor: str) -> tuple[datetime, str]:
     at, _, audit_id = cursor.partition("|")
     try:
-        parsed = datetime.fromisoformat(at)
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None or not audit_id:
-        raise InvalidRequest("Invalid cursor.", param="cursor")
-    return parsed, audit_id
+        return cursor_instant(at), cursor_id(audit_id)
+    except ValueError as exc:
+        raise InvalidRequest("Invalid cursor.", param="cursor") from exc
 
 
 async def list_audit(

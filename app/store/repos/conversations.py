@@ -17,6 +17,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.domain.errors import InvalidRequest, NotFound
 from app.domain.tooling import ConversationMode
 from app.store.records import ArchivedFilter, ConversationPage, ConversationRecord
+from app.store.repos.keyset import cursor_id, cursor_instant
 from app.store.repos.rowcount import rowcount
 from app.store.repos.turn_statements import CONVERSATION
 from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
@@ -61,12 +62,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         stamp, conversation_id = json.loads(raw)
-        at = datetime.fromisoformat(stamp)
-        if at.tzinfo is None or not isinstance(conversation_id, str):
-            raise ValueError("bad cursor")
+        return cursor_instant(stamp), cursor_id(conversation_id)
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidRequest("The cursor is not valid.", code="invalid_cursor") from exc
-    return at, conversation_id
 
 
 class ConversationRepo:

@@ -36,7 +36,6 @@ model (the catalogue is the allowlist, as everywhere).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,6 +52,7 @@ from ag_ui.core import TextPart as AguiText
 
 from app.api.encoders.agui_history import AguiMessage, agui_messages
 from app.api.schemas.ui_chat import ApprovalAnswer
+from app.domain import jsontext
 from app.domain.errors import InvalidRequest
 from app.domain.identity import Caller
 from app.domain.parts import FINAL_TOOL_STATUSES, Part, TextData, TextPart, ToolPart
@@ -199,7 +199,7 @@ def _input(entry: ResumeEntry) -> InputAnswer:
 def _result(message: ToolMessage) -> ToolResult:
     text = _text_of(message.content)
     try:
-        value: Any = json.loads(text)
+        value: Any = jsontext.loads(text)
     except ValueError:
         value = text
     if message.error:

@@ -8,40 +8,25 @@ validates them, and a message that carries one is stored, streamed and reloaded 
 Python's parser also takes `NaN`, `Infinity` and `-Infinity`, which are not JSON: Postgres
 JSONB refuses them (a client tool's schema or a tool result holding one was a 500 at the
 run's first write) and no encoder may send them back. They are refused as the parse error
-they are, so the client gets the same 400 `invalid_json` as for any other bad body.
+they are (`app.domain.jsontext`), so the client gets the 400 `invalid_json` of any bad body.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 
+from app.domain import jsontext
 from app.domain.text import valid_json
-
-
-def _refuse_constant(name: str) -> Any:
-    # The parser gives no position here; FastAPI only needs the error's type.
-    raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
-
-
-# Stateless; built once because `json.loads` with an option builds a decoder per call.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-
-
-def parse_json(body: bytes) -> Any:
-    """`json.loads(body)` (UTF-8, -16 or -32, as Starlette reads it) without the constants
-    that are not JSON."""
-    return _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
 
 
 class ValidTextRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = valid_json(parse_json(await self.body()))
+            self._json = valid_json(jsontext.loads(await self.body()))
         return self._json
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.domain import jsontext
+
 
 def parse_tool_args(name: str, text: str) -> tuple[dict[str, Any] | None, str | None]:
     """Arguments as a JSON object, or None and a readable reason for the tool card."""
     if not text.strip():
         return {}, None
     try:
-        value = json.loads(text)
+        value = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         return None, (
             f"The model sent arguments for `{name}` that are not valid JSON "

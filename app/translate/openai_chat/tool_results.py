@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from app.domain import jsontext
 from app.domain.parts import ToolData
 
 CANCELLED_TEXT = "The user cancelled this tool call; the tool did not run."
@@ -60,7 +61,7 @@ def read_tool_result(text: str) -> tuple[ReadStatus, Any] | None:
     None for the pending envelope: the part keeps its waiting status and has no result.
     """
     try:
-        value: Any = json.loads(text)
+        value: Any = jsontext.loads(text)
     except json.JSONDecodeError:
         value = text
     envelope = _envelope(value)

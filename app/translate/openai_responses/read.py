@@ -36,6 +36,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from app.domain import jsontext
 from app.domain.errors import InvalidRequest
 from app.domain.messages import Message
 from app.domain.parts import (
@@ -291,7 +292,7 @@ def _server_call_part(
 
 def _json_or_text(text: str) -> Any:
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except json.JSONDecodeError:
         return text
 

@@ -44,6 +44,17 @@ def test_invalid_json_arguments_give_an_error_part_with_a_readable_body() -> Non
     assert part.data.bodyContent is not None and "not valid JSON" in part.data.bodyContent
 
 
+def test_nan_in_a_models_arguments_is_not_json_and_the_tool_never_runs() -> None:
+    # Python's parser takes NaN; Postgres JSONB refused such args at the run's write.
+    builder = PartsBuilder()
+    builder.feed(ToolCallDelta(index=0, id="call_n", name="score", args_delta='{"x": NaN}'))
+    (part,) = builder.build().parts
+    assert isinstance(part, ToolPart)
+    assert part.data.status == "error"
+    assert part.data.args is None
+    assert part.data.bodyContent is not None and "not valid JSON" in part.data.bodyContent
+
+
 def test_empty_arguments_mean_an_empty_object() -> None:
     builder = PartsBuilder()
     builder.feed(ToolCallDelta(index=0, id="call_y", name="now"))

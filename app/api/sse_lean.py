@@ -13,9 +13,12 @@ through sse-starlette's own watcher (one per event loop), which cancels it, as b
 
 What the waiting holds is plain asyncio, not anyio: the watcher's wait for the client
 under `asyncio.timeout` (an anyio cancel scope in a parked task also keeps a task state,
-weak references and two sets: ~1.8 KB more per open stream), and the send lock an
-`asyncio.Lock` (anyio's makes a 528-byte deque block up front; asyncio's only when a second
-sender waits). The service runs on asyncio only.
+weak references and two sets: ~1.8 KB more per open stream), the stream stopped by
+cancelling its task (`_Stop`) rather than an anyio scope around it, each send under
+`asyncio.timeout` (sse-starlette's anyio scope there left the task's anyio state behind
+for the rest of the stream), and the send lock an `asyncio.Lock` (anyio's makes a 528-byte
+deque block up front; asyncio's only when a second sender waits). The service runs on
+asyncio only.
 
 What goes on the wire, and when, is unchanged; only how the waiting is arranged differs.
 A response that uses what this does not arrange (HEAD, a `data_sender_callable`, a
@@ -27,10 +30,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import anyio
 from sse_starlette.event import ServerSentEvent, ensure_bytes
-from sse_starlette.sse import AppStatus, EventSourceResponse
-from starlette.types import Receive, Scope, Send
+from sse_starlette.sse import AppStatus, EventSourceResponse, SendTimeoutError
+from starlette.types import Message, Receive, Scope, Send
 
 from app.api.handoff import take_handoff
 
@@ -50,17 +52,24 @@ else:
     )
 
 
-class _Cancel:
-    """Stands in sse-starlette's set of shutdown events: its watcher calls `set()` on
-    each when the server exits, which cancels the stream here."""
+class _Stop:
+    """Cancels the streaming task, once, while it streams: the watcher calls `set()` when
+    the client is gone, and so does sse-starlette's shutdown watcher (it takes this for
+    one of its shutdown events). An asyncio cancellation, not an anyio scope: a scope
+    keeps two sets, and its task an anyio state with a weak reference, for as long as
+    the stream is open."""
 
-    __slots__ = ("scope",)
+    __slots__ = ("live", "requested", "task")
 
-    def __init__(self, scope: anyio.CancelScope) -> None:
-        self.scope = scope
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.live = True  # the task is streaming: a cancel now is ours to absorb
+        self.requested = False
 
     def set(self) -> None:
-        self.scope.cancel()
+        if self.live and not self.requested:
+            self.requested = True
+            self.task.cancel()
 
 
 class LeanEventSourceResponse(EventSourceResponse):
@@ -86,16 +95,22 @@ class LeanEventSourceResponse(EventSourceResponse):
             return
         _ensure_watcher_started_on_this_loop()
         shutdown = _get_shutdown_state().events
-        cancel = anyio.CancelScope()
-        stop = _Cancel(cancel)
+        task = asyncio.current_task()
+        assert task is not None
+        stop = _Stop(task)
         shutdown.add(stop)  # type: ignore[arg-type]  # only its set() is called
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, cancel))
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, stop))
         try:
-            with cancel:
-                if AppStatus.should_exit:
-                    cancel.cancel()
-                await self._stream_response(send)
+            if AppStatus.should_exit:
+                stop.set()
+            await self._stream_response(send)
+        except asyncio.CancelledError:
+            # Stopped by the watcher or the shutdown: the stream ends here, as it did when
+            # they cancelled its anyio scope. Any other cancel goes on.
+            if not stop.requested or task.uncancel() > 0:
+                raise
         finally:
+            stop.live = False
             shutdown.discard(stop)
             watcher.cancel()
             await asyncio.wait((watcher,))  # raises only if this task is cancelled
@@ -104,7 +119,7 @@ class LeanEventSourceResponse(EventSourceResponse):
         if self.background is not None:
             await self.background()
 
-    async def _watch(self, receive: Receive, send: Send, cancel: anyio.CancelScope) -> None:
+    async def _watch(self, receive: Receive, send: Send, stop: _Stop) -> None:
         """Until the client disconnects (then the stream is cancelled), sending the
         heartbeat whenever `ping_interval` passes without a message from the client."""
         interval = self.ping_interval or None
@@ -122,7 +137,19 @@ class LeanEventSourceResponse(EventSourceResponse):
                         await self.client_close_handler_callable(message)
                     return
         finally:
-            cancel.cancel()
+            stop.set()
+
+    async def _send_with_timeout(self, send: Send, message: Message) -> None:
+        """sse-starlette's, under asyncio's timeout rather than anyio's scope (which leaves
+        an anyio state on the task for the rest of the stream)."""
+        deadline = asyncio.timeout(self.send_timeout)
+        try:
+            async with deadline:
+                await send(message)
+        except TimeoutError:
+            if deadline.expired():
+                raise SendTimeoutError() from None
+            raise
 
     async def _heartbeat(self, send: Send) -> None:
         factory = self.ping_message_factory or (lambda: ServerSentEvent(comment="ping"))

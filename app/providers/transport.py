@@ -28,6 +28,7 @@ when the environment names one.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
@@ -141,7 +142,9 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         origin = req.url.origin
         while True:
             try:
-                with anyio.fail_after(timeout):
+                # asyncio's timeout: an anyio scope would leave its state on the run's
+                # task (a weak reference, a map entry) for as long as the stream is open.
+                async with asyncio.timeout(timeout):
                     connection = await self._acquire(origin)
             except TimeoutError:
                 raise httpx2.PoolTimeout("no upstream connection became free in time") from None

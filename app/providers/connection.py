@@ -98,7 +98,15 @@ class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
                 self._chunked = ChunkedDecoder(self.MAX_INCOMPLETE_EVENT_SIZE)
                 self._chunked_start = self._h11_state.trailing_data[0]
                 self._read_timeout = request.extensions.get("timeout", {}).get("read")
-                self._reusable = version == b"HTTP/1.1" and not _says_close(headers)
+                # What h11 would decide at the body's end, decided now: keep-alive both
+                # ways, and the whole request sent. Its state (~1 KB) is then let go for
+                # as long as the body lasts; a reused connection starts a fresh one.
+                self._reusable = (
+                    version == b"HTTP/1.1"
+                    and not _says_close(headers)
+                    and self._h11_state.our_state is h11.DONE
+                )
+                self._h11_state = None  # type: ignore[assignment]  # until `_response_closed`
         return head
 
     # httpcore's signature, timeout parameter included.
@@ -174,8 +182,7 @@ class _UpstreamHTTP11(httpcore2.AsyncHTTP11Connection):
         # h11 never saw this body: what it would decide, decided here. Reused only after
         # a whole body with nothing past it, a whole request, and keep-alive both ways.
         async with self._state_lock:
-            ours = self._h11_state.our_state
-            if decoder.done and not decoder.extra and self._reusable and ours is h11.DONE:
+            if decoder.done and not decoder.extra and self._reusable:
                 self._h11_state = self._fresh_h11()
                 self._state = HTTPConnectionState.IDLE
                 if self._keepalive_expiry is not None:

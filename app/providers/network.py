@@ -107,7 +107,10 @@ class _Protocol(asyncio.Protocol):
             self._buffer.append(rest)
         return data
 
-    async def wait_for_data(self, timeout: float | None) -> None:  # noqa: ASYNC109
+    def arm(self, timeout: float | None) -> tuple[asyncio.Future[None], asyncio.TimerHandle | None]:
+        """A future the next data (or end, or error) resolves, failing with TimeoutError
+        after `timeout`, and its timer: the reader awaits it itself and then calls
+        `disarm`, so a parked read holds no coroutine of the protocol's."""
         transport = self.transport
         if self._paused and transport is not None:
             self._paused = False
@@ -115,12 +118,12 @@ class _Protocol(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
         timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
-        try:
-            await waiter
-        finally:
-            self._waiter = None
-            if timer is not None:
-                timer.cancel()
+        return waiter, timer
+
+    def disarm(self, timer: asyncio.TimerHandle | None) -> None:
+        self._waiter = None
+        if timer is not None:
+            timer.cancel()
 
     async def wait_for_drain(self, timeout: float | None) -> None:  # noqa: ASYNC109
         if not self._full or self._eof:
@@ -162,10 +165,13 @@ class LeanStream(httpcore2.AsyncNetworkStream):
             if self._closed:
                 raise httpcore2.ReadError("the connection was closed")
             if not protocol._eof:
+                waiter, timer = protocol.arm(timeout)
                 try:
-                    await protocol.wait_for_data(timeout)
+                    await waiter
                 except TimeoutError:
                     raise httpcore2.ReadTimeout("timed out reading from the upstream") from None
+                finally:
+                    protocol.disarm(timer)
         if protocol._buffer:
             return protocol.take(max_bytes)
         if self._closed:

@@ -39,7 +39,7 @@ import anyio
 import httpcore2
 import httpx2
 
-from app.providers.connection import UpstreamConnection
+from app.providers.connection import HeaderChecks, UpstreamConnection
 from app.providers.network import LeanBackend
 
 # httpcore's exceptions as httpx's, most specific first (what httpx's transport does).
@@ -125,6 +125,7 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         self._open = 0  # connections open or opening, idle ones included
         self._waiting: deque[anyio.Event] = deque()
         self._closed = False
+        self._header_checks = HeaderChecks()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         assert isinstance(request.stream, AsyncIterable)
@@ -141,13 +142,16 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         timeout = request.extensions.get("timeout", {}).get("pool")
         origin = req.url.origin
         while True:
-            try:
-                # asyncio's timeout: an anyio scope would leave its state on the run's
-                # task (a weak reference, a map entry) for as long as the stream is open.
-                async with asyncio.timeout(timeout):
-                    connection = await self._acquire(origin)
-            except TimeoutError:
-                raise httpx2.PoolTimeout("no upstream connection became free in time") from None
+            # The pool timeout only when the request may wait for a connection.
+            connection = self._ready(origin)
+            if connection is None:
+                try:
+                    # asyncio's timeout: an anyio scope would leave its state on the run's
+                    # task (a weak reference, a map entry) for as long as the stream is open.
+                    async with asyncio.timeout(timeout):
+                        connection = await self._acquire(origin)
+                except TimeoutError:
+                    raise httpx2.PoolTimeout("no upstream connection became free in time") from None
             try:
                 with _mapped():
                     response = await connection.handle_async_request(req)
@@ -170,6 +174,19 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
             extensions=response.extensions,
         )
 
+    def _ready(self, origin: httpcore2.Origin) -> httpcore2.AsyncHTTPConnection | None:
+        """The most recently used idle connection, when it can be taken without waiting
+        (neither expired nor closed by the server); else None and `_acquire` decides."""
+        stack = self._idle.get(_key(origin))
+        if self._closed or not stack:
+            return None
+        connection = stack[-1]
+        if connection.has_expired() or not connection.is_available():
+            return None  # closed by `_take_idle`
+        stack.pop()
+        self._idle_count -= 1
+        return connection
+
     async def _acquire(self, origin: httpcore2.Origin) -> httpcore2.AsyncHTTPConnection:
         while True:
             if self._closed:
@@ -185,6 +202,7 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
                     keepalive_expiry=self._keepalive_expiry,
                     socket_options=self._socket_options,
                     network_backend=self._network_backend,
+                    header_checks=self._header_checks,
                 )
             if self._idle_count and await self._close_one_idle():
                 continue  # full of idle connections to other origins: one made room

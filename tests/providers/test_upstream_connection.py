@@ -89,6 +89,51 @@ async def test_a_request_without_a_body_is_sent_whole_and_answered(
     assert backend.writes[0].endswith(b"\r\n\r\n")
 
 
+async def test_every_request_sends_the_heads_lines_as_the_first_one_did(
+    openai_upstream: FakeOpenAIUpstream,
+) -> None:
+    """Lines already checked once go out the same; a new length, a new header too."""
+    openai_upstream.enqueue(*(Completion(text=t) for t in ("a", "b", "c")))
+    backend = RecordingBackend()
+    bodies = [
+        {"model": "m", "messages": [{"role": "user", "content": c}]} for c in ("x", "x", "xy")
+    ]
+    async with client(backend) as http:
+        url = openai_upstream.base_url + "/chat/completions"
+        await http.post(url, json=bodies[0])
+        await http.post(url, json=bodies[1])
+        await http.post(url, json=bodies[2], headers={"X-Extra": "1"})
+    heads = [w.partition(b"\r\n\r\n")[0] for w in backend.writes]
+    assert heads[0] == heads[1]
+    assert heads[2].lower().count(b"content-length:") == 1
+    assert heads[2].count(b"\r\n") == heads[0].count(b"\r\n") + 1
+    assert openai_upstream.request_bodies() == bodies
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Evil": "a\x00b"},  # no line h11 refuses is sent, whatever went before it
+        {"Transfer-Encoding": "gzip"},
+    ],
+)
+async def test_a_head_h11_refuses_is_refused_after_good_ones(
+    openai_upstream: FakeOpenAIUpstream, headers: dict[str, str]
+) -> None:
+    openai_upstream.enqueue(Completion(text="one"))
+    backend = RecordingBackend()
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
+    async with client(backend) as http:
+        url = openai_upstream.base_url + "/chat/completions"
+        assert (await http.post(url, json=body)).status_code == 200
+        request = http.build_request("POST", url, json=body)
+        for name, value in headers.items():
+            request.headers[name] = value
+        with pytest.raises(httpx2.LocalProtocolError):
+            await http.send(request)
+    assert len(backend.writes) == 1
+
+
 @asynccontextmanager
 async def raw_server(
     respond: Callable[[asyncio.StreamWriter], Awaitable[None]], *, connections: int = 1

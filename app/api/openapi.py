@@ -30,7 +30,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.deps import get_caller
+from app.api.deps import get_caller, get_turn
 from app.api.event_streams import EVENT_STREAMS, EventUnion
 from app.api.openapi_names import untangle_names
 
@@ -256,8 +256,12 @@ def _routes(app: FastAPI) -> Iterator[tuple[str, str, APIRoute]]:
                 yield context.path_format, method.lower(), route
 
 
+_AUTHENTICATING = (get_caller, get_turn)
+
+
 def _auths(route: APIRoute) -> bool:
     def walk(dependant: Dependant) -> bool:
-        return dependant.call is get_caller or any(walk(d) for d in dependant.dependencies)
+        # `get_turn` authenticates through `get_caller` (one dependency, not two).
+        return dependant.call in _AUTHENTICATING or any(walk(d) for d in dependant.dependencies)
 
     return walk(route.dependant)

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 
 from app.api.chat_approvals import ChatApprovals
 from app.api.chat_completion import completion_body
-from app.api.deps import ApprovalsDep, CallerDep, RunsDep, StreamDep
+from app.api.deps import TurnDep
 from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
@@ -88,14 +88,7 @@ class NativeChatWire:
     responses=_SSE_DOC,
     summary="Run one chat turn (server tools run in the loop).",
 )
-async def chat(
-    body: ChatRequest,
-    request: Request,
-    runs: RunsDep,
-    stream: StreamDep,
-    approvals: ApprovalsDep,
-    caller: CallerDep,
-) -> Response:
+async def chat(body: ChatRequest, request: Request, ctx: TurnDep) -> Response:
     history = messages_from_wire(chat_messages(body.messages))
     client_tools = tools_from_openai([t.model_dump(exclude_none=True) for t in body.tools or []])
     turn = StatelessTurn(
@@ -112,9 +105,10 @@ async def chat(
         cancel_on_hangup=body.on_disconnect == "cancel",
     )
     names = {t.name for t in client_tools}
+    approvals = ctx.approvals
     confirm = approvals.confirmation_tool
-    claims = ChatApprovals(approvals, caller, confirm if confirm in names else None, history)
+    claims = ChatApprovals(approvals, ctx.caller, confirm if confirm in names else None, history)
     turn = replace(turn, prepare=claims.settle)
     return await run_turn(
-        request, caller, runs, stream, turn, lambda h: NativeChatWire(h, claims, names)
+        request, ctx.caller, ctx.runs, ctx.stream, turn, lambda h: NativeChatWire(h, claims, names)
     )

@@ -15,7 +15,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from app.api.chat_completion import completion_body, completion_id
-from app.api.deps import CallerDep, CatalogDep, RunsDep, StreamDep
+from app.api.deps import CallerDep, CatalogDep, TurnDep
 from app.api.encoders.chat_chunks import ChatChunkEncoder
 from app.api.event_streams import event_stream
 from app.api.openai_params import chat_options
@@ -77,13 +77,7 @@ class ChatCompletionsWire:
         }
     },
 )
-async def chat_completions(
-    body: ChatCompletionRequest,
-    request: Request,
-    runs: RunsDep,
-    stream: StreamDep,
-    caller: CallerDep,
-) -> Response:
+async def chat_completions(body: ChatCompletionRequest, request: Request, ctx: TurnDep) -> Response:
     history = messages_from_openai(chat_messages(body.messages))
     if not history:
         raise InvalidRequest("messages must not be empty.", param="messages")
@@ -106,9 +100,9 @@ async def chat_completions(
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     return await run_turn(
         request,
-        caller,
-        runs,
-        stream,
+        ctx.caller,
+        ctx.runs,
+        ctx.stream,
         turn,
         lambda handle: ChatCompletionsWire(handle, names, include_usage),
     )

@@ -2,8 +2,9 @@
 
 `uvicorn bench.instrumented:create --factory` serves the unchanged `app.main.create_app()`
 app, plus `GET /__bench/sql`: how many statements went through SQLAlchemy
-(`before_cursor_execute` on every Engine; an `executemany` counts once, as one round
-trip), by leading SQL verb (a WITH that writes, by the first write inside it) and by
+(`before_cursor_execute` on every Engine; on SQLite the driver's observer instead, which
+also sees the statements a turn sends below SQLAlchemy; an `executemany` counts once, as
+one round trip), by leading SQL verb (a WITH that writes, by the first write inside it) and by
 statement text (its first 90 characters), and how many commits. The app has no such hook
 of its own,
 so the benchmark brings it; counting costs one dict increment per statement.
@@ -18,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.pool import Pool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 COUNTS: Counter[str] = Counter()
@@ -25,8 +27,25 @@ _WRITE_IN_WITH = re.compile(r"\(\s*(INSERT|UPDATE|DELETE)\b")
 
 
 def _on_execute(
-    _conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, executemany: bool
+    conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, executemany: bool
 ) -> None:
+    if conn.dialect.name != "sqlite":  # SQLite's are counted by the driver (`_on_driver`)
+        _count(statement, executemany)
+
+
+def _on_driver(statement: str, executemany: bool) -> None:
+    if statement == "COMMIT":
+        COUNTS["commits"] += 1
+    else:
+        _count(statement, executemany)
+
+
+def _observe(dbapi_connection: Any, *_: Any) -> None:
+    if hasattr(dbapi_connection, "observe"):  # app.store.sqlite_driver.OneTripConnection
+        dbapi_connection.observe = _on_driver
+
+
+def _count(statement: str, executemany: bool) -> None:
     verb = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "?"
     if verb == "WITH":  # a data-modifying WITH counts as its first write
         write = _WRITE_IN_WITH.search(statement)
@@ -38,8 +57,9 @@ def _on_execute(
         COUNTS["executemany"] += 1
 
 
-def _on_commit(_conn: Any) -> None:
-    COUNTS["commits"] += 1
+def _on_commit(conn: Any) -> None:
+    if conn.dialect.name != "sqlite":
+        COUNTS["commits"] += 1
 
 
 def create() -> ASGIApp:
@@ -47,6 +67,7 @@ def create() -> ASGIApp:
 
     event.listen(Engine, "before_cursor_execute", _on_execute)
     event.listen(Engine, "commit", _on_commit)
+    event.listen(Pool, "checkout", _observe)
     inner = create_app()
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -31,6 +31,8 @@ from app.domain.parts import Part, TextData, TextPart, cancel_unfinished
 from app.domain.text import valid_json
 from app.store.database import Database, Tx
 from app.store.records import RunRecord
+from app.store.repos.feed import conversation_topic, run_entry_values
+from app.store.repos.message_values import append_values
 from app.store.repos.messages import NotClaimed
 from app.store.repos.runs import new_run_row, run_end_values
 from app.store.repos.turn_statements import RunClose, RunStart
@@ -94,6 +96,16 @@ class RunJournal:
             options=options,
             instance_id=self.instance_id,
         )
+        if along is not None and asked is not None and self._db.one_trip is not None:
+            # SQLite: the whole start in one trip, unless the claim finds something else.
+            values = append_values(
+                owner_id, conversation_id, along, run_id=run_id, claim_run_id=run_id
+            )
+            entry = run_entry_values(run_id, asked)
+            history = await self._db.one_trip.start(values, RunStart(run_row, entry))
+            if history is not None:
+                await self._db.told({conversation_topic(conversation_id)})
+                return _with_system(system_prompt, history)
         async with self._db.unit() as tx:
             conversations = tx.conversations
             starting = None
@@ -121,16 +133,17 @@ class RunJournal:
             # The claim found the conversation and its owner: no need to look again.
             history = await messages.history(owner_id, conversation_id, checked=True)
             await tx.commit()
-        system: list[Message] = []
-        if system_prompt:
-            system = [Message(id="system", role="system", content=system_prompt)]
-        return system + history
+        return _with_system(system_prompt, history)
 
     async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
         async with self._db.read() as tx:
             return await tx.runs.latest_options(owner_id, conversation_id)
 
     async def append_events(self, run_id: str, events: list[SequencedEvent]) -> None:
+        if self._db.one_trip is not None:
+            if events:
+                await self._db.one_trip.events(run_id, events)
+            return
         # One INSERT, atomic by itself: no transaction around it.
         async with self._db.standalone() as tx:
             await tx.events.append_many(run_id, events)
@@ -153,10 +166,19 @@ class RunJournal:
         """The run's end in one transaction: its last events, its answer (which also
         lets the conversation go), its state and its usage rows."""
         ended = run_end_values(status, usage=usage.model_dump(), error=error, last_seq=last_seq)
+        answered = bool(message.parts() and (message.text() or message.tool_parts()))
+        if answered and self._db.one_trip is not None:
+            # SQLite: the whole end in one trip, unless it finds something else.
+            values = append_values(
+                owner_id, conversation_id, message, run_id=run_id, release_run_id=run_id
+            )
+            closing = RunClose(ended, usage_values(usage_rows))
+            if await self._db.one_trip.end(values, closing, run_id, events or []):
+                return
         async with self._db.unit() as tx:
             if events:
                 await tx.events.append_many(run_id, events)
-            if message.parts() and (message.text() or message.tool_parts()):
+            if answered:
                 # Stores the answer and lets the conversation go in one UPDATE of it; the
                 # run's end and usage go along (on Postgres in the same statement).
                 await tx.messages.upsert(
@@ -323,6 +345,12 @@ async def _claim(
     if holder is None and message is not None:
         await tx.messages.append(owner_id, conversation_id, message, run_id=run_id)
     return holder, False
+
+
+def _with_system(system_prompt: str | None, history: list[Message]) -> list[Message]:
+    if not system_prompt:
+        return history
+    return [Message(id="system", role="system", content=system_prompt), *history]
 
 
 def _valid_message(message: Message) -> Message:

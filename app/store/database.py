@@ -40,6 +40,8 @@ from app.store.repos.proposals import ProposalRepo
 from app.store.repos.queue import QueueRepo
 from app.store.repos.runs import RunRepo
 from app.store.repos.usage import UsageRepo
+from app.store.sqlite_driver import OneTripDbapi
+from app.store.sqlite_turns import SqliteTurns
 
 log = logging.getLogger("chat_bff.store")
 
@@ -157,15 +159,20 @@ class Tx:
         self.touched.clear()
 
     async def announce(self) -> None:
-        """Tell the live bus what this unit committed; the durable rows already say it, so
-        a failure here only delays readers until they look again."""
+        """Tell the live bus what this unit committed (`announce`)."""
         topics, self.touched = set(self.touched), set()
-        if not topics or self._announce is None:
-            return
-        try:
-            await self._announce(topics)
-        except Exception:  # noqa: BLE001
-            log.warning("could not announce committed changes", extra={"topics": sorted(topics)})
+        await announce(self._announce, topics)
+
+
+async def announce(to: Announce | None, topics: set[str]) -> None:
+    """Tell the live bus what a unit committed; the durable rows already say it, so a
+    failure here only delays readers until they look again."""
+    if not topics or to is None:
+        return
+    try:
+        await to(topics)
+    except Exception:  # noqa: BLE001
+        log.warning("could not announce committed changes", extra={"topics": sorted(topics)})
 
 
 class Database:
@@ -177,6 +184,10 @@ class Database:
         # adapter then sends no BEGIN and no COMMIT). SQLite's driver starts a transaction
         # only before a write, so there a plain session is already as cheap.
         self._standalone = self.sessions
+        # A turn's writes in one trip each to aiosqlite's thread (None: the repositories).
+        self.one_trip: SqliteTurns | None = None
+        if isinstance(engine.dialect.loaded_dbapi, OneTripDbapi):
+            self.one_trip = SqliteTurns(engine)
         if engine.dialect.name == "postgresql":
             self._standalone = session_factory(
                 engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -210,6 +221,10 @@ class Database:
             tx = Tx(session, self.announce)
             yield tx
         await tx.announce()
+
+    async def told(self, topics: set[str]) -> None:
+        """Announce what a unit committed outside a `Tx` (`SqliteTurns`)."""
+        await announce(self.announce, topics)
 
     async def answers(self) -> bool:
         """Whether one round trip succeeds (readiness)."""

@@ -14,7 +14,7 @@ from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.domain.parts import text_part, tool_part
 from app.store.message_codec import encode_content
 from app.store.repos import ConversationRepo, MessageRepo
-from app.store.repos.messages import auto_title
+from app.store.repos.message_values import auto_title
 from app.store.tables.core import MessageRow
 
 Sessions = async_sessionmaker[AsyncSession]

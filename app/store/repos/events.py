@@ -37,18 +37,8 @@ class EventRepo:
         if not events:
             return
         connection = await self._session.connection()
-        batch = _BatchInsert.of(connection.dialect)
-        stamp = batch.stamp(utcnow())
-        if batch.arrays:
-            seqs, types, data = [], [], []
-            for e in events:
-                seqs.append(e.seq)
-                types.append(e.type)
-                data.append(e.json().decode())
-            await connection.exec_driver_sql(batch.sql, (run_id, stamp, seqs, types, data))
-        else:
-            rows = [(run_id, e.seq, e.type, e.json().decode(), stamp) for e in events]
-            await connection.exec_driver_sql(batch.sql, rows)
+        sql, parameters = driver_batch(connection.dialect, run_id, events)
+        await connection.exec_driver_sql(sql, parameters)
 
     async def after(
         self, run_id: str, seq: int = 0, *, limit: int | None = None
@@ -72,6 +62,21 @@ class EventRepo:
             select(func.max(RunEventRow.seq)).where(RunEventRow.run_id == run_id)
         )
         return int(found or 0)
+
+
+def driver_batch(dialect: Dialect, run_id: str, events: list[SequencedEvent]) -> tuple[str, Any]:
+    """The batch's INSERT as the driver takes it: the SQL and its parameters (Postgres:
+    five, the batch as three arrays; SQLite: one plain row per event, for `executemany`)."""
+    batch = _BatchInsert.of(dialect)
+    stamp = batch.stamp(utcnow())
+    if batch.arrays:
+        seqs, types, data = [], [], []
+        for e in events:
+            seqs.append(e.seq)
+            types.append(e.type)
+            data.append(e.json().decode())
+        return batch.sql, (run_id, stamp, seqs, types, data)
+    return batch.sql, [(run_id, e.seq, e.type, e.json().decode(), stamp) for e in events]
 
 
 class _BatchInsert:

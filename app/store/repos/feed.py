@@ -28,6 +28,12 @@ def conversation_topic(conversation_id: str) -> str:
     return f"conversation:{conversation_id}"
 
 
+def run_entry_values(run_id: str, message: dict[str, Any]) -> dict[str, Any]:
+    """A run's feed entry (it answers `message`) as parameters of `INSERT_FEED_ENTRY`
+    besides p_cid and p_now."""
+    return {"p_kind": "run", "p_item": run_id, "p_run": run_id, "p_data": {"message": message}}
+
+
 @dataclass(frozen=True, slots=True)
 class FeedEntry:
     seq: int
@@ -68,7 +74,7 @@ class FeedRepo:
         p_now), for a claim that writes it along (`MessageRepo.append`); the unit announces
         the conversation's topic once it commits."""
         self._touched.add(conversation_topic(conversation_id))
-        return {"p_kind": "run", "p_item": run_id, "p_run": run_id, "p_data": {"message": message}}
+        return run_entry_values(run_id, message)
 
     async def known(self, keys: Sequence[str]) -> set[str]:
         """Which of these part changes are already in a feed."""

@@ -7,17 +7,17 @@ model or a UI sees is the non-superseded rows in order.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlalchemy import Select, Update, and_, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.domain.errors import Conflict, InvalidRequest, NotFound
+from app.domain.errors import Conflict, NotFound
 from app.domain.messages import MESSAGE_SCHEMA_VERSION, Message
 from app.store.message_codec import decode_message, encode_content
 from app.store.records import MessageRecord
 from app.store.repos.conversations import ConversationRepo, conversation_not_found
+from app.store.repos.message_values import append_values, preview
 from app.store.repos.runs import RUN_NOT_FOUND_MESSAGE, RunRepo
 from app.store.repos.turn_statements import (
     HISTORY,
@@ -32,32 +32,6 @@ from app.store.repos.turn_statements import (
 from app.store.tables.core import ConversationRow, MessageRow
 from app.store.tables.types import utcnow
 
-TITLE_MAX_CHARS = 60
-MESSAGE_ID_MAX_CHARS = 128  # the column's width
-PREVIEW_MAX_CHARS = 200
-_SPACES = re.compile(r"\s+")
-
-
-def auto_title(text: str) -> str | None:
-    """The first words of `text`, at most 60 characters, never cutting a word in half
-    (a single word longer than that is cut hard)."""
-    flat = _SPACES.sub(" ", text.replace("\x00", "")).strip()
-    if len(flat) <= TITLE_MAX_CHARS:
-        return flat or None
-    head = flat[: TITLE_MAX_CHARS + 1]
-    cut = head.rfind(" ")
-    title = head[:cut] if cut > 0 else flat[:TITLE_MAX_CHARS]
-    return title.rstrip(" ,;:-") or None
-
-
-def preview(message: Message) -> str | None:
-    flat = _SPACES.sub(" ", message.text().replace("\x00", "")).strip()
-    if not flat:
-        return None
-    if len(flat) <= PREVIEW_MAX_CHARS:
-        return flat
-    return flat[: PREVIEW_MAX_CHARS - 1].rstrip() + "…"
-
 
 class NotClaimed(Exception):
     """An append that was to claim the conversation found it held (or not the owner's)."""
@@ -67,7 +41,7 @@ def to_record(row: MessageRow) -> MessageRecord:
     return _record_of(row, row.metadata_)
 
 
-def _core_record(row: Any) -> MessageRecord:
+def core_record(row: Any) -> MessageRecord:
     """`to_record` for a row of the `messages` table read with Core (columns by name)."""
     return _record_of(row, row.metadata)
 
@@ -117,44 +91,16 @@ class MessageRepo:
         `closing` (with `release_run_id`, the run whose answer this is) writes that run's
         end and usage rows, likewise, also when the id turns out taken (`Conflict`).
         """
-        if len(message.id) > MESSAGE_ID_MAX_CHARS:
-            raise InvalidRequest(
-                f"A message id is at most {MESSAGE_ID_MAX_CHARS} characters.", param="id"
-            )
-        text_preview = preview(message)
-        title = auto_title(message.text()) if message.role == "user" else None
-        now = utcnow()
-        options = {
-            "preview": text_preview is not None,
-            "title": title is not None,
-            "release": release_run_id is not None,
-            "claim": claim_run_id is not None,
-        }
-        params: dict[str, Any] = {
-            "p_cid": conversation_id,
-            "p_owner": owner_id,
-            "p_now": now,
-            "p_mid": message.id,
-        }
-        for name, value in (
-            ("p_preview", text_preview),
-            ("p_title", title),
-            ("p_release", release_run_id),
-            ("p_claim", claim_run_id),
-        ):
-            if value is not None:
-                params[name] = value
-        row = {
-            "conversation_id": conversation_id,
-            "id": message.id,
-            "owner_id": owner_id,
-            "role": message.role,
-            "content": encode_content(message),
-            "schema_version": MESSAGE_SCHEMA_VERSION,
-            "metadata": message.metadata,
-            "run_id": run_id,
-            "created_at": now,
-        }
+        values = append_values(
+            owner_id,
+            conversation_id,
+            message,
+            run_id=run_id,
+            release_run_id=release_run_id,
+            claim_run_id=claim_run_id,
+        )
+        options, params, row = values.options, values.params, values.row
+        now = row["created_at"]
         # The UPDATE numbers the message (its row lock queues other appends) and says
         # whether its id is taken; on Postgres the INSERT goes in the same statement.
         together = self._session.get_bind().dialect.name == "postgresql"
@@ -309,7 +255,7 @@ class MessageRepo:
             rows = await self._session.execute(
                 HISTORY, {"p_cid": conversation_id, "p_owner": owner_id}
             )
-            return [_core_record(r) for r in rows]
+            return [core_record(r) for r in rows]
         query = select(MessageRow).where(
             MessageRow.conversation_id == conversation_id, MessageRow.owner_id == owner_id
         )

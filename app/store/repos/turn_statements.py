@@ -235,6 +235,7 @@ _TAKEN = (
 # Plain INSERTs: the values are given as parameters named after the columns.
 INSERT_MESSAGE: Insert = insert(MESSAGES)
 INSERT_RUN: Insert = insert(RUNS)
+INSERT_USAGE: Insert = insert(USAGE)
 
 # A feed entry's values, numbered after the conversation's last entry in the same statement.
 _FEED_ENTRY: dict[str, Any] = {

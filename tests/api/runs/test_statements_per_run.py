@@ -34,18 +34,35 @@ ANSWER = " ".join(f"word{i}" for i in range(300))
 
 @contextmanager
 def counting(client: ApiClient) -> Iterator[Counter[str]]:
+    """Statements as SQLAlchemy sends them, or on SQLite as the driver gets them (a turn's
+    writes go there in one trip each, below SQLAlchemy: `app.store.sqlite_turns`)."""
     seen: Counter[str] = Counter()
+    attached: list[Any] = []
 
-    def count(*args: Any) -> None:
-        statement: str = args[2]
+    def note(statement: str) -> None:
         seen[" ".join(statement.split())[:150]] += 1
 
+    def count(*args: Any) -> None:
+        note(args[2])
+
+    def observe(statement: str, _many: bool) -> None:
+        if statement != "COMMIT":
+            note(statement)
+
+    def attach(dbapi_connection: Any, *_: Any) -> None:
+        dbapi_connection.observe = observe
+        attached.append(dbapi_connection)
+
     engine = client.services.db.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", count)
+    on_driver = engine.dialect.name == "sqlite"
+    name, listener = ("checkout", attach) if on_driver else ("before_cursor_execute", count)
+    event.listen(engine, name, listener)
     try:
         yield seen
     finally:
-        event.remove(engine, "before_cursor_execute", count)
+        event.remove(engine, name, listener)
+        for connection in attached:
+            connection.observe = None
 
 
 async def test_a_conversation_turn_stays_within_its_statement_budget(client: ApiClient) -> None:

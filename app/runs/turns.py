@@ -345,8 +345,11 @@ class Runs:
 
     async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:
         # One SELECT: no transaction around it (every turn starts here).
-        async with self._db.standalone() as tx:
-            conversation = await tx.conversations.get(caller.user_id, conversation_id)
+        if self._db.one_trip is not None:
+            conversation = await self._db.one_trip.conversation(caller.user_id, conversation_id)
+        else:
+            async with self._db.standalone() as tx:
+                conversation = await tx.conversations.get(caller.user_id, conversation_id)
         if conversation.archived:
             raise Conflict("The conversation is archived; restore it first.", code="archived")
         return conversation

@@ -1,13 +1,14 @@
-"""A conversation turn's writes on SQLite, each unit in one trip to aiosqlite's thread.
+"""A conversation turn's database work on SQLite, each unit in one trip to aiosqlite's thread.
 
-A persisted run's start (the claim with the user message, the run's row, its feed entry,
-the history), its event batches and its end (the last events, the answer that lets the
-conversation go, the run's state and usage rows) are the statements `RunJournal` sends
-through the repositories, in the same transactions; here each unit's statements and its
-COMMIT run as one function on the connection's thread (`Prepared` keeps SQLAlchemy's SQL
-and its processing of values). Through SQLAlchemy, a unit's session cost about as much
-CPU as SQLite's work for the whole run, and each statement a few hundred microseconds
-more (its execution, a greenlet switch and a trip to the thread).
+A persisted run's first read (its conversation), its start (the claim with the user
+message, the run's row, its feed entry, the history), its event batches and its end (the
+last events, the answer that lets the conversation go, the run's state and usage rows)
+are the statements the repositories send for `RunJournal`, in the same transactions;
+here each unit's statements and its COMMIT run as one function on the connection's
+thread (`Prepared` keeps SQLAlchemy's SQL and its processing of values). Through
+SQLAlchemy, a unit's session cost about as much CPU as SQLite's work for the whole run,
+and each statement a few hundred microseconds more (its execution, a greenlet switch and
+a trip to the thread).
 
 Only the plain case is done here: a unit that finds something else (the conversation
 held or gone, a message id taken, the run gone) rolls back and answers None, and the
@@ -29,10 +30,13 @@ from sqlalchemy.util.concurrency import greenlet_spawn
 from app.domain.events import SequencedEvent
 from app.domain.messages import Message
 from app.store.prepared import Prepared
+from app.store.records import ConversationRecord
+from app.store.repos.conversations import conversation_not_found, to_record
 from app.store.repos.events import driver_batch
 from app.store.repos.message_values import AppendValues
 from app.store.repos.messages import core_record
 from app.store.repos.turn_statements import (
+    CONVERSATION,
     HISTORY,
     INSERT_FEED_ENTRY,
     INSERT_MESSAGE,
@@ -114,6 +118,15 @@ class SqliteTurns:
             return Prepared(statement, dialect, keys)
 
         self._prepared = prepared
+
+    async def conversation(self, owner_id: str, conversation_id: str) -> ConversationRecord:
+        """The owner's conversation (`ConversationRepo.get`): NotFound when it is not."""
+        read = self._prepared(CONVERSATION)
+        given = {"p_cid": conversation_id, "p_owner": owner_id}
+        rows = await self._trip(lambda sql: sql.run(read, given))
+        if not rows:
+            raise conversation_not_found()
+        return to_record(read.named(rows[0]))
 
     async def start(self, values: AppendValues, starting: RunStart) -> list[Message] | None:
         """Claim the conversation with the user message (`values`, for `p_claim`), write

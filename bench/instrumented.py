@@ -1,13 +1,13 @@
 """chat-bff with SQL statement counters, for the persistence benchmark.
 
 `uvicorn bench.instrumented:create --factory` serves the unchanged `app.main.create_app()`
-app, plus `GET /__bench/sql`: how many statements went through SQLAlchemy
-(`before_cursor_execute` on every Engine; on SQLite the driver's observer instead, which
-also sees the statements a turn sends below SQLAlchemy; an `executemany` counts once, as
-one round trip), by leading SQL verb (a WITH that writes, by the first write inside it) and by
-statement text (its first 90 characters), and how many commits. The app has no such hook
-of its own,
-so the benchmark brings it; counting costs one dict increment per statement.
+app, plus `GET /__bench/sql`: how many statements went to the database
+(`before_cursor_execute` on every Engine, and the observer that a turn's statements sent
+on the driver's own connection are told of, `app.store.observe`; an `executemany` counts
+once, as one round trip), by leading SQL verb (a WITH that writes, by the first write
+inside it) and by statement text (its first 90 characters), and how many commits. The
+app has no such hook of its own, so the benchmark brings it; counting costs one dict
+increment per statement.
 """
 
 from __future__ import annotations
@@ -22,27 +22,27 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.pool import Pool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.store.observe import OBSERVE
+
 COUNTS: Counter[str] = Counter()
 _WRITE_IN_WITH = re.compile(r"\(\s*(INSERT|UPDATE|DELETE)\b")
 
 
 def _on_execute(
-    conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, executemany: bool
+    _conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, executemany: bool
 ) -> None:
-    if conn.dialect.name != "sqlite":  # SQLite's are counted by the driver (`_on_driver`)
-        _count(statement, executemany)
+    _count(statement, executemany)
 
 
 def _on_driver(statement: str, executemany: bool) -> None:
     if statement == "COMMIT":
         COUNTS["commits"] += 1
-    else:
+    elif statement != "BEGIN":
         _count(statement, executemany)
 
 
-def _observe(dbapi_connection: Any, *_: Any) -> None:
-    if hasattr(dbapi_connection, "observe"):  # app.store.sqlite_driver.OneTripConnection
-        dbapi_connection.observe = _on_driver
+def _observe(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    record.info[OBSERVE] = _on_driver
 
 
 def _count(statement: str, executemany: bool) -> None:
@@ -57,9 +57,8 @@ def _count(statement: str, executemany: bool) -> None:
         COUNTS["executemany"] += 1
 
 
-def _on_commit(conn: Any) -> None:
-    if conn.dialect.name != "sqlite":
-        COUNTS["commits"] += 1
+def _on_commit(_conn: Any) -> None:
+    COUNTS["commits"] += 1
 
 
 def create() -> ASGIApp:

@@ -96,13 +96,13 @@ class RunJournal:
             options=options,
             instance_id=self.instance_id,
         )
-        if along is not None and asked is not None and self._db.one_trip is not None:
+        if along is not None and asked is not None and self._db.direct is not None:
             # SQLite: the whole start in one trip, unless the claim finds something else.
             values = append_values(
                 owner_id, conversation_id, along, run_id=run_id, claim_run_id=run_id
             )
             entry = run_entry_values(run_id, asked)
-            history = await self._db.one_trip.start(values, RunStart(run_row, entry))
+            history = await self._db.direct.start(values, RunStart(run_row, entry))
             if history is not None:
                 await self._db.told({conversation_topic(conversation_id)})
                 return _with_system(system_prompt, history)
@@ -140,9 +140,9 @@ class RunJournal:
             return await tx.runs.latest_options(owner_id, conversation_id)
 
     async def append_events(self, run_id: str, events: list[SequencedEvent]) -> None:
-        if self._db.one_trip is not None:
+        if self._db.direct is not None:
             if events:
-                await self._db.one_trip.events(run_id, events)
+                await self._db.direct.events(run_id, events)
             return
         # One INSERT, atomic by itself: no transaction around it.
         async with self._db.standalone() as tx:
@@ -167,13 +167,13 @@ class RunJournal:
         lets the conversation go), its state and its usage rows."""
         ended = run_end_values(status, usage=usage.model_dump(), error=error, last_seq=last_seq)
         answered = bool(message.parts() and (message.text() or message.tool_parts()))
-        if answered and self._db.one_trip is not None:
+        if answered and self._db.direct is not None:
             # SQLite: the whole end in one trip, unless it finds something else.
             values = append_values(
                 owner_id, conversation_id, message, run_id=run_id, release_run_id=run_id
             )
             closing = RunClose(ended, usage_values(usage_rows))
-            if await self._db.one_trip.end(values, closing, run_id, events or []):
+            if await self._db.direct.end(values, closing, run_id, events or []):
                 return
         async with self._db.unit() as tx:
             if events:

@@ -345,8 +345,8 @@ class Runs:
 
     async def _conversation(self, caller: Caller, conversation_id: str) -> ConversationRecord:
         # One SELECT: no transaction around it (every turn starts here).
-        if self._db.one_trip is not None:
-            conversation = await self._db.one_trip.conversation(caller.user_id, conversation_id)
+        if self._db.direct is not None:
+            conversation = await self._db.direct.conversation(caller.user_id, conversation_id)
         else:
             async with self._db.standalone() as tx:
                 conversation = await tx.conversations.get(caller.user_id, conversation_id)

@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.store.db import answers, session_factory
+from app.store.pg_turns import PostgresTurns
 from app.store.repos.api_keys import ApiKeyRepo
 from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.audit import AuditPage, list_audit, record_audit
@@ -184,10 +185,12 @@ class Database:
         # adapter then sends no BEGIN and no COMMIT). SQLite's driver starts a transaction
         # only before a write, so there a plain session is already as cheap.
         self._standalone = self.sessions
-        # A turn's writes in one trip each to aiosqlite's thread (None: the repositories).
-        self.one_trip: SqliteTurns | None = None
+        # A turn's database work on the driver's own connection (None: the repositories).
+        self.direct: SqliteTurns | PostgresTurns | None = None
         if isinstance(engine.dialect.loaded_dbapi, OneTripDbapi):
-            self.one_trip = SqliteTurns(engine)
+            self.direct = SqliteTurns(engine)
+        elif engine.dialect.driver == "asyncpg":
+            self.direct = PostgresTurns(engine)
         if engine.dialect.name == "postgresql":
             self._standalone = session_factory(
                 engine.execution_options(isolation_level="AUTOCOMMIT")

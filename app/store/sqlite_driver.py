@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import collections
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import aiosqlite
@@ -30,11 +30,6 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 )
 from sqlalchemy.util import EMPTY_DICT
 from sqlalchemy.util.concurrency import await_
-
-# Told of each statement a connection sends (its SQL, whether an executemany) and of each
-# COMMIT: how the bench and the statement budget count statements on SQLite, where some
-# go to the driver without SQLAlchemy (`app.store.sqlite_turns`).
-Observe = Callable[[str, bool], None]
 
 # What one trip brings back: description, rows, rowcount, lastrowid.
 _Outcome = tuple[Any, list[Any], int, int | None]
@@ -96,9 +91,6 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
     def _trip(self, many: bool, operation: str, parameters: Any) -> None:
         connection: aiosqlite.Connection = self._connection  # type: ignore[assignment]
-        observe = self._adapt_connection.observe  # type: ignore[attr-defined]
-        if observe is not None:
-            observe(operation, many)
         try:
             outcome: _Outcome = await_(
                 connection._execute(  # type: ignore[no-untyped-call]
@@ -112,17 +104,8 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class OneTripConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ("observe",)
+    __slots__ = ()
     _cursor_cls = OneTripCursor  # type: ignore[assignment]
-
-    def __init__(self, dbapi: Any, connection: Any) -> None:
-        super().__init__(dbapi, connection)
-        self.observe: Observe | None = None
-
-    def commit(self) -> None:
-        if self.observe is not None:
-            self.observe("COMMIT", False)
-        super().commit()
 
     def rollback(self) -> None:
         """No trip when there is nothing to roll back. The pool rolls back every

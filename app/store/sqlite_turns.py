@@ -13,7 +13,7 @@ a trip to the thread).
 Only the plain case is done here: a unit that finds something else (the conversation
 held or gone, a message id taken, the run gone) rolls back and answers None, and the
 journal does the unit again through the repositories, which say what it was. Each
-statement is told to the connection's observer as SQLAlchemy's are (`sqlite_driver`).
+statement is told to the pooled connection's observer (`app.store.observe`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from sqlalchemy.util.concurrency import greenlet_spawn
 
 from app.domain.events import SequencedEvent
 from app.domain.messages import Message
+from app.store.observe import Observe, observer
 from app.store.prepared import Prepared
 from app.store.records import ConversationRecord
 from app.store.repos.conversations import conversation_not_found, to_record
@@ -47,7 +48,6 @@ from app.store.repos.turn_statements import (
     RunStart,
     bump_conversation,
 )
-from app.store.sqlite_driver import Observe
 
 T = TypeVar("T")
 Work = Callable[["_Statements"], T]
@@ -194,7 +194,7 @@ class SqliteTurns:
         raw = await self._engine.raw_connection()
         try:
             driver = raw.driver_connection
-            observe = getattr(raw.dbapi_connection, "observe", None)
+            observe = observer(raw)
             try:
                 return await driver._execute(_unit, work, driver._conn, observe)  # type: ignore[no-any-return, union-attr]
             except sqlite3.Error as error:

@@ -28,6 +28,7 @@ from app.store.repos.turn_statements import (
     RunStart,
     append_message,
     bump_conversation,
+    together_params,
 )
 from app.store.tables.core import ConversationRow, MessageRow
 from app.store.tables.types import utcnow
@@ -109,15 +110,7 @@ class MessageRepo:
             bump = append_message(
                 **options, start_run=starting is not None, close_run=closing is not None
             )
-            params.update((f"m_{name}", value) for name, value in row.items())
-            if starting is not None:
-                params.update((f"r_{name}", value) for name, value in starting.row.items())
-                params.update(starting.feed)
-            if closing is not None:
-                params.update((f"u_{name}", value) for name, value in closing.run.items())
-                params["u_rows"] = [
-                    row | {"created_at": row["created_at"].isoformat()} for row in closing.usage
-                ]
+            params = together_params(values, starting, closing)
         else:
             bump = bump_conversation(**options)
         touched = (await self._session.execute(bump, params)).first()

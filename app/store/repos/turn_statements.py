@@ -32,6 +32,7 @@ from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert, Update
 
+from app.store.repos.message_values import AppendValues
 from app.store.tables.core import ConversationRow, MessageRow, RunRow
 from app.store.tables.feed import FeedRow
 from app.store.tables.usage import UsageRow
@@ -62,6 +63,24 @@ class RunClose:
 
     run: dict[str, Any]
     usage: list[dict[str, Any]]
+
+
+def together_params(
+    values: AppendValues, starting: RunStart | None = None, closing: RunClose | None = None
+) -> dict[str, Any]:
+    """`append_message`'s parameters: the message's row (`m_`), and the run's row and feed
+    entry (`r_`) or its end (`u_`, its usage rows as JSON) that go along."""
+    params = dict(values.params)
+    params.update((f"m_{name}", value) for name, value in values.row.items())
+    if starting is not None:
+        params.update((f"r_{name}", value) for name, value in starting.row.items())
+        params.update(starting.feed)
+    if closing is not None:
+        params.update((f"u_{name}", value) for name, value in closing.run.items())
+        params["u_rows"] = [
+            row | {"created_at": row["created_at"].isoformat()} for row in closing.usage
+        ]
+    return params
 
 
 @cache

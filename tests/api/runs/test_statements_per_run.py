@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import event
 
 from app.providers.scripted import ScriptedTurn
+from app.store.observe import OBSERVE
 from tests.api.runs.helpers import create, finished, play, send
 from tests.fakes.db import ApiClient
 
@@ -34,10 +35,10 @@ ANSWER = " ".join(f"word{i}" for i in range(300))
 
 @contextmanager
 def counting(client: ApiClient) -> Iterator[Counter[str]]:
-    """Statements as SQLAlchemy sends them, or on SQLite as the driver gets them (a turn's
-    writes go there in one trip each, below SQLAlchemy: `app.store.sqlite_turns`)."""
+    """Statements as SQLAlchemy sends them, and those a turn sends on the driver's own
+    connection (`app.store.observe`)."""
     seen: Counter[str] = Counter()
-    attached: list[Any] = []
+    observed: list[Any] = []
 
     def note(statement: str) -> None:
         seen[" ".join(statement.split())[:150]] += 1
@@ -46,23 +47,23 @@ def counting(client: ApiClient) -> Iterator[Counter[str]]:
         note(args[2])
 
     def observe(statement: str, _many: bool) -> None:
-        if statement != "COMMIT":
+        if statement not in ("BEGIN", "COMMIT"):
             note(statement)
 
-    def attach(dbapi_connection: Any, *_: Any) -> None:
-        dbapi_connection.observe = observe
-        attached.append(dbapi_connection)
+    def attach(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        record.info[OBSERVE] = observe
+        observed.append(record)
 
     engine = client.services.db.engine.sync_engine
-    on_driver = engine.dialect.name == "sqlite"
-    name, listener = ("checkout", attach) if on_driver else ("before_cursor_execute", count)
-    event.listen(engine, name, listener)
+    event.listen(engine, "before_cursor_execute", count)
+    event.listen(engine, "checkout", attach)
     try:
         yield seen
     finally:
-        event.remove(engine, name, listener)
-        for connection in attached:
-            connection.observe = None
+        event.remove(engine, "before_cursor_execute", count)
+        event.remove(engine, "checkout", attach)
+        for record in observed:
+            record.info.pop(OBSERVE, None)
 
 
 async def test_a_conversation_turn_stays_within_its_statement_budget(client: ApiClient) -> None:

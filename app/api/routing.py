@@ -9,6 +9,9 @@ Python's parser also takes `NaN`, `Infinity` and `-Infinity`, which are not JSON
 JSONB refuses them (a client tool's schema or a tool result holding one was a 500 at the
 run's first write) and no encoder may send them back. They are refused as the parse error
 they are (`app.domain.jsontext`), so the client gets the 400 `invalid_json` of any bad body.
+
+A body nested deeper than `MAX_DEPTH` is a 400 `invalid_request` saying so: far beyond any
+real tool schema or payload, and well inside what every later encoder of it can write.
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.routing import APIRoute
 
 from app.domain import jsontext
 from app.domain.text import valid_json
 
+MAX_DEPTH = 100
+
 
 class ValidTextRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = valid_json(jsontext.loads(await self.body()))
+            value = jsontext.loads(await self.body())
+            if jsontext.depth(value) > MAX_DEPTH:
+                # FastAPI passes an HTTPException through; any other error becomes a vague 400.
+                raise HTTPException(400, f"The JSON body nests deeper than {MAX_DEPTH} levels.")
+            self._json = valid_json(value)
         return self._json
 
 

@@ -7,6 +7,10 @@ came back changed on reload. Everywhere JSON text enters the service (a request 
 model's tool arguments, a tool message or function_call_output a client sends) it is read
 by `loads`, which refuses them as the parse error they are: a body is `invalid_json`, tool
 arguments are "not valid JSON" on the tool card, a tool output stays the text it was.
+
+`depth` measures how deeply a value nests: pydantic refuses to encode more than 255 levels
+and Python's recursion gives out near 1,000, so a request body nested a few hundred levels
+deep (a client tool's schema) was accepted and then failed its run with an internal error.
 """
 
 from __future__ import annotations
@@ -30,3 +34,17 @@ def loads(text: str | bytes) -> Any:
     if isinstance(text, bytes):
         text = text.decode(json.detect_encoding(text), "surrogatepass")
     return _DECODER.decode(text)
+
+
+def depth(value: Any) -> int:
+    """How many arrays and objects nest in `value` at its deepest (0 for a scalar);
+    iterative, so any depth the parser took can be measured."""
+    if not isinstance(value, dict | list):
+        return 0
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item
+        pending.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest

@@ -4,6 +4,9 @@ clear 4xx with the machine-readable error body, never a 500, on SQLite and Postg
 `NaN` / `Infinity` are not JSON (RFC 8259) though Python's parser takes them: Postgres
 JSONB refuses them and no JSON encoder may write them back, so a body holding one (a
 client tool's schema, a tool result) is `invalid_json`, and nothing is stored.
+
+A body nested a few hundred levels deep parsed, then its run failed with an internal error
+(pydantic encodes at most 255 levels): it is refused up front, saying how deep is too deep.
 """
 
 from __future__ import annotations
@@ -82,3 +85,57 @@ async def test_a_nan_tool_result_is_invalid_json(base: str) -> None:
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_json"
+
+
+def _nested_schema(levels: int) -> bytes:
+    return b'{"type": "object", "properties": ' * levels + b"{}" + b"}" * levels
+
+
+@pytest.mark.parametrize("levels", [150, 300])
+async def test_a_body_nested_too_deep_is_refused_before_any_run(base: str, levels: int) -> None:
+    tools = b'[{"type": "function", "function": {"name": "deep", "parameters": %s}}]' % (
+        _nested_schema(levels)
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        conversation_id = await _conversation(http)
+        response = await http.post(
+            f"{CONVERSATIONS}/{conversation_id}/messages",
+            content=b'{"content": "hi", "tools": ' + tools + b"}",
+            headers=JSON,
+        )
+        stored = (await http.get(f"{CONVERSATIONS}/{conversation_id}")).json()
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert "deeper than 100 levels" in error["message"]
+    assert stored["messages"] == []
+
+
+async def test_a_deeply_nested_but_reasonable_schema_still_runs(base: str) -> None:
+    tools = b'[{"type": "function", "function": {"name": "deep", "parameters": %s}}]' % (
+        _nested_schema(40)
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        conversation_id = await _conversation(http)
+        started = await http.post(
+            f"{CONVERSATIONS}/{conversation_id}/messages",
+            content=b'{"content": "hi", "tools": ' + tools + b"}",
+            headers={**JSON, "accept": "text/event-stream"},
+        )
+
+    assert started.status_code == 200
+    assert '"status":"completed"' in started.text.rsplit("event: run_end", 1)[1]
+
+
+async def test_a_body_nested_too_deep_is_a_bad_request_on_the_openai_surface(base: str) -> None:
+    body = (
+        b'{"model": "scripted", "messages": [{"role": "user", "content": "hi"}], "tools": '
+        b'[{"type": "function", "function": {"name": "deep", "parameters": %s}}]}'
+        % _nested_schema(300)
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        response = await http.post("/v1/chat/completions", content=body, headers=JSON)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"

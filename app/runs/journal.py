@@ -97,7 +97,8 @@ class RunJournal:
             instance_id=self.instance_id,
         )
         if along is not None and asked is not None and self._db.direct is not None:
-            # SQLite: the whole start in one trip, unless the claim finds something else.
+            # On the driver's own connection (SQLite: one trip), unless the claim finds
+            # something else; then the repositories below say what it was.
             values = append_values(
                 owner_id, conversation_id, along, run_id=run_id, claim_run_id=run_id
             )
@@ -168,7 +169,8 @@ class RunJournal:
         ended = run_end_values(status, usage=usage.model_dump(), error=error, last_seq=last_seq)
         answered = bool(message.parts() and (message.text() or message.tool_parts()))
         if answered and self._db.direct is not None:
-            # SQLite: the whole end in one trip, unless it finds something else.
+            # On the driver's own connection (SQLite: one trip), unless it finds something
+            # else; then the unit below does it again through the repositories.
             values = append_values(
                 owner_id, conversation_id, message, run_id=run_id, release_run_id=run_id
             )

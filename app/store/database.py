@@ -226,7 +226,7 @@ class Database:
         await tx.announce()
 
     async def told(self, topics: set[str]) -> None:
-        """Announce what a unit committed outside a `Tx` (`SqliteTurns`)."""
+        """Announce what a unit committed outside a `Tx` (`SqliteTurns`, `PostgresTurns`)."""
         await announce(self.announce, topics)
 
     async def answers(self) -> bool:

@@ -12,6 +12,7 @@ A body nested a few hundred levels deep parsed, then its run failed with an inte
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -40,17 +41,24 @@ async def _conversation(http: httpx.AsyncClient) -> str:
     return str(response.json()["id"])
 
 
-async def test_nan_in_a_client_tool_schema_is_invalid_json_and_nothing_is_stored(
-    base: str,
-) -> None:
+async def _send_to_a_new_conversation(base: str, fields: bytes) -> tuple[httpx.Response, Any]:
+    """POST a message of `{"content": "hi", <fields>}` (raw bytes) to a new conversation;
+    the answer and the conversation as stored afterwards."""
     async with httpx.AsyncClient(base_url=base, timeout=10) as http:
         conversation_id = await _conversation(http)
         response = await http.post(
             f"{CONVERSATIONS}/{conversation_id}/messages",
-            content=b'{"content": "hi", ' + NAN_TOOLS + b"}",
+            content=b'{"content": "hi", ' + fields + b"}",
             headers=JSON,
         )
         stored = (await http.get(f"{CONVERSATIONS}/{conversation_id}")).json()
+    return response, stored
+
+
+async def test_nan_in_a_client_tool_schema_is_invalid_json_and_nothing_is_stored(
+    base: str,
+) -> None:
+    response, stored = await _send_to_a_new_conversation(base, NAN_TOOLS)
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_json"
@@ -96,14 +104,7 @@ async def test_a_body_nested_too_deep_is_refused_before_any_run(base: str, level
     tools = b'[{"type": "function", "function": {"name": "deep", "parameters": %s}}]' % (
         _nested_schema(levels)
     )
-    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
-        conversation_id = await _conversation(http)
-        response = await http.post(
-            f"{CONVERSATIONS}/{conversation_id}/messages",
-            content=b'{"content": "hi", "tools": ' + tools + b"}",
-            headers=JSON,
-        )
-        stored = (await http.get(f"{CONVERSATIONS}/{conversation_id}")).json()
+    response, stored = await _send_to_a_new_conversation(base, b'"tools": ' + tools)
 
     assert response.status_code == 400
     error = response.json()["error"]

@@ -341,6 +341,7 @@ class AnthropicUpstream:
             self.open_streams = 0
             self.disconnects = 0
             self.completed = 0
+            self._stalls_released = False
 
     # ---- scripting ------------------------------------------------------------------
 
@@ -358,6 +359,11 @@ class AnthropicUpstream:
             return Reply(frames=[json.dumps(fold_frames(spec_frames(spec))).encode()], stream=False)
 
         self.respond(answer)
+
+    def release_stalls(self) -> None:
+        """End every `stall` now: a test that saw all its requests arrive needn't wait."""
+        with self._lock:
+            self._stalls_released = True
 
     def replay(self, name: str, **reply: Any) -> None:
         """Answer with a recorded stream from tests/fixtures/anthropic (JSON if not streamed)."""
@@ -457,13 +463,19 @@ class AnthropicUpstream:
             return
         reply = self._next(recorded)
         if reply.stall:
-            await asyncio.sleep(reply.stall)
+            await self._stall(reply.stall)
         if reply.status != 200 or not reply.stream:
             await _send_whole(
                 send, reply.status, reply.headers, b"".join(reply.frames), reply.stream
             )
             return
         await self._stream(reply, receive, send)
+
+    async def _stall(self, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while not self._stalls_released and loop.time() < end:
+            await asyncio.sleep(min(0.05, end - loop.time()))
 
     async def _stream(self, reply: Reply, receive: Receive, send: Send) -> None:
         left = asyncio.Event()

@@ -671,18 +671,21 @@ async def test_many_concurrent_streams_all_reach_the_upstream_at_once(
     # (and time out on a busy service). The SDK's own client allows 1,000, like OpenAI's.
     streams = 150
     for _ in range(streams):
-        anthropic_upstream.message(MessageSpec(blocks=[Text("ok")]), stall=6.0)
+        # Stalled long past the wait below: a queued stream could only start after one of
+        # the first 100 had ended, so it never counts as in flight while they are held.
+        anthropic_upstream.message(MessageSpec(blocks=[Text("ok")]), stall=60.0)
 
-    provider = make_provider(anthropic_upstream, timeout=30.0, max_retries=0)
+    provider = make_provider(anthropic_upstream, timeout=90.0, max_retries=0)
 
     async def one() -> list[ProviderEvent]:
         return [event async for event in provider.stream(request())]
 
     calls = asyncio.gather(*(one() for _ in range(streams)))
-    deadline = time.monotonic() + 5.0  # none is answered before the stall ends
+    deadline = time.monotonic() + 45.0  # generous for a loaded host; none is answered yet
     while len(anthropic_upstream.requests) < streams and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     in_flight = len(anthropic_upstream.requests)
+    anthropic_upstream.release_stalls()
     answers = await calls
     await provider.aclose()
 

@@ -88,7 +88,13 @@ def _mapped() -> Iterator[None]:
         mapped = _as_httpx(exc)
         if mapped is None:
             raise
-        raise mapped from exc
+        try:
+            raise mapped from exc
+        finally:
+            # The raised error's traceback holds this frame: a local naming the error
+            # would make a reference cycle, and everything the failed request's frames
+            # hold would wait for a full collection (rare while serving) to be freed.
+            del mapped
 
 
 def keepalive_socket_options() -> list[tuple[int, int, int]]:
@@ -320,7 +326,10 @@ class UpstreamBody(httpx2.AsyncByteStream):
             mapped = _as_httpx(exc)
             if mapped is None:
                 raise
-            raise mapped from exc
+            try:
+                raise mapped from exc
+            finally:
+                del mapped  # no reference cycle through this frame (see `_mapped`)
         if not piece:
             raise StopAsyncIteration
         return piece

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,3 +209,23 @@ async def play(
         "usage": usage.model_dump(),
     }
     return Ending(status=status, message=message, usage=usage, error=error, calls=agent.meter.calls)
+
+
+async def to_the_end(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` to its end even when this task is cancelled meanwhile.
+
+    Once a turn has its ending, what is left (book the usage, store the end, send
+    `run_end`) is what any stop would ask for anyway. A cancel that interrupted it would
+    leave the end stored but never sent: readers of the live log would wait forever and
+    the run would stay held in memory. So a cancel is absorbed and the work finishes.
+    """
+    task = asyncio.current_task()
+    inner = asyncio.ensure_future(work)
+    while True:
+        try:
+            await asyncio.shield(inner)
+            return
+        except asyncio.CancelledError:
+            if inner.cancelled() or task is None:
+                raise
+            task.uncancel()

@@ -27,7 +27,7 @@ from app.domain.messages import Message, new_message_id
 from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest, new_run_id
 from app.runs.bus import Bus
-from app.runs.driver import Ending, RunLimits, play
+from app.runs.driver import Ending, RunLimits, play, to_the_end
 from app.runs.hooks import NoHooks, RunHooks
 from app.runs.journal import Prepare, RunJournal
 from app.runs.leases import LeaseKeeper
@@ -191,13 +191,9 @@ class RunManager:
                 router=self._router,
             )
             run.final_message = ending.message
-            # Booked before the end is visible: the caller's next run is checked against it
-            # (a conversation run's rows go into the transaction that stores its end).
-            run.usage_rows = await self._usage.run_ended(
-                request.caller, run.run_id, run.conversation_id, ending.calls
-            )
-            await run.emit(MessageEnd(run_id=run.run_id, message=ending.message))
-            await self._finish(run, ending)
+            # The turn is over: a cancel landing now (Stop pressed as the answer ends) must
+            # not cut the run off between its answer and its stored end and run_end.
+            await to_the_end(self._conclude(run, request, ending))
         finally:
             await self._hooks.finished(
                 request.caller,
@@ -206,6 +202,15 @@ class RunManager:
                 time.monotonic() - run.started_at,
                 ending.usage if ending is not None else UsageInfo(),
             )
+
+    async def _conclude(self, run: ActiveRun, request: RunRequest, ending: Ending) -> None:
+        # Booked before the end is visible: the caller's next run is checked against it
+        # (a conversation run's rows go into the transaction that stores its end).
+        run.usage_rows = await self._usage.run_ended(
+            request.caller, run.run_id, run.conversation_id, ending.calls
+        )
+        await run.emit(MessageEnd(run_id=run.run_id, message=ending.message))
+        await self._finish(run, ending)
 
     async def _finish(self, run: ActiveRun, ending: Ending) -> None:
         end = RunEnd(

@@ -15,6 +15,7 @@ from tests.api.runs.helpers import (
     CONVERSATIONS,
     conversation,
     create,
+    events,
     finished,
     play,
     send,
@@ -124,3 +125,44 @@ async def test_a_model_that_keeps_calling_tools_badly_ends_the_run_failed_with_i
     assert "summon_dragons" in frames[[f.event for f in frames].index("tool_error")].data["error"]
     assert [t["data"]["status"] for t in tools_of(answer)] == ["error", "error"]
     assert "never reached" not in text_of(answer)
+
+
+async def test_a_cancel_landing_while_the_end_is_stored_still_sends_run_end(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop pressed as the answer ends: the run stays completed and every reader, live or
+    late, gets its run_end (the end used to be stored but never sent, so readers hung)."""
+    real = RunJournal.finish
+    storing, release = asyncio.Event(), asyncio.Event()
+
+    async def finish(self: RunJournal, **kwargs: Any) -> None:
+        await real(self, **kwargs)
+        storing.set()
+        await release.wait()  # the end is in the database; the run has not sent it yet
+
+    monkeypatch.setattr(RunJournal, "finish", finish)
+    play(client, ScriptedTurn(text="All done."))
+    cid = await create(client)
+    started = await send(client, cid)
+    live = asyncio.create_task(events(client, started["events_url"]))
+    await asyncio.wait_for(storing.wait(), timeout=5)
+    run = client.services.runs.manager.local(started["run_id"])
+    assert run is not None
+
+    cancel = asyncio.create_task(
+        client.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+    )
+    while not run.cancel_requested:  # the cancel has reached the run
+        await asyncio.sleep(0.001)
+    release.set()
+    response = await asyncio.wait_for(cancel, timeout=5)
+
+    assert response.json()["status"] == "completed"
+    for frames in (
+        await asyncio.wait_for(live, timeout=5),
+        await asyncio.wait_for(finished(client, started), timeout=5),
+    ):
+        assert frames[-1].event == "run_end"
+        assert frames[-1].data["status"] == "completed"
+    assert started["run_id"] not in client.services.runs.manager.held()
+    assert (await conversation(client, cid))["active_run_id"] is None

@@ -334,12 +334,19 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
             if self.environment == "production"
             else []
         )
+        models = self.catalogue_models()
         if self.default_model is not None:
-            ids = [m.id for m in self.catalogue_models()]
+            ids = [m.id for m in models]
             if self.default_model not in ids:
                 problems.append(
                     f"DEFAULT_MODEL: not in the model catalogue (its ids: {', '.join(ids)})"
                 )
+        claude = [m.id for m in models if m.provider == "anthropic"]
+        if claude and self.anthropic_api_key is None:
+            problems.append(
+                f"ANTHROPIC_API_KEY: unset, but the catalogue names Anthropic models "
+                f"({', '.join(claude)})"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

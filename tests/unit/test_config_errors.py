@@ -115,6 +115,16 @@ def test_the_default_model_must_be_in_the_catalogue(problems: Problems) -> None:
     ]
 
 
+def test_an_anthropic_model_without_its_key_is_a_configuration_error(
+    problems: Problems,
+) -> None:
+    """Not a traceback from the app's start-up: the entry points exit 78 with this line."""
+    claude = {"id": "claude", "provider": "anthropic", "upstream_model": "claude-haiku-4-5"}
+    assert problems(MODELS_JSON=json.dumps([ENTRY, claude])) == [
+        "ANTHROPIC_API_KEY: unset, but the catalogue names Anthropic models (claude)"
+    ]
+
+
 def test_a_default_model_of_the_catalogue_is_accepted(
     problems: Problems, monkeypatch: pytest.MonkeyPatch
 ) -> None:

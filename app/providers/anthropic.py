@@ -1,7 +1,11 @@
 """The Anthropic provider: the official SDK on an injected HTTP client, our events out.
 
 Retries are the SDK's own and happen only before the first byte of an answer (429 with
-its Retry-After, 5xx and 529 overloaded, connection errors; at most `max_retries`). Once
+its Retry-After, 5xx and 529 overloaded, connection errors; at most `max_retries`). An
+upstream asking for a wait longer than `MAX_RETRY_AFTER` is not retried (the SDK would
+sleep for as long as any Retry-After says, an hour for `retry-after: 3600`, with the
+caller's request and the conversation held): its error, carrying that Retry-After, goes
+to the caller at once, as the OpenAI SDK does past its own two minutes. Once
 an event has been yielded nothing is retried: a stream cut mid-way is an error for the
 caller, who has already shown part of the answer.
 
@@ -31,7 +35,12 @@ import httpx2
 from app.domain.errors import ProviderError
 from app.domain.stream import ModelRequest, ProviderEvent
 from app.providers import _sse
-from app.providers.errors import TRANSPORT_FAILURES, TRANSPORT_TIMEOUTS, UpstreamErrors
+from app.providers.errors import (
+    TRANSPORT_FAILURES,
+    TRANSPORT_TIMEOUTS,
+    UpstreamErrors,
+    retry_after_seconds,
+)
 from app.providers.pool import upstream_http_client
 from app.translate.anthropic.options import SUPPORTED as ANTHROPIC_OPTIONS
 from app.translate.anthropic.options import options_to_anthropic
@@ -43,6 +52,7 @@ from app.translate.anthropic.write import (
 )
 
 DEFAULT_MAX_TOKENS = 4096
+MAX_RETRY_AFTER = 120.0  # seconds; the OpenAI SDK's limit, so both providers wait alike
 
 # The SDK's own timeout and connection errors, and what httpx2 raises reading the body.
 _TIMEOUTS: tuple[type[BaseException], ...] = (anthropic.APITimeoutError, *TRANSPORT_TIMEOUTS)
@@ -50,6 +60,16 @@ _CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
     anthropic.APIConnectionError,
     *TRANSPORT_FAILURES,
 )
+
+
+class _Client(anthropic.AsyncAnthropic):
+    """The SDK's client, except that it does not wait out a Retry-After past the limit."""
+
+    def _should_retry(self, response: httpx2.Response) -> bool:
+        wait = retry_after_seconds(response.headers)
+        if wait is not None and wait > MAX_RETRY_AFTER:
+            return False
+        return super()._should_retry(response)
 
 
 class AnthropicProvider:
@@ -77,7 +97,7 @@ class AnthropicProvider:
             max_connections=max_connections,
             sdk_default=anthropic.DefaultAsyncHttpxClient,
         )
-        self._client = anthropic.AsyncAnthropic(
+        self._client = _Client(
             api_key=api_key,
             base_url=base_url,
             timeout=limits,

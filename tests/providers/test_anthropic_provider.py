@@ -390,6 +390,20 @@ async def test_an_upstream_timeout_status_raises_timeout(
     assert (caught.value.status, caught.value.upstream_status) == (504, status)
 
 
+@pytest.mark.parametrize("wait", [{"retry-after": "3600"}, {"retry-after-ms": "600000"}])
+async def test_a_rate_limit_asking_for_a_long_wait_is_not_waited_out(
+    anthropic_upstream: AnthropicUpstream, provider: AnthropicProvider, wait: dict[str, str]
+) -> None:
+    """The caller hears of it at once, with the wait, instead of after hours of retries."""
+    anthropic_upstream.error(429, headers=wait)
+    anthropic_upstream.message(MessageSpec([Text("Never asked for")]))
+    with pytest.raises(ProviderRateLimited) as caught:
+        await asyncio.wait_for(fold(provider.stream(request())), timeout=10)
+    assert caught.value.retry_after is not None and caught.value.retry_after >= 600
+    assert len(anthropic_upstream.requests) == 1
+    anthropic_upstream.reset()
+
+
 async def test_a_rate_limit_until_an_http_date_gives_the_seconds_until_then(
     anthropic_upstream: AnthropicUpstream,
 ) -> None:

@@ -9,6 +9,11 @@ Outermost first, as `install_middlewares` stacks them:
 - `BodySizeLimitMiddleware`: 413 with the standard error body when a body is too large,
   by `Content-Length` up front or by counting a chunked body as it arrives.
 
+Without CORS (the default) the context middleware guards the body itself (`BodyLimits`),
+with the same answers: one layer, one `send` wrapper and one `receive` wrapper fewer on
+every request and every frame of a stream. A body whose `Content-Length` is within the
+cap is not counted: the server reads no more of it than declared.
+
 A streaming response is served by the context middleware itself, once the layers under
 it have returned (`app.api.handoff`): an open stream does not hold their frames.
 
@@ -51,6 +56,26 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _id_and_length(scope: Scope) -> tuple[str | None, str | None]:
+    """`X-Request-ID` and `Content-Length` (first of each), in one pass over the headers."""
+    request_id = length = None
+    for key, value in scope.get("headers", []):
+        name = key.lower()
+        if name == b"x-request-id" and request_id is None:
+            request_id = str(value.decode("latin-1"))
+        elif name == b"content-length" and length is None:
+            length = str(value.decode("latin-1"))
+    return request_id, length
+
+
+def _content_type(headers: list[tuple[bytes, bytes]]) -> bytes:
+    found = b""
+    for key, value in headers:
+        if key == b"content-type":
+            found = value  # the last, as a dict of them would keep
+    return found
+
+
 def _route_template(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
@@ -83,7 +108,7 @@ class _Exchange:
     whether it streams, and how long it took."""
 
     def __init__(self, scope: Scope, send: Send, metrics: Metrics, drain: Drain | None):
-        incoming = _header(scope, b"x-request-id")
+        incoming, self.content_length = _id_and_length(scope)
         self.request_id = (
             incoming if incoming and _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         )
@@ -103,7 +128,7 @@ class _Exchange:
             headers = list(message.get("headers", []))
             headers.append((REQUEST_ID_HEADER.lower().encode(), self.request_id.encode()))
             message = {**message, "headers": headers}
-            if dict(headers).get(b"content-type", b"").startswith(b"text/event-stream"):
+            if _content_type(headers).startswith(b"text/event-stream"):
                 self.streaming = True
                 self._metrics.stream_opened()
                 if self._drain is not None:
@@ -144,10 +169,18 @@ class _Exchange:
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, metrics: Metrics, drain: Drain | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        metrics: Metrics,
+        drain: Drain | None = None,
+        limits: BodyLimits | None = None,
+    ) -> None:
         self.app = app
         self.metrics = metrics
         self.drain = drain
+        self.limits = limits  # the body's guard, when no CORS layer sits between
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -166,8 +199,13 @@ class RequestContextMiddleware:
                 await exchange.answer(
                     503, _SHUTTING_DOWN, [(b"retry-after", b"2"), (b"connection", b"close")]
                 )
-            else:
+            elif self.limits is None:
                 await self.app(scope, receive, exchange.send)
+                await handoff.serve()
+            else:
+                await self.limits.guard(
+                    self.app, scope, receive, exchange.send, exchange.content_length
+                )
                 await handoff.serve()
         except Exception as exc:
             # A bug, not a client error: log it (the log filter redacts secrets) and, when
@@ -218,20 +256,18 @@ def _error_body(path: str, code: str, message: str) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
-class BodySizeLimitMiddleware:
+class BodyLimits:
     """Guards the request before the app sees it: a body over the cap is 413, and a NUL
     character in the path or the query is 400 (no id or filter can hold one). A NUL inside
     a JSON body is text like any other: it becomes U+FFFD (`app.api.routing`)."""
 
     def __init__(
         self,
-        app: ASGIApp,
         *,
         max_bytes: int,
         path_limits: Mapping[str, int] | None = None,
         file_limits: Mapping[str, int] | None = None,
     ) -> None:
-        self.app = app
         self.max_bytes = max_bytes
         self.path_limits = dict(path_limits or {})  # routes that carry files take more
         # Upload routes: a body far past the file cap is refused saying the file cap.
@@ -262,28 +298,49 @@ class BodySizeLimitMiddleware:
         )
         await send({"type": "http.response.body", "body": body})
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def guard(
+        self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, declared: str | None
+    ) -> None:
+        """`app(scope, receive, send)` within the limits: `declared` is `Content-Length`."""
         if "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b""):
             await self._reject(scope, send, 400)
             return
         cap = self._limit(scope.get("path", ""))
         limit = cap if cap > 0 else None
-        declared = _header(scope, b"content-length")
-        if limit and declared is not None and declared.isdigit() and int(declared) > limit:
+        digits = declared is not None and declared.isascii() and declared.isdigit()
+        length = int(declared) if digits and declared is not None else None
+        if limit and length is not None and length > limit:
             await self._reject(scope, send)
+            return
+        if limit is None or length is not None:
+            # Nothing to count: no cap, or a declared length within it (the server reads
+            # no more than declared).
+            await app(scope, receive, send)
             return
 
         guard = _BodyGuard(receive, send, limit)
         try:
-            await self.app(scope, guard.receive, guard.send)
+            await app(scope, guard.receive, guard.send)
         except Exception:
             if not guard.too_large or guard.responded:
                 raise
         if guard.too_large and not guard.responded:
             await self._reject(scope, send)
+
+
+class BodySizeLimitMiddleware:
+    """`BodyLimits` as a layer of its own: under CORS, so that its answers carry CORS's
+    headers."""
+
+    def __init__(self, app: ASGIApp, *, limits: BodyLimits) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await self.limits.guard(self.app, scope, receive, send, _header(scope, b"content-length"))
 
 
 class _BodyGuard:
@@ -328,20 +385,18 @@ def install_middlewares(
     drain: Drain | None = None,
 ) -> None:
     """Stack the middlewares; the last added runs first."""
+    limits = BodyLimits(max_bytes=max_body_bytes, path_limits=body_limits, file_limits=file_limits)
+    if not cors_origins:
+        app.add_middleware(RequestContextMiddleware, metrics=metrics, drain=drain, limits=limits)
+        return
+    app.add_middleware(BodySizeLimitMiddleware, limits=limits)
     app.add_middleware(
-        BodySizeLimitMiddleware,
-        max_bytes=max_body_bytes,
-        path_limits=body_limits,
-        file_limits=file_limits,
+        CORSMiddleware,
+        allow_origins=list(cors_origins),
+        allow_credentials="*" not in cors_origins,
+        allow_methods=["*"],
+        allow_headers=["*"],
+        expose_headers=[REQUEST_ID_HEADER, "Retry-After"],
+        max_age=600,
     )
-    if cors_origins:
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=list(cors_origins),
-            allow_credentials="*" not in cors_origins,
-            allow_methods=["*"],
-            allow_headers=["*"],
-            expose_headers=[REQUEST_ID_HEADER, "Retry-After"],
-            max_age=600,
-        )
     app.add_middleware(RequestContextMiddleware, metrics=metrics, drain=drain)

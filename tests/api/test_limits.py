@@ -223,3 +223,56 @@ async def test_instances_sharing_redis_share_the_limit(
             for api in (first, second, first, second)
         ]
     assert codes == [200, 200, 200, 429]
+
+
+@pytest.mark.parametrize("cors", [False, True])
+async def test_the_body_guard_answers_alike_with_and_without_cors(
+    make_api: MakeApi, tmp_path: Path, cors: bool
+) -> None:
+    """Without CORS the request context guards the body itself; under CORS a layer of its
+    own does, below CORS so that its answers carry CORS's headers. Same answers either way."""
+    origins = ["https://chat.example"] if cors else []
+    origin = {"Origin": "https://chat.example"}
+
+    async def chunks(size: int) -> AsyncIterator[bytes]:
+        yield b'{"title": "'
+        yield b"x" * size
+        yield b'"}'
+
+    settings = limited(tmp_path, max_body_bytes=200, cors_origins=origins)
+    async with make_api(settings) as api:
+        declared = await api.post(
+            "/api/conversations", json={"title": "x" * 500}, headers={**ALICE, **origin}
+        )
+        counted = await api.post(
+            "/api/conversations",
+            content=chunks(500),
+            headers={**ALICE, **origin, "Content-Type": "application/json"},
+        )
+        nul = await api.get("/api/conversations%00", headers={**ALICE, **origin})
+        at_limit = await api.post(
+            "/api/conversations",
+            content=b'{"title": "' + b"x" * 187 + b'"}',
+            headers={**ALICE, **origin, "Content-Type": "application/json"},
+        )
+        small_chunked = await api.post(
+            "/api/conversations",
+            content=chunks(10),
+            headers={**ALICE, **origin, "Content-Type": "application/json"},
+        )
+    too_large = {
+        "error": {
+            "code": "payload_too_large",
+            "message": "Request body exceeds the limit of 200 bytes.",
+        }
+    }
+    assert (declared.status_code, declared.json()) == (413, too_large)
+    assert (counted.status_code, counted.json()) == (413, too_large)
+    assert nul.status_code == 400
+    assert nul.json()["error"]["code"] == "invalid_characters"
+    assert int(at_limit.request.headers["content-length"]) == 200
+    assert (at_limit.status_code, small_chunked.status_code) == (201, 201)
+    for response in (declared, counted, nul, at_limit, small_chunked):
+        assert response.headers["x-request-id"]
+        allowed = response.headers.get("access-control-allow-origin")
+        assert allowed == ("https://chat.example" if cors else None)

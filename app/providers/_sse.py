@@ -27,6 +27,9 @@ from app.providers.errors import TRANSPORT_FAILURES
 from app.providers.transport import UpstreamBody
 
 _BOM = b"\xef\xbb\xbf"
+# One event's bytes at most (a tool call's whole arguments can come in one): far above any
+# real model's frame, below what a broken upstream could make a process hold.
+MAX_EVENT_BYTES = 32 * 1024 * 1024
 _DRAIN_SECONDS = 0.1
 # Ends a drain without an error: the answer is complete by then.
 _DRAIN_ENDS: tuple[type[BaseException], ...] = (TimeoutError, *TRANSPORT_FAILURES)
@@ -49,49 +52,84 @@ class SSEvent(NamedTuple):
     data: bytes
 
 
-class SSEDecoder:
-    """Incremental: `feed` each network read, get back the events it completed."""
+class EventTooLarge(ValueError):
+    """An event grew past `MAX_EVENT_BYTES` without ending: the upstream is broken."""
 
-    __slots__ = ("_buffer", "_skip_lf", "_started")
+
+class SSEDecoder:
+    """Incremental: `feed` each network read, get back the events it completed.
+
+    An event still open is held as the reads that brought it, joined once it ends: only
+    each new read is searched for the blank line, so an event of n bytes in k reads
+    costs O(n), not the O(n * k) of joining and rescanning the whole of it per read
+    (a 8 MB event took 4 s of CPU, the event loop blocked). One that passes
+    `MAX_EVENT_BYTES` raises `EventTooLarge` (the providers answer it as a response they
+    could not read): a body that never ends its event must not hold memory without bound.
+    """
+
+    __slots__ = ("_held", "_held_bytes", "_skip_lf", "_started")
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._held: list[bytes] = []  # the open event's reads, not yet joined
+        self._held_bytes = 0
         self._skip_lf = False  # the last read ended in CR: a leading LF is its CRLF's end
         self._started = False
 
     def feed(self, chunk: bytes) -> list[SSEvent]:
+        chunk = self._line_ends(chunk)
         if not chunk:
             return []
-        if self._skip_lf:
+        if self._held:
+            if b"\n\n" not in chunk and self._held[-1][-1:] + chunk[:1] != b"\n\n":
+                return self._hold(chunk)  # the open event goes on
+            buffer = b"".join([*self._held, chunk])
+            self._held, self._held_bytes = [], 0
+        else:
+            buffer = chunk
+        if not self._started:
+            if len(buffer) < len(_BOM) and _BOM.startswith(buffer):
+                return self._hold(buffer)  # perhaps a BOM split across reads
+            self._started = True
+            if buffer.startswith(_BOM):
+                buffer = buffer[len(_BOM) :]
+        if b"\n\n" not in buffer:
+            return self._hold(buffer)
+        blocks = buffer.split(b"\n\n")
+        rest = blocks.pop()
+        if rest:
+            self._hold(rest)
+        return _events(blocks)
+
+    def _line_ends(self, chunk: bytes) -> bytes:
+        """`chunk` with CRLF and lone CR as LF (an empty read changes nothing)."""
+        if self._skip_lf and chunk:
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         if b"\r" in chunk:
             self._skip_lf = chunk[-1:] == b"\r"
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buffer = self._buffer + chunk if self._buffer else chunk
-        if not self._started:
-            if len(buffer) < len(_BOM) and _BOM.startswith(buffer):
-                self._buffer = buffer  # perhaps a BOM split across reads
-                return []
-            self._started = True
-            if buffer.startswith(_BOM):
-                buffer = buffer[len(_BOM) :]
-        if b"\n\n" not in buffer:
-            self._buffer = buffer
-            return []
-        blocks = buffer.split(b"\n\n")
-        self._buffer = blocks.pop()
-        events: list[SSEvent] = []
-        for block in blocks:
-            if block[:6] == b"data: " and b"\n" not in block:
-                # The shape nearly every frame has: one `data: ` line, nothing else.
-                events.append(SSEvent(b"", block[6:]))
-            else:
-                event = _parse_block(block)
-                if event is not None:
-                    events.append(event)
-        return events
+        return chunk
+
+    def _hold(self, piece: bytes) -> list[SSEvent]:
+        self._held.append(piece)
+        self._held_bytes += len(piece)
+        if self._held_bytes > MAX_EVENT_BYTES:
+            raise EventTooLarge(f"an event of the stream passed {MAX_EVENT_BYTES} bytes")
+        return []
+
+
+def _events(blocks: list[bytes]) -> list[SSEvent]:
+    events: list[SSEvent] = []
+    for block in blocks:
+        if block[:6] == b"data: " and b"\n" not in block:
+            # The shape nearly every frame has: one `data: ` line, nothing else.
+            events.append(SSEvent(b"", block[6:]))
+        else:
+            event = _parse_block(block)
+            if event is not None:
+                events.append(event)
+    return events
 
 
 def _parse_block(block: bytes) -> SSEvent | None:

@@ -197,5 +197,7 @@ class AnthropicProvider:
             raise errors.connection() from exc
         except anthropic.APIResponseValidationError as exc:
             raise errors.unreadable(exc.status_code) from exc
+        except _sse.EventTooLarge as exc:
+            raise errors.unreadable() from exc
         except anthropic.AnthropicError as exc:
             raise errors.failed() from exc

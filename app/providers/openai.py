@@ -204,7 +204,7 @@ class OpenAIProvider:
             # The body is read with httpx2 itself, so its errors arrive unwrapped; the
             # SDK's stream counted TLS failures and an early end of stream among them.
             raise errors.connection() from exc
-        except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+        except (openai.APIResponseValidationError, json.JSONDecodeError, _sse.EventTooLarge) as exc:
             raise errors.unreadable() from exc
         except openai.APIError as exc:
             # An error event inside a 200 stream (raised by `_chunk`).

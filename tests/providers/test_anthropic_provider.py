@@ -33,6 +33,7 @@ from app.domain.parts import (
     tool_part,
 )
 from app.domain.stream import ModelRequest, ProviderEvent, ToolSpec
+from app.providers import _sse
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.translate.accumulator import ModelResponse, PartsBuilder
@@ -388,6 +389,19 @@ async def test_an_upstream_timeout_status_raises_timeout(
         await fold(provider.stream(request()))
     await provider.aclose()
     assert (caught.value.status, caught.value.upstream_status) == (504, status)
+
+
+async def test_a_stream_event_past_the_size_limit_is_unreadable_not_held(
+    anthropic_upstream: AnthropicUpstream,
+    provider: AnthropicProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_sse, "MAX_EVENT_BYTES", 4096, raising=False)
+    anthropic_upstream.message(MessageSpec([Text("x" * 300_000)]))  # many reads long
+    with pytest.raises(ProviderUnavailable) as caught:
+        await fold(provider.stream(request()))
+    assert "could not read" in caught.value.message
+    assert len(anthropic_upstream.requests) == 1
 
 
 @pytest.mark.parametrize("wait", [{"retry-after": "3600"}, {"retry-after-ms": "600000"}])

@@ -24,6 +24,7 @@ from app.domain.errors import (
 from app.domain.messages import Message
 from app.domain.parts import TextPart, ThinkingPart, ToolPart
 from app.domain.stream import ModelRequest, NamedToolChoice, ProviderEvent, TextDelta, ToolSpec
+from app.providers import _sse
 from app.providers.base import Provider
 from app.providers.openai import OpenAIProvider
 from app.translate.accumulator import ModelResponse, PartsBuilder
@@ -453,6 +454,18 @@ async def test_stream_cut_midway_raises_unavailable_and_is_not_retried(
     with pytest.raises(ProviderUnavailable):
         await consume()
     assert any(isinstance(e, TextDelta) for e in seen)
+    assert len(openai_upstream.requests) == 1
+
+
+async def test_a_stream_event_past_the_size_limit_is_unavailable_not_held(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sse, "MAX_EVENT_BYTES", 4096, raising=False)
+    openai_upstream.enqueue(Completion(text=["Hi ", "x" * 300_000]))  # many reads long
+    with pytest.raises(ProviderUnavailable) as caught:
+        await answer(provider)
+    assert caught.value.retryable
+    assert "could not read" in caught.value.message
     assert len(openai_upstream.requests) == 1
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.providers._sse import SSEDecoder, SSEvent, is_blank
+from app.providers import _sse
+from app.providers._sse import EventTooLarge, SSEDecoder, SSEvent, is_blank
 
 TWO_CHUNKS = (
     b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n'
@@ -109,3 +110,23 @@ def test_a_leading_byte_order_mark_is_skipped_even_split(cut: int) -> None:
 
 def test_a_byte_order_mark_after_the_start_is_not_skipped() -> None:
     assert decode(b"data: a\n\n", b"\xef\xbb\xbfdata: b\n\n") == [SSEvent(b"", b"a")]
+
+
+def test_an_event_that_never_ends_is_refused_past_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broken upstream streaming one endless event does not make the process hold it."""
+    monkeypatch.setattr(_sse, "MAX_EVENT_BYTES", 1000, raising=False)
+    decoder = SSEDecoder()
+    decoder.feed(b"data: " + b"x" * 500)
+    decoder.feed(b"x" * 400)
+    with pytest.raises(EventTooLarge):
+        decoder.feed(b"x" * 200)
+
+
+def test_a_large_event_within_the_limit_decodes_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_sse, "MAX_EVENT_BYTES", 1000, raising=False)
+    frame = b"data: " + b"x" * 990 + b"\n\n"
+    assert decode(*(frame[i : i + 7] for i in range(0, len(frame), 7))) == [
+        SSEvent(b"", b"x" * 990)
+    ]

@@ -13,7 +13,8 @@ upstream sends one chunk every `--pace-ms`, so each stream stays open for the wh
 window) and RSS is read once every stream has delivered its first token, or after
 `--seconds` on a machine too busy for that (`open`: the cost of N open streams, per
 stream in KB; the row says how many were streaming); then the client hangs up on all of
-them and RSS is read again once it has stopped moving (`after`, against `before`).
+them, and once the worker's `/metrics` shows no stream or run left, RSS is read again
+when it has stopped moving (`after`, against `before`).
 
 `--soak S`: one worker under steady load for S seconds: `--soak-streams` connections,
 each streaming answers of 30 chunks at `--pace-ms` one after another (runs start and end
@@ -51,6 +52,7 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,32 @@ async def _wait_first_tokens(conns: list[Conn], deadline: float) -> int:
     while time.perf_counter() < deadline and _streaming(conns) < len(conns):
         await asyncio.sleep(0.2)
     return _streaming(conns)
+
+
+def _still_open(port: int) -> int:
+    """Streams and runs the worker still holds (its `/metrics` gauges); -1 if unreadable."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return -1
+    held = 0
+    for line in text.splitlines():
+        if line.startswith(("chatbff_active_streams ", "chatbff_active_runs ")):
+            held += int(float(line.split()[1]))
+    return held
+
+
+async def _closed(port: int, limit_s: float) -> float:
+    """Seconds until the worker has let every stream and run go (at most `limit_s`): on a
+    starved worker 5,000 closes took longer than the two trim periods `_settled_rss`
+    waits, and RSS, which moves only at a trim, read as settled before they were done."""
+    began = time.perf_counter()
+    while time.perf_counter() < began + limit_s:
+        if await asyncio.to_thread(_still_open, port) == 0:
+            break
+        await asyncio.sleep(1.0)
+    return time.perf_counter() - began
 
 
 async def _settled_rss(pid: int, limit_s: float) -> float:
@@ -193,6 +221,7 @@ async def one_count(
         for c in conns:
             c.close()
         await asyncio.gather(*(c.lost for c in conns))
+        closing_s = await _closed(service.port, 120.0 + 0.03 * count)
         after = await _settled_rss(service.pid, 90.0 + 0.01 * count)
         await probe.take(service.pid)
         return {
@@ -207,6 +236,7 @@ async def one_count(
             "rss_after_mb": round(after, 1),
             "kb_per_open_stream": round((opened - before) * 1024 / count, 1),
             "after_over_before": round(after / before, 3),
+            "seconds_to_close": round(closing_s, 1),
             "seconds": round(time.perf_counter() - began, 1),
             "load_average": os.getloadavg(),
             "worker_cpus": sorted(args.worker_cpus),

@@ -133,3 +133,15 @@ class ProviderUnavailable(ProviderError):
 class ProviderBadRequest(ProviderError):
     status = 400
     code = "provider_bad_request"
+
+
+# Every code that means "slow down": the caller's own limits and budgets, and the model
+# provider's. OpenAI-shaped errors call all of them `rate_limit_exceeded`.
+RATE_LIMIT_CODES = frozenset(
+    {RateLimited.code, BudgetExceeded.code, ProviderRateLimited.code, "rate_limit_exceeded"}
+)
+
+
+def openai_error_type(code: str) -> str:
+    """The OpenAI error `type` for an error a run streamed: a rate limit, or the rest."""
+    return "rate_limit_exceeded" if code in RATE_LIMIT_CODES else "server_error"

@@ -28,6 +28,7 @@ from app.api.schemas.openai_chunks import (
     ChunkToolCall,
     ServerToolCall,
 )
+from app.domain.errors import openai_error_type
 from app.domain.events import (
     ConfirmRequired,
     ErrorEvent,
@@ -125,7 +126,9 @@ class ChatChunkEncoder:
             self._separator_due = self._separator_due or isinstance(event, ConfirmRequired)
             return b""
         if isinstance(event, ErrorEvent):
-            error = ChunkErrorBody(message=event.message, type="server_error", code=event.code)
+            error = ChunkErrorBody(
+                message=event.message, type=openai_error_type(event.code), code=event.code
+            )
             return _frame(ChunkError(error=error))
         if isinstance(event, RunEnd):
             return self._end(event)

@@ -49,6 +49,7 @@ from app.api.schemas.responses_items import (
     ResponseUsage,
 )
 from app.api.schemas.responses_items import OutputItem as WireItem
+from app.domain.errors import openai_error_type
 from app.translate.openai_responses.submissions import CLIENT_LABEL
 
 __all__ = ["CLIENT_LABEL", "SERVER_LABEL"]
@@ -62,7 +63,6 @@ ItemKind = Literal[
     "mcp_approval_request",
     "mcp_submission_request",
 ]
-_RATE_LIMIT_CODES = frozenset({"rate_limited", "rate_limit_exceeded"})
 
 
 def dumps(value: Any) -> str:
@@ -192,8 +192,7 @@ def stream_error_object(code: str, message: str) -> ResponseError:
 
     OpenAI names only two error codes a client can act on here: a rate limit, and the rest.
     """
-    kind = "rate_limit_exceeded" if code in _RATE_LIMIT_CODES else "server_error"
-    return ResponseError(code=kind, message=message, type=code)
+    return ResponseError(code=openai_error_type(code), message=message, type=code)
 
 
 def run_error_object(error: dict[str, Any] | None) -> ResponseError:

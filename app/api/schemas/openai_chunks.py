@@ -91,7 +91,9 @@ class ChunkErrorBody(BaseModel):
     """OpenAI's error object as a stream carries it."""
 
     message: str = Field(description="Human-readable explanation.")
-    type: str = Field(description="Always `server_error`.")
+    type: str = Field(
+        description="`rate_limit_exceeded` for a rate limit or a spent budget, else `server_error`."
+    )
     code: str = Field(description="Machine-readable code, e.g. `provider_error`.")
 
 

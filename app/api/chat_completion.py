@@ -18,6 +18,8 @@ from app.runs.handle import RunHandle
 from app.translate.openai_chat.write import parts_to_openai_message
 
 FINISH_BY_STATUS = {"max_iterations": "length", "budget_exceeded": "length"}
+# A server tool call is reported once it ended, or while it waits for a human.
+_REPORTED_TOOL_STATUSES = FINAL_TOOL_STATUSES | {"waitingConfirmation", "waitingSubmission"}
 
 
 def client_visible_parts(parts: list[Part], client_tools: set[str]) -> list[Part]:
@@ -50,7 +52,7 @@ def completion_body(handle: RunHandle, message: Message, client_tools: set[str])
         for p in message.parts()
         if isinstance(p, ToolPart)
         and p.data.toolName not in client_tools
-        and p.data.status in FINAL_TOOL_STATUSES
+        and p.data.status in _REPORTED_TOOL_STATUSES
     ]
     if ran:
         openai_message["server_tool_calls"] = ran

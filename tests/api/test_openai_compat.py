@@ -116,6 +116,52 @@ PARALLEL = ScriptedTurn(
 )
 
 
+DELETE_ADA = ScriptedTurn(
+    text="That needs your confirmation.",
+    tool_calls=[ScriptedToolCall(name="delete_node", args={"id": "Ada Lovelace"}, id="call_d")],
+)
+
+
+async def test_a_server_tool_waiting_for_approval_is_reported_with_its_approval(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    # An OpenAI client can't show a card, but it must learn that the turn stopped on a
+    # call a human has to decide, and which approval decides it.
+    settings = base_settings(tmp_path, example_tools_enabled=True)
+    async with make_api(settings) as api:
+        sdk = sdk_for(api)
+        await _reports_the_waiting_call(api, sdk)
+        await sdk.close()
+
+
+async def _reports_the_waiting_call(api: ApiClient, sdk: AsyncOpenAI) -> None:
+    play(api, DELETE_ADA, DELETE_ADA)
+
+    whole = await sdk.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "Delete Ada"}]
+    )
+    stream = await sdk.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "Delete Ada"}], stream=True
+    )
+    streamed = [
+        call
+        for chunk in [c async for c in stream]
+        if chunk.choices
+        for call in (chunk.choices[0].delta.model_extra or {}).get("server_tool_calls", [])
+    ]
+
+    reported = (whole.choices[0].message.model_extra or {})["server_tool_calls"] + streamed
+    assert [(r["id"], r["name"], r["status"]) for r in reported] == [
+        ("call_d", "delete_node", "waitingConfirmation")
+    ] * 2
+    pending = (await api.get("/api/approvals")).json()["data"]
+    assert sorted(r["approval_id"] for r in reported) == sorted(a["id"] for a in pending)
+    decided = await api.post(
+        f"/api/approvals/{reported[1]['approval_id']}", json={"decision": "reject"}
+    )
+    assert decided.status_code == 200
+
+
 async def test_parallel_client_tool_calls_come_back_as_tool_calls(
     api: ApiClient, sdk: AsyncOpenAI
 ) -> None:

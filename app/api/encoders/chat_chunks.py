@@ -111,19 +111,15 @@ class ChatChunkEncoder:
         if isinstance(event, ToolStart):
             return self._tool_start(event.part)
         if isinstance(event, ToolArgsDelta):
-            index = self._tool_index.get(event.tool_call_id)
-            if index is None:
-                return b""
-            piece = ChunkToolCall(index=index, function=ChunkFunction(arguments=event.delta))
-            return self._chunk(ChunkDelta(tool_calls=[piece]))
+            return self._tool_args(event)
         if isinstance(event, MessageEnd):
             return self._message_end(event.message.metadata or {})
         if isinstance(event, ToolEnd | ToolError):
             return self._tool_done(event.part)
-        if isinstance(event, ConfirmRequired | PartUpdate | StepReset):
-            # A card waits (text after it is a new paragraph); an update is of an earlier
-            # message's card, nothing of this answer.
-            self._separator_due = self._separator_due or isinstance(event, ConfirmRequired)
+        if isinstance(event, ConfirmRequired):
+            return self._waiting(event)
+        if isinstance(event, PartUpdate | StepReset):
+            # An update is of an earlier message's card, nothing of this answer.
             return b""
         if isinstance(event, ErrorEvent):
             error = ChunkErrorBody(
@@ -133,6 +129,22 @@ class ChatChunkEncoder:
         if isinstance(event, RunEnd):
             return self._end(event)
         assert_never(event)
+
+    def _tool_args(self, event: ToolArgsDelta) -> bytes:
+        index = self._tool_index.get(event.tool_call_id)
+        if index is None:  # a server tool's arguments: not the client's to see
+            return b""
+        piece = ChunkToolCall(index=index, function=ChunkFunction(arguments=event.delta))
+        return self._chunk(ChunkDelta(tool_calls=[piece]))
+
+    def _waiting(self, event: ConfirmRequired) -> bytes:
+        # A card waits (text after it is a new paragraph). A server tool's wait is the
+        # client's to know, or the turn just stops with the call nowhere in sight.
+        self._separator_due = True
+        if event.kind == "client_tool" or event.part.data.toolName in self.client_tools:
+            return b""
+        call = server_tool_call(event.part, event.approval_id)
+        return self._chunk(ChunkDelta(server_tool_calls=[call]))
 
     def _text(self, text: str) -> bytes:
         if self._separator_due and self._wrote_text:
@@ -208,11 +220,14 @@ def chat_usage(usage: UsageInfo) -> ChatUsage:
     )
 
 
-def server_tool_call(part: ToolPart) -> ServerToolCall:
-    """A server tool call as `server_tool_calls` shows it: what ran and how it ended."""
+def server_tool_call(part: ToolPart, approval_id: str | None = None) -> ServerToolCall:
+    """A server tool call as `server_tool_calls` shows it: what ran and how it ended, or
+    what it waits for (`approval_id`: the event's, else the one the part carries)."""
     data = part.data
     call = ServerToolCall(id=part.id, name=data.toolName, status=data.status)
     if data.status == "error":
         result = data.result if isinstance(data.result, dict) else {}
         call.error = str(data.bodyContent or result.get("error") or "The tool failed.")
+    elif data.status == "waitingConfirmation":
+        call.approval_id = approval_id or data.approvalId
     return call

@@ -46,8 +46,15 @@ class ServerToolCall(BaseModel):
 
     id: str = Field(description="Tool call id.")
     name: str = Field(description="Tool name.")
-    status: str = Field(description="How it ended: `success`, `error` or `cancelled`.")
+    status: str = Field(
+        description="How it ended: `success`, `error` or `cancelled`; or what it waits for: "
+        "`waitingConfirmation` (a human's approval) or `waitingSubmission` (the user's answer)."
+    )
     error: str | None = _omitted("What went wrong, when status is `error`.")
+    approval_id: str | None = _omitted(
+        "The approval to decide (`POST /api/approvals/{approval_id}`) while status is "
+        "`waitingConfirmation`."
+    )
 
 
 class ChunkDelta(BaseModel):

@@ -89,6 +89,12 @@ class _Statements:
             self._observe(sql, True)
         self._conn.executemany(sql, rows)
 
+    def one(self, sql: str, row: Sequence[Any]) -> None:
+        """A driver-level statement of one row (an event batch's)."""
+        if self._observe is not None:
+            self._observe(sql, False)
+        self._conn.execute(sql, row)
+
 
 def _unit(work: Work[T], conn: sqlite3.Connection, observe: Observe | None) -> T | None:
     """On the thread: `work` in one transaction, committed unless it raised."""
@@ -155,8 +161,8 @@ class SqliteTurns:
 
     async def events(self, run_id: str, events: list[SequencedEvent]) -> None:
         """An event batch, committed."""
-        batch, rows = driver_batch(self._dialect, run_id, events)
-        await self._trip(lambda sql: sql.many(batch, rows))
+        batch, row = driver_batch(self._dialect, run_id, events)
+        await self._trip(lambda sql: sql.one(batch, row))
 
     async def end(
         self,
@@ -172,12 +178,12 @@ class SqliteTurns:
         message = self._prepared(INSERT_MESSAGE, (*values.row, "position"))
         ended = self._prepared(UPDATE_RUN, ("p_run", *closing.run))
         usage = self._prepared(INSERT_USAGE, tuple(closing.usage[0])) if closing.usage else None
-        batch, rows = driver_batch(self._dialect, run_id, events) if events else ("", [])
+        batch = driver_batch(self._dialect, run_id, events) if events else None
         params = values.params
 
         def work(sql: _Statements) -> bool:
-            if rows:
-                sql.many(batch, rows)
+            if batch is not None:
+                sql.one(*batch)
             found = sql.row(bump, params)
             if found is None or found[1]:
                 raise _Undo

@@ -130,8 +130,11 @@ async def test_a_run_stopped_by_sigterm_ends_interrupted_after_the_restart(
 
 
 def stored_events(service: Service, run_id: str) -> int:
+    """How many events are stored: the last stored seq (a row holds a batch of them)."""
     with sqlite3.connect(service.db) as conn:
-        row = conn.execute("SELECT count(*) FROM run_events WHERE run_id = ?", (run_id,)).fetchone()
+        row = conn.execute(
+            "SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ?", (run_id,)
+        ).fetchone()
     return int(row[0])
 
 

@@ -41,11 +41,7 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert (
-        await current_revisions(empty_engine)
-        == head_revisions()
-        == ("0012_conversation_next_position",)
-    )
+    assert await current_revisions(empty_engine) == head_revisions() == ("0013_event_batches",)
     assert await tables(empty_engine) == CORE_TABLES
 
 
@@ -181,3 +177,79 @@ async def test_conversations_before_0012_number_their_next_message_after_the_las
         columns = (await conn.execute(text("SELECT * FROM conversations"))).keys()
     assert list(positions) == [0, 1, 2, 3, 0]
     assert "next_position" not in columns
+
+
+async def test_events_stored_one_row_each_before_0013_replay_the_same_bytes_after_it(
+    empty_engine: AsyncEngine,
+) -> None:
+    await upgrade_database(empty_engine, revision="0012_conversation_next_position")
+    first, second = (
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 6, tzinfo=UTC),
+    )
+    texts = [
+        '{"type":"run_start","run_id":"run_1","model":"m","message_id":"msg_1"}',
+        '{"type": "text_delta", "run_id": "run_1", "message_id": "msg_1", "delta": "Grüße"}',
+        '{\n "type": "text_delta", "run_id": "run_1", "message_id": "msg_1", "delta": "🙂 \\n"}',
+        '{"type":"text_delta","run_id":"run_1","message_id":"msg_1","delta":"x"}',
+        '{"type":"run_end","run_id":"run_1","status":"completed"}',
+    ]
+    stamps = [first, first, first, second, second]
+    async with empty_engine.begin() as conn:
+        for run_id in ("run_1", "run_2"):
+            await conn.execute(
+                text(
+                    "INSERT INTO runs (id, owner_id, status, model, created_at, last_seq) "
+                    "VALUES (:id, 'alice', 'completed', 'm', :at, 5)"
+                ),
+                {"id": run_id, "at": first},
+            )
+        for run_id in ("run_1", "run_2"):
+            for seq, (data, at) in enumerate(zip(texts, stamps, strict=True), start=1):
+                await conn.execute(
+                    text(
+                        "INSERT INTO run_events (run_id, seq, type, data, created_at) "
+                        "VALUES (:run_id, :seq, :type, :data, :at)"
+                    ),
+                    {
+                        "run_id": run_id,
+                        "seq": seq,
+                        "type": json.loads(data)["type"],
+                        "data": data,
+                        "at": at,
+                    },
+                )
+        before = (
+            await conn.execute(
+                text(
+                    "SELECT run_id, seq, type, data, created_at FROM run_events "
+                    "ORDER BY run_id, seq"
+                )
+            )
+        ).all()
+
+    await upgrade_database(empty_engine)
+    async with empty_engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT run_id, seq FROM run_events"))).all()
+    assert sorted(rows) == [("run_1", 3), ("run_1", 5), ("run_2", 3), ("run_2", 5)]
+    async with Database(empty_engine).read() as tx:
+        for after in range(6):
+            replayed = await tx.events.after("run_2", after)
+            assert [e.json() for e in replayed] == [t.encode() for t in texts[after:]]
+            assert [e.seq for e in replayed] == list(range(after + 1, 6))
+        assert [e.type for e in await tx.events.after("run_1")] == [
+            json.loads(t)["type"] for t in texts
+        ]
+        assert await tx.events.last_seq("run_1") == 5
+
+    await downgrade_database(empty_engine, revision="0012_conversation_next_position")
+    async with empty_engine.connect() as conn:
+        after_downgrade = (
+            await conn.execute(
+                text(
+                    "SELECT run_id, seq, type, data, created_at FROM run_events "
+                    "ORDER BY run_id, seq"
+                )
+            )
+        ).all()
+    assert after_downgrade == before

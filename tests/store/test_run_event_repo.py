@@ -129,5 +129,52 @@ async def test_a_batch_is_stored_at_its_time_like_any_other_timestamp(
         found = await s.scalar(same_time)
         stored = await s.scalars(select(RunEventRow.created_at))
 
-    assert found == 3
+    assert found == 1  # the batch is one row
     assert set(stored) == {at}
+
+
+async def test_a_batch_is_one_row_and_reads_back_from_any_seq_inside_it(
+    db_sessions: Sessions, run_id: str
+) -> None:
+    events = _events(run_id, 9)
+    events[4] = SequencedEvent(
+        seq=5, event=TextDeltaEvent(run_id=run_id, message_id="msg_1", delta='Grüße "x"\n🙂 ')
+    )
+    async with db_sessions.begin() as s:
+        await EventRepo(s).append_many(run_id, events[:4])
+        await EventRepo(s).append_many(run_id, events[4:])
+    async with db_sessions() as s:
+        repo = EventRepo(s)
+        rows = await s.scalar(select(func.count()).select_from(RunEventRow))
+        tails = {after: await repo.after(run_id, after) for after in range(10)}
+        pages = [await repo.after(run_id, after, limit=3) for after in (0, 3, 4, 6, 8)]
+        last = await repo.last_seq(run_id)
+
+    assert rows == 2
+    assert last == 9
+    for after, tail in tails.items():
+        assert [e.seq for e in tail] == list(range(after + 1, 10))
+        assert [e.json() for e in tail] == [e.json() for e in events[after:]]
+        assert tail == events[after:]
+    assert [[e.seq for e in page] for page in pages] == [
+        [1, 2, 3],
+        [4, 5, 6],
+        [5, 6, 7],
+        [7, 8, 9],
+        [9],
+    ]
+
+
+async def test_pages_of_a_long_run_cover_it_exactly_once(
+    db_sessions: Sessions, run_id: str
+) -> None:
+    events = _events(run_id, 50)
+    async with db_sessions.begin() as s:
+        for start in range(0, 50, 5):
+            await EventRepo(s).append_many(run_id, events[start : start + 5])
+    async with db_sessions() as s:
+        repo = EventRepo(s)
+        for after in range(51):
+            for limit in (1, 4, 7, 64):
+                page = await repo.after(run_id, after, limit=limit)
+                assert page == events[after : after + limit], (after, limit)

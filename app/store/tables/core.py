@@ -114,14 +114,18 @@ class RunRow(Base):
 
 
 class RunEventRow(Base):
+    """A batch of a run's events, one row per batch (`app.store.repos.events`)."""
+
     __tablename__ = "run_events"
     __table_args__ = (ForeignKeyConstraint(["run_id"], ["runs.id"], ondelete="CASCADE"),)
 
     run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # The batch's last sequence number.
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    type: Mapped[str] = mapped_column(String(32))
-    # The event's JSON exactly as it was streamed (not JSON/JSONB, which a database may
-    # re-space or re-order): a replay sends these bytes as they are.
+    # Where each event is in `data`: "seq type size" per event, space separated.
+    frames: Mapped[str] = mapped_column(Text)
+    # The events' JSON one after the other, exactly as streamed (not JSON/JSONB, which a
+    # database may re-space or re-order): a replay sends these bytes as they are.
     data: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from app.providers.scripted import ScriptedTurn
 from app.store.observe import OBSERVE
@@ -80,3 +80,22 @@ async def test_a_conversation_turn_stays_within_its_statement_budget(client: Api
     # The events route reads the finished run from memory: nothing of this is replay.
     dialect = client.services.db.engine.dialect.name
     assert sum(seen.values()) <= STATEMENTS_PER_RUN[dialect], dict(seen)
+
+
+async def test_a_conversation_turn_stores_its_events_in_a_row_per_batch(
+    client: ApiClient,
+) -> None:
+    """The ~300 events of a turn are a few rows (one per batch the journal writes), not
+    one row each: rows were most of what SQLite did for a persisted run."""
+    play(client, ScriptedTurn(text=ANSWER))
+    cid = await create(client)
+    frames = await finished(client, await send(client, cid))
+    run_id = frames[-1].data["run_id"]
+
+    async with client.services.db.engine.connect() as conn:
+        rows = await conn.scalar(
+            text("SELECT count(*) FROM run_events WHERE run_id = :run_id"), {"run_id": run_id}
+        )
+
+    assert len(frames) > 300
+    assert rows is not None and rows <= 4

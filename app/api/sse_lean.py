@@ -114,8 +114,16 @@ class LeanEventSourceResponse(EventSourceResponse):
             shutdown.discard(stop)
             watcher.cancel()
             await asyncio.wait((watcher,))  # raises only if this task is cancelled
-        if not watcher.cancelled() and (failed := watcher.exception()) is not None:
-            raise failed
+        failed = None if watcher.cancelled() else watcher.exception()
+        if failed is not None:
+            # Raised from here, the error's traceback holds this frame, whose locals hold
+            # the error and the watcher (which holds it too): a reference cycle keeping the
+            # response and its request until a full collection, rare while serving.
+            del watcher
+            try:
+                raise failed
+            finally:
+                del failed
         if self.background is not None:
             await self.background()
 

@@ -55,5 +55,7 @@ EXPOSE ${PORT}
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD python -c "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:${PORT}/healthz', timeout=2).status == 200 else 1)"
 # One worker per container; scale with replicas. `exec` makes uvicorn PID 1, so SIGTERM
-# reaches it and becomes a lifespan shutdown, which checkpoints running runs.
-CMD ["sh", "-c", "exec uvicorn app.main:app --host 0.0.0.0 --port \"$PORT\" --proxy-headers --forwarded-allow-ips \"$FORWARDED_ALLOW_IPS\" --timeout-graceful-shutdown \"$GRACEFUL_SHUTDOWN_SECONDS\""]
+# reaches it and becomes a lifespan shutdown, which checkpoints running runs. `--http`:
+# uvicorn's httptools protocol with its waiting state made on first use (less memory per
+# open connection: app/api/http_protocol.py).
+CMD ["sh", "-c", "exec uvicorn app.main:app --http app.api.http_protocol:LeanHttpToolsProtocol --host 0.0.0.0 --port \"$PORT\" --proxy-headers --forwarded-allow-ips \"$FORWARDED_ALLOW_IPS\" --timeout-graceful-shutdown \"$GRACEFUL_SHUTDOWN_SECONDS\""]

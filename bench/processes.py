@@ -129,12 +129,18 @@ class Service:
                 self.proc.wait(5)
 
 
-def uvicorn_flags() -> list[str]:
+LEAN_PROTOCOL = "app.api.http_protocol:LeanHttpToolsProtocol"
+
+
+def uvicorn_flags(root: Path = ROOT) -> list[str]:
+    """uvloop and httptools where installed; httptools as the Dockerfile serves it (its
+    lean protocol class), or uvicorn's own where `root` (another checkout) predates it."""
     flags = []
     if has_module("uvloop"):
         flags += ["--loop", "uvloop"]
     if has_module("httptools"):
-        flags += ["--http", "httptools"]
+        lean = (root / LEAN_PROTOCOL.split(":")[0].replace(".", "/")).with_suffix(".py")
+        flags += ["--http", LEAN_PROTOCOL if lean.exists() else "httptools"]
     return flags
 
 
@@ -196,7 +202,7 @@ async def start_service(
     )
     env.update(settings or {})
     compile_bytecode(root)
-    flags = uvicorn_flags()
+    flags = uvicorn_flags(root)
     args = [
         sys.executable,
         "-m",

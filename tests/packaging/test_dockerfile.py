@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shlex
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.api.http_protocol import LeanHttpToolsProtocol
 from app.settings import Settings
 from tests.packaging.support import REPO
 
@@ -100,6 +102,15 @@ def test_the_runtime_runs_the_installed_wheel_not_a_copy_of_the_sources(runtime:
 
 def test_the_server_starts_as_pid_1_so_sigterm_reaches_it(runtime: Stage) -> None:
     assert server_command(runtime).startswith("exec uvicorn app.main:app ")
+
+
+def test_the_server_runs_uvicorns_httptools_protocol_with_lazy_waiting_state(
+    runtime: Stage,
+) -> None:
+    """`--http` names the protocol class (less memory per open connection): a name
+    uvicorn cannot import would stop the container at start-up."""
+    module, _, name = option(server_command(runtime), "--http").partition(":")
+    assert getattr(importlib.import_module(module), name) is LeanHttpToolsProtocol
 
 
 def test_one_port_setting_drives_the_server_the_health_check_and_expose(runtime: Stage) -> None:

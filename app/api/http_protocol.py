@@ -1,0 +1,91 @@
+"""uvicorn's httptools protocol with its waiting state made on first use.
+
+Why: every client connection holds uvicorn's protocol for as long as it is open, and that
+protocol makes three `collections.deque`s up front: its pipeline of queued requests and
+the waiters of two `asyncio.Event`s (the request cycle's message event, the flow
+control's writable event). An empty deque is a 528-byte block plus the object, ~0.75 KB
+each, ~2.3 KB of an open stream (`python -m bench.memory --probe DIR`), though a stream's
+connection never pipelines and at most one task waits on each event. Here the pipeline is
+a list and the events keep their waiters in a list made when a task first waits.
+
+What a client sees is unchanged: the same parser, the same request cycle, the same
+events set and waited on at the same points. The server runs it with
+`--http app.api.http_protocol:LeanHttpToolsProtocol` (the Dockerfile, `dev.py serve`, the
+benchmarks); uvicorn's own `--http httptools` serves the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Generic, TypeVar
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+T = TypeVar("T")
+
+
+class LeanEvent:
+    """`asyncio.Event` as uvicorn uses it (`set`, `clear`, `is_set`, `wait`), its waiters
+    in a list made when a task first waits instead of a deque made up front."""
+
+    __slots__ = ("_value", "_waiters")
+
+    def __init__(self) -> None:
+        self._value = False
+        self._waiters: list[asyncio.Future[bool]] | None = None
+
+    def is_set(self) -> bool:
+        return self._value
+
+    def set(self) -> None:
+        if not self._value:
+            self._value = True
+            for waiter in self._waiters or ():
+                if not waiter.done():
+                    waiter.set_result(True)
+
+    def clear(self) -> None:
+        self._value = False
+
+    async def wait(self) -> bool:
+        if self._value:
+            return True
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = []
+        waiter = asyncio.get_running_loop().create_future()
+        waiters.append(waiter)
+        try:
+            await waiter
+            return True
+        finally:
+            waiters.remove(waiter)
+
+
+class Pipeline(list[T], Generic[T]):
+    """The queue of pipelined requests, as uvicorn uses its deque (`appendleft`, `pop`,
+    truth): an empty list is 56 bytes, an empty deque ~0.75 KB. Pipelining is rare and
+    short, so inserting at the front costs nothing that matters."""
+
+    __slots__ = ()
+
+    def appendleft(self, item: T) -> None:
+        self.insert(0, item)
+
+
+class LeanHttpToolsProtocol(HttpToolsProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pipeline = Pipeline()  # type: ignore[assignment]  # the deque's uses only
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        writable = LeanEvent()
+        writable.set()  # as FlowControl starts: writable
+        self.flow._is_writable_event = writable  # type: ignore[assignment]
+
+    def on_headers_complete(self) -> None:
+        previous = self.cycle
+        super().on_headers_complete()
+        if self.cycle is not previous:  # a new request's cycle: its task has not run yet
+            self.cycle.message_event = LeanEvent()  # type: ignore[assignment]

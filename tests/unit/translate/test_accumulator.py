@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from app.domain.parts import TextPart, ToolPart
-from app.domain.stream import Finish, ProviderEvent, TextDelta, ToolCallDelta, Usage
+import tracemalloc
+
+from app.domain.parts import TextPart, ThinkingPart, ToolPart
+from app.domain.stream import (
+    Finish,
+    ProviderEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    Usage,
+)
 from app.translate.accumulator import PartsBuilder
 
 
@@ -78,3 +87,49 @@ def test_a_repeated_id_at_the_same_index_continues_the_call() -> None:
     builder.feed(ToolCallDelta(index=0, id="call_1", args_delta="1}"))
     (part,) = builder.build().parts
     assert isinstance(part, ToolPart) and part.data.args == {"x": 1}
+
+
+def _fed_long_answer(builder: PartsBuilder, tokens: int) -> str:
+    """Thinking, text, a tool call's arguments: `tokens` deltas each, fresh strings as a
+    stream parses them. The text the parts must come to."""
+    text = []
+    for n in range(tokens):
+        piece = f" t{n % 10}"
+        builder.feed(ThinkingDelta(text=piece.upper()))
+        text.append(piece)
+    for piece in text:
+        builder.feed(TextDelta(text=piece))
+    builder.feed(ToolCallDelta(index=0, id="call_l", name="echo", args_delta='{"s": "'))
+    for piece in text:
+        builder.feed(ToolCallDelta(index=0, args_delta=piece.strip()))
+    builder.feed(ToolCallDelta(index=0, args_delta='"}'))
+    return "".join(text)
+
+
+def test_a_long_answer_is_built_as_streamed() -> None:
+    for tokens in (0, 1, 15, 16, 17, 1000):
+        builder = PartsBuilder()
+        expected = _fed_long_answer(builder, tokens)
+        parts = builder.build().parts
+        thinking, text, call = parts if tokens else (None, None, parts[0])
+        if tokens:
+            assert isinstance(thinking, ThinkingPart) and thinking.data.content == expected.upper()
+            assert isinstance(text, TextPart) and text.data.text == expected
+        assert isinstance(call, ToolPart)
+        assert call.data.args == {"s": expected.replace(" ", "")}
+
+
+def test_an_answer_being_streamed_holds_its_text_not_each_delta() -> None:
+    """While a stream is open its answer is kept for the message; a delta's string costs
+    ~60 bytes around a few characters, so kept one by one a long answer held ~15 times
+    its text for as long as the stream was open."""
+    builder = PartsBuilder()
+    tracemalloc.start()
+    try:
+        began = tracemalloc.get_traced_memory()[0]
+        expected = _fed_long_answer(builder, 3000)  # 9,000 characters of text a segment
+        held = tracemalloc.get_traced_memory()[0] - began
+    finally:
+        tracemalloc.stop()
+    assert len(expected) == 9000
+    assert held < 3 * 2 * len(expected)  # three segments: ~1.2x their text each, not ~20x

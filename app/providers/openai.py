@@ -118,6 +118,8 @@ class OpenAIProvider:
         # Closing the response (also on aclose() when the client is gone or the run is
         # cancelled) closes the upstream connection now, which is what stops the spend.
         # The params are not kept in this frame: they would live as long as the stream.
+        # Nor the bytes read or the parsed chunk: this frame waits at every `yield` and
+        # for the next read, and would hold them (~1 KB a stream) until the next chunk.
         with self._mapped_errors():
             response = await self._send(self._params(request))
             try:
@@ -127,14 +129,16 @@ class OpenAIProvider:
                 first = True
                 async with aclosing(_sse.body(response)) as body:
                     async for data in body:
-                        for event in decoder.feed(data):
+                        events = decoder.feed(data)
+                        del data
+                        for event in events:
                             if event.data.startswith(b"[DONE]"):
                                 done = True
                                 break
-                            chunk = self._chunk(event, response)
-                            if chunk is None:
+                            items = self._events(event, response, first)
+                            if items is None:
                                 continue
-                            for item in chunk_to_events(chunk, first=first):
+                            for item in items:
                                 finished = finished or isinstance(item, Finish)
                                 yield item
                             first = False
@@ -156,6 +160,13 @@ class OpenAIProvider:
         are plain JSON already.
         """
         return await self._client.post_stream("/chat/completions", params)
+
+    def _events(
+        self, event: _sse.SSEvent, response: httpx2.Response, first: bool
+    ) -> list[ProviderEvent] | None:
+        """One event's chunk as provider events; None for a keep-alive."""
+        chunk = self._chunk(event, response)
+        return None if chunk is None else chunk_to_events(chunk, first=first)
 
     def _chunk(self, event: _sse.SSEvent, response: httpx2.Response) -> dict[str, Any] | None:
         """One event's chunk; None for a keep-alive. An error in the stream raises.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import email.utils
 import gzip
 import time
+import types
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import openai
@@ -713,3 +714,39 @@ def test_fixture_files_carry_no_credentials() -> None:
         assert "authorization" not in text
         assert "bearer" not in text
         assert "sk-" not in text
+
+
+def _parsed_chunks_held(frame: Any) -> int:
+    """Parsed chunks (dicts with `choices`) reachable from a frame's locals."""
+    found, seen = 0, set[int]()
+    todo = [(value, 0) for value in frame.f_locals.values()]
+    while todo:
+        obj, depth = todo.pop()
+        if id(obj) in seen or depth > 3:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, dict):
+            found += "choices" in obj
+            todo += [(v, depth + 1) for v in obj.values()]
+        elif isinstance(obj, list | tuple):
+            todo += [(v, depth + 1) for v in obj]
+    return found
+
+
+async def test_a_stream_waiting_for_its_next_chunk_holds_no_parsed_chunk(
+    provider: OpenAIProvider, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    """An open stream spends most of its life waiting for the next chunk: what it holds
+    then is memory per open stream. The chunk it last parsed is events by then."""
+    openai_upstream.enqueue(Completion(text=["Hel", "lo"], delay=0.2))
+    stream = provider.stream(ask())
+    try:
+        async for event in stream:
+            if isinstance(event, TextDelta):
+                break
+        frame = cast(types.AsyncGeneratorType[ProviderEvent, None], stream).ag_frame
+        assert frame is not None
+        assert _parsed_chunks_held(frame) == 0
+        assert [e.text async for e in stream if isinstance(e, TextDelta)] == ["lo"]
+    finally:
+        await stream.aclose()

@@ -20,8 +20,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import routing as fastapi_routing
 from fastapi.routing import APIRoute
 
+from app.api.direct_handler import direct_handler, direct_shape
 from app.domain import jsontext
 from app.domain.text import valid_json
 
@@ -29,6 +31,18 @@ MAX_DEPTH = 100
 
 
 class ValidTextRequest(Request):
+    _body_error: Exception | None = None
+
+    async def body(self) -> bytes:
+        # A second read (FastAPI's handler after `direct_handler`'s) sees the first's error.
+        if self._body_error is not None:
+            raise self._body_error
+        try:
+            return await super().body()
+        except Exception as exc:
+            self._body_error = exc
+            raise
+
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             value = jsontext.loads(await self.body())
@@ -42,6 +56,13 @@ class ValidTextRequest(Request):
 class ValidTextRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        # The route as FastAPI's handler sees it (an included route's prefix, dependencies).
+        context = fastapi_routing._effective_route_context_var.get()
+        route = context if context is not None and context.original_route is self else self
+        if direct_shape(route.dependant, route.body_field, route._embed_body_fields):
+            handler = direct_handler(
+                route.dependant, route.body_field, route.dependency_overrides_provider, handler
+            )
 
         async def valid_text_handler(request: Request) -> Response:
             return await handler(ValidTextRequest(request.scope, request.receive))

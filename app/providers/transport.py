@@ -141,10 +141,12 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
             url=httpcore2.URL(
                 scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
             ),
-            headers=request.headers.raw,
             content=request.stream,
             extensions=request.extensions,
         )
+        # httpx's header pairs are bytes already: httpcore's check of each name and value
+        # (two calls a header, ~17 headers) would find nothing, on the way to the first token.
+        req.headers = request.headers.raw
         timeout = request.extensions.get("timeout", {}).get("pool")
         origin = req.url.origin
         while True:

@@ -48,3 +48,33 @@ def test_two_apps_count_apart() -> None:
     assert _lines(first, "chatbff_time_to_first_token_seconds_count") == [
         'chatbff_time_to_first_token_seconds_count{model="m1"} 1.0'
     ]
+
+
+EDGES = [0.0, 0.005, 0.0051, 0.01, 0.3, 1.0, 2.5, 59.9, 60.0, 61.0, 1e9, -1.0, float("nan")]
+
+
+def _exposed(metrics: Metrics) -> list[str]:
+    text = metrics.render()[0].decode()
+    return [
+        line
+        for line in text.splitlines()
+        if line.startswith("chatbff_") and "_created" not in line.split("{")[0]
+    ]
+
+
+def test_observations_are_exposed_as_the_librarys_own_observe_exposes_them() -> None:
+    ours, library = Metrics(), Metrics()
+    for seconds in EDGES:
+        ours.observe_ttft("m1", seconds)
+        ours.observe_provider_call("openai", "m1", seconds)
+        ours.observe_request("POST", "/api/chat", 200, seconds)
+        ours.run_finished("completed", seconds)
+        library._ttft("m1").observe(seconds)
+        library._provider_seconds("openai", "m1").observe(seconds)
+        library._request_seconds("POST", "/api/chat").observe(seconds)
+        library._requests("POST", "/api/chat", "200").inc()
+        library._active_runs.dec()
+        library._run_seconds("completed").observe(seconds)
+
+    assert _exposed(ours) == _exposed(library)
+    assert 'chatbff_time_to_first_token_seconds_bucket{le="0.005",model="m1"} 3.0' in _exposed(ours)

@@ -7,6 +7,8 @@ import socket
 
 import pytest
 
+from tests.support.session_heap import freeze_between_tests, freeze_session_heap
+
 # Tests never reach the internet: refuse any connection that is not loopback.
 _real_connect = socket.socket.connect
 
@@ -39,3 +41,13 @@ def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "ANTHROPIC_")) or name in {"DATABASE_URL", "JWT_SECRET"}:
             monkeypatch.delenv(name, raising=False)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The session's objects live as long as it does: freeze them (see session_heap)."""
+    freeze_session_heap()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    freeze_between_tests()

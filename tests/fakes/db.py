@@ -63,6 +63,7 @@ from app.store.db import create_engine, session_factory
 from app.store.migrate import Migrations, upgrade_database
 from app.tools.modules import migration_dirs
 from tests.support.required import unavailable
+from tests.support.session_heap import keep_session_heap_frozen
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 _unreachable: list[str] = []  # reason, remembered after the first failed connection
@@ -246,8 +247,9 @@ def make_api() -> MakeApi:
         settings: Settings, *, providers: Mapping[str, Provider] | None = None
     ) -> AsyncIterator[ApiClient]:
         app = create_app(settings, providers=providers)
-        async with app.router.lifespan_context(app), ApiClient(app) as client:
-            yield client
+        with keep_session_heap_frozen():
+            async with app.router.lifespan_context(app), ApiClient(app) as client:
+                yield client
 
     return start
 

@@ -3,10 +3,14 @@
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/cg.%p \\
         .venv/bin/python -m bench.callgrind v1|chat|v1-nonstream|nonstream [--n 50]
     .venv/bin/python -m bench.callgrind v1 --cprofile      # where the time goes, no valgrind
+    .venv/bin/python -m bench.callgrind persisted --chunks 500 --n 20 [--postgres]
+    .venv/bin/python -m bench.callgrind chat --chunks 500 --n 20   # its stateless stream
 
 Starts the fake upstream, builds the app in this process and drives it through ASGI (no
 HTTP server, no client socket): `--warm` requests first, then `--n` more one at a time
-(streams of 5 chunks, or non-streaming answers), with callgrind's instrumentation switched
+(streams of 5 chunks or `--chunks`, or non-streaming answers; `persisted`: a message
+sent to a conversation created before the count, `POST /api/conversations/{id}/messages`
+as an SSE stream, the same answer as `chat`'s), with callgrind's instrumentation switched
 on only around those (`callgrind_control -i on|off`); the usage rows' batched INSERT
 and the heap trimmer (timers', not the request's) are held off while counting. Prints
 the instructions it counted (also in the out file's `totals:` line). The count does not
@@ -31,16 +35,16 @@ from bench.processes import Upstream, catalogue
 from bench.sizes import PROMPT, model
 
 
-def _environment(upstream: Upstream, db: Path) -> None:
+def _environment(upstream: Upstream, database_url: str, chunks: int) -> None:
     for key in list(os.environ):
         if key.startswith(("OPENAI_", "ANTHROPIC_", "JWT_", "RATE_LIMIT_", "DATABASE_URL")):
             del os.environ[key]
     os.environ.update(
         OPENAI_API_KEY="sk-bench",
         OPENAI_BASE_URL=f"http://127.0.0.1:{upstream.port}/v1",
-        DATABASE_URL=f"sqlite+aiosqlite:///{db}",
+        DATABASE_URL=database_url,
         LOG_LEVEL="WARNING",
-        MODELS_JSON=catalogue([(5, 0), (20, 0)]),
+        MODELS_JSON=catalogue(sorted({(5, 0), (20, 0), (chunks, 0)})),
         DEFAULT_MODEL=model(5, 0),
         RATE_LIMIT_REQUESTS_PER_MINUTE="0",
         RATE_LIMIT_CONCURRENT_RUNS="0",
@@ -48,11 +52,11 @@ def _environment(upstream: Upstream, db: Path) -> None:
     )
 
 
-def _scope(path: str, length: int) -> dict[str, Any]:
+def _scope(path: str, length: int, accept: bytes) -> dict[str, Any]:
     headers = [
         (b"host", b"127.0.0.1:8000"),
         (b"content-type", b"application/json"),
-        (b"accept", b"application/json"),
+        (b"accept", accept),
         (b"content-length", str(length).encode()),
     ]
     return {
@@ -72,8 +76,15 @@ def _scope(path: str, length: int) -> dict[str, Any]:
     }
 
 
-async def _one(app: Any, path: str, body: bytes) -> int:
-    """One request through the app; the status, once the response's last body went out."""
+async def _one(
+    app: Any,
+    path: str,
+    body: bytes,
+    accept: bytes = b"application/json",
+    out: bytearray | None = None,
+) -> int:
+    """One request through the app; the status, once the response's last body went out
+    (its bytes appended to `out` when given)."""
     done = asyncio.get_running_loop().create_future()
     sent = False
     status = 0
@@ -90,12 +101,13 @@ async def _one(app: Any, path: str, body: bytes) -> int:
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]
-        elif message["type"] == "http.response.body" and not (
-            message.get("more_body") or done.done()
-        ):
-            done.set_result(None)
+        elif message["type"] == "http.response.body":
+            if out is not None:
+                out.extend(message.get("body", b""))
+            if not (message.get("more_body") or done.done()):
+                done.set_result(None)
 
-    task = asyncio.ensure_future(app(_scope(path, len(body)), receive, send))
+    task = asyncio.ensure_future(app(_scope(path, len(body), accept), receive, send))
     await done
     await task
     return status
@@ -114,7 +126,33 @@ def _toggle(on: bool) -> None:
     )
 
 
-async def drive(kind: str, n: int, warm: int, profile: Path | None) -> None:
+async def _conversations(app: Any, count: int, chunks: int) -> list[str]:
+    """Conversations to send to, created before the count (as `bench.run --only 3` does)."""
+    body = json.dumps({"title": "callgrind", "model": model(chunks, 0)}).encode()
+    ids = []
+    for _ in range(count):
+        out = bytearray()
+        assert await _one(app, "/api/conversations", body, out=out) in (200, 201), bytes(out)
+        ids.append(str(json.loads(out)["id"]))
+    return ids
+
+
+def _requests(kind: str, chunks: int) -> tuple[str, bytes, bytes]:
+    """(path, body, accept) of one request of `kind`; `persisted`'s path has `{id}`."""
+    if kind == "persisted":
+        payload: dict[str, Any] = {"content": "Say something.", "model": model(chunks, 0)}
+        return (
+            "/api/conversations/{id}/messages",
+            json.dumps(payload).encode(),
+            b"text/event-stream",
+        )
+    path = "/v1/chat/completions" if kind.startswith("v1") else "/api/chat"
+    stream = not kind.endswith("nonstream")
+    payload = {"model": model(chunks if stream else 20, 0), "messages": PROMPT, "stream": stream}
+    return path, json.dumps(payload, separators=(",", ":")).encode(), b"application/json"
+
+
+async def drive(kind: str, n: int, warm: int, chunks: int, profile: Path | None) -> None:
     from app.main import create_app
     from app.observability import memory
 
@@ -122,14 +160,14 @@ async def drive(kind: str, n: int, warm: int, profile: Path | None) -> None:
     # run is (valgrind: minutes): off, like the usage rows' timer below.
     memory.Trimmer.start = lambda self: None  # type: ignore[method-assign]
 
-    path = "/v1/chat/completions" if kind.startswith("v1") else "/api/chat"
-    stream = not kind.endswith("nonstream")
-    payload = {"model": model(5 if stream else 20, 0), "messages": PROMPT, "stream": stream}
-    body = json.dumps(payload, separators=(",", ":")).encode()
+    path, body, accept = _requests(kind, chunks)
     app = create_app()
     async with app.router.lifespan_context(app):
-        for _ in range(warm):
-            assert await _one(app, path, body) == 200
+        paths = [path] * (warm + n)
+        if kind == "persisted":
+            paths = [path.format(id=c) for c in await _conversations(app, warm + n, chunks)]
+        for p in paths[:warm]:
+            assert await _one(app, p, body, accept) == 200
         # The usage rows' batched INSERT runs on a 100 ms timer: how many batches fall in
         # the window depends on how slow the run is, so it stays out of the count.
         await app.state.services.usage._writer.flush()
@@ -141,26 +179,37 @@ async def drive(kind: str, n: int, warm: int, profile: Path | None) -> None:
             profiler = cProfile.Profile()
             profiler.enable()
         _toggle(True)
-        for _ in range(n):
-            await _one(app, path, body)
+        for p in paths[warm:]:
+            await _one(app, p, body, accept)
         _toggle(False)
         if profiler is not None and profile is not None:
             profiler.disable()
             profiler.dump_stats(profile)
-    print(f"{kind}: {n} requests after {warm} to warm up")
+    print(f"{kind}: {n} requests of {chunks} chunks after {warm} to warm up")
+
+
+async def _on_postgres(upstream: Upstream, args: argparse.Namespace) -> None:
+    from bench.persisted import postgres_database
+
+    async with postgres_database() as url:
+        _environment(upstream, url, args.chunks)
+        await drive(args.kind, args.n, args.warm, args.chunks, args.cprofile)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kind", choices=["v1", "chat", "v1-nonstream", "nonstream"])
+    parser.add_argument("kind", choices=["v1", "chat", "v1-nonstream", "nonstream", "persisted"])
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--warm", type=int, default=30)
+    parser.add_argument("--chunks", type=int, default=5, help="chunks a streamed answer")
+    parser.add_argument(
+        "--postgres", action="store_true", help="a scratch Postgres database, not SQLite"
+    )
     parser.add_argument("--cprofile", type=Path, help="write cProfile stats here instead")
     args = parser.parse_args()
     upstream = Upstream.start()
     tmp = Path(tempfile.mkdtemp(prefix="chat-bff-callgrind-"))
     try:
-        _environment(upstream, tmp / "cg.db")
         if args.cprofile is not None:
             os.environ["BENCH_CALLGRIND_OFF"] = "1"
         try:
@@ -169,7 +218,11 @@ def main() -> None:
             runner: Any = uvloop.run
         except ImportError:
             runner = asyncio.run
-        runner(drive(args.kind, args.n, args.warm, args.cprofile))
+        if args.postgres:
+            runner(_on_postgres(upstream, args))
+        else:
+            _environment(upstream, f"sqlite+aiosqlite:///{tmp / 'cg.db'}", args.chunks)
+            runner(drive(args.kind, args.n, args.warm, args.chunks, args.cprofile))
     finally:
         upstream.stop()
         shutil.rmtree(tmp, ignore_errors=True)

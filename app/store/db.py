@@ -55,7 +55,12 @@ def json_serializer(value: Any) -> str:
     Postgres JSONB (and text) cannot store U+0000; a model that emits one must not make
     its answer unstorable. SQLite would keep it, but both databases keep the same data.
     """
-    return _NUL_IN_JSON.sub(r"\1\\ufffd", json.dumps(value))
+    text = json.dumps(value)
+    # The substitution scans every position of the text (a look-behind at each): an
+    # answer's content is kilobytes, and almost never holds a NUL to replace.
+    if "\\u0000" not in text:
+        return text
+    return _NUL_IN_JSON.sub(r"\1\\ufffd", text)
 
 
 def create_engine(url: str) -> AsyncEngine:

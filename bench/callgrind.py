@@ -159,6 +159,14 @@ async def drive(kind: str, n: int, warm: int, chunks: int, profile: Path | None)
     # The heap trimmer's 30 s timer would fall inside or outside the count by how slow the
     # run is (valgrind: minutes): off, like the usage rows' timer below.
     memory.Trimmer.start = lambda self: None  # type: ignore[method-assign]
+    # Likewise a persisted run's event writer stores a batch after 1 s at the latest: under
+    # valgrind a run takes seconds, so that timer would add batches the service does not
+    # write (a 500-chunk answer is two: 256 events, then the rest with the run's end).
+    from app.runs.writer import EventWriter
+
+    defaults = EventWriter.__init__.__kwdefaults__
+    assert defaults is not None
+    defaults["max_delay"] = 3600.0
 
     path, body, accept = _requests(kind, chunks)
     app = create_app()

@@ -12,7 +12,9 @@ Postgres, each time with a database made for this test alone.
                    the same, but already at Alembic head, the example graph's tables
                    included (`WITH_EXAMPLE`): a copy of a template migrated once per
                    session (file copy / `CREATE DATABASE ... TEMPLATE`), so a test pays
-                   ~50 ms instead of a full migration.
+                   ~50 ms instead of a full migration. On Postgres a copy a test left
+                   with the template's schema is emptied and given to a later test
+                   instead of being dropped (tests/support/pg_reuse.py).
     postgres_url   an empty Postgres database, unparametrized (Postgres-only tests).
     end_connections(url)
                    a function, not a fixture: ends every backend of that Postgres
@@ -62,12 +64,15 @@ from app.settings import Settings
 from app.store.db import create_engine, session_factory
 from app.store.migrate import Migrations, upgrade_database
 from app.tools.modules import migration_dirs
+from tests.support import pg_reuse
 from tests.support.required import unavailable
 from tests.support.session_heap import keep_session_heap_frozen
 
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 _unreachable: list[str] = []  # reason, remembered after the first failed connection
 _templates: dict[str, str] = {}  # kind -> migrated template (Postgres name / SQLite path)
+_pg_template: list[pg_reuse.Snapshot] = []  # the Postgres template's state, if reusable
+_pg_free: list[str] = []  # copies of the Postgres template reset by the tests before
 
 MakeApi = Callable[..., AbstractAsyncContextManager["ApiClient"]]
 # The schema of the migrated template: the core plus the example graph's tables, so tests
@@ -150,7 +155,33 @@ async def _migrated_template(kind: str, tmp_root: Path) -> str:
             await engine.dispose()  # closes every connection: the template can be copied
         if kind == "sqlite":
             _templates[kind] = str(path)
+        else:
+            await _remember_template(url)
     return _templates[kind]
+
+
+async def _remember_template(url: str) -> None:
+    conn = await asyncpg.connect(_dsn(url), timeout=5)
+    try:
+        if await pg_reuse.template_rows(conn) == 0:
+            _pg_template.append(await pg_reuse.snapshot(conn))
+    finally:
+        await conn.close()
+
+
+async def _reset_for_reuse(url: str) -> bool:
+    """Back to the template's state, for a later test (see tests/support/pg_reuse.py)."""
+    if not _pg_template:
+        return False
+    try:
+        await end_connections(url)
+        conn = await asyncpg.connect(_dsn(url), timeout=5)
+        try:
+            return await pg_reuse.reset(conn, _pg_template[0])
+        finally:
+            await conn.close()
+    except (OSError, asyncpg.PostgresError, TimeoutError):
+        return False
 
 
 @asynccontextmanager
@@ -165,13 +196,19 @@ async def _fresh_database(
         yield f"sqlite+aiosqlite:///{path}"
         return
     template = await _migrated_template(kind, tmp_path) if template_root else None
-    name = f"chatbff_t_{uuid.uuid4().hex[:16]}"
-    clause = f' TEMPLATE "{template}"' if template else ""
-    await _admin_execute(f'CREATE DATABASE "{name}"{clause}')
+    if template and _pg_free:
+        name = _pg_free.pop()
+    else:
+        name = f"chatbff_t_{uuid.uuid4().hex[:16]}"
+        clause = f' TEMPLATE "{template}"' if template else ""
+        await _admin_execute(f'CREATE DATABASE "{name}"{clause}')
     try:
         yield _pg_url(name)
     finally:
-        await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if template and await _reset_for_reuse(_pg_url(name)):
+            _pg_free.append(name)
+        else:
+            await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -266,7 +303,8 @@ def api_services(api: ApiClient) -> Services:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Drop the session's Postgres template database."""
-    name = _templates.pop("postgres", None)
-    if name is not None:
+    """Drop the session's Postgres template database and the copies kept for reuse."""
+    names = [*_pg_free, *filter(None, [_templates.pop("postgres", None)])]
+    _pg_free.clear()
+    for name in names:
         asyncio.run(_admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -25,9 +25,19 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi import params as fastapi_params
 from fastapi.dependencies.models import Dependant
-from fastapi.telemetry._api import _get_request_telemetry
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def _telemetry_probe() -> Callable[[], object] | None:
+    """FastAPI's "is this request traced" (internal; the version is pinned in constraints.txt).
+    None when a FastAPI lacks it: then FastAPI's handler serves every request."""
+    try:
+        from fastapi.telemetry._api import _get_request_telemetry
+    except ImportError:
+        return None
+    probe: Callable[[], object] = _get_request_telemetry
+    return probe
 
 
 def _takes_only_request(dependant: Dependant) -> bool:
@@ -109,6 +119,9 @@ def direct_handler(
     (`app.api.routing.ValidTextRequest`)."""
     call = dependant.call
     assert call is not None
+    traced = _telemetry_probe()
+    if traced is None:
+        return fallback
     body_name = dependant.body_params[0].name
     request_name = dependant.request_param_name
     dependencies: list[tuple[str, Callable[[Request], Coroutine[Any, Any, Any]], bool]] = [
@@ -119,7 +132,7 @@ def direct_handler(
 
     async def handle(request: Request) -> Response:
         if (
-            _get_request_telemetry() is not None
+            traced() is not None
             or getattr(overrides, "dependency_overrides", None)
             or not _json_content(request)
         ):

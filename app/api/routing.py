@@ -53,13 +53,31 @@ class ValidTextRequest(Request):
         return self._json
 
 
+def _effective_route(route: APIRoute) -> APIRoute | None:
+    """The route as FastAPI's handler sees it (an included route's prefix, dependencies).
+
+    Read from FastAPI's internals (the version is pinned in constraints.txt); a FastAPI
+    without them gives None, and FastAPI's own handler serves every request."""
+    context_var = getattr(fastapi_routing, "_effective_route_context_var", None)
+    if context_var is None:
+        return None
+    context = context_var.get()
+    if context is None or getattr(context, "original_route", None) is not route:
+        return route
+    effective: APIRoute = context
+    return effective
+
+
 class ValidTextRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        # The route as FastAPI's handler sees it (an included route's prefix, dependencies).
-        context = fastapi_routing._effective_route_context_var.get()
-        route = context if context is not None and context.original_route is self else self
-        if direct_shape(route.dependant, route.body_field, route._embed_body_fields):
+        route = _effective_route(self)
+        embed = getattr(route, "_embed_body_fields", None)
+        if (
+            route is not None
+            and embed is not None
+            and direct_shape(route.dependant, route.body_field, embed)
+        ):
             handler = direct_handler(
                 route.dependant, route.body_field, route.dependency_overrides_provider, handler
             )

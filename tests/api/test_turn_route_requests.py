@@ -5,6 +5,7 @@ other request is answered as FastAPI answers it, and the caller is counted once.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -92,3 +93,19 @@ async def test_dependency_overrides_still_apply(
         response = await api.post(url, json=ROUTES[url], headers=ALICE)
 
     assert response.status_code == 503
+
+
+@pytest.mark.parametrize("url", ROUTES)
+async def test_a_fastapi_without_the_telemetry_internal_still_serves_every_request(
+    make_api: MakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    # The direct path asks FastAPI's internal telemetry module whether a request is traced;
+    # a FastAPI release without it leaves the routes to FastAPI's own handler, answering.
+    monkeypatch.setitem(sys.modules, "fastapi.telemetry._api", None)
+
+    async with make_api(settings(tmp_path, rate_limit_requests_per_minute=2)) as api:
+        refused = await api.post(url, json={"messages": "not a list"}, headers=ALICE)
+        answered = await api.post(url, json=ROUTES[url], headers=ALICE)
+        over = await api.post(url, json=ROUTES[url], headers=ALICE)
+
+    assert [refused.status_code, answered.status_code, over.status_code] == [REFUSED[url], 200, 429]

@@ -2,7 +2,8 @@
 
 The same statements as the repositories send for `RunJournal` (the conversation's read,
 the claim's statement and the history, event batches, the end's batch and statement),
-in the same transactions and round trips, without SQLAlchemy's execution around each:
+in the same transactions (the end with events: one statement, atomic by itself, one
+round trip instead of four), without SQLAlchemy's execution around each:
 a unit's session and each statement's execution and greenlet switch cost more CPU than
 asyncpg's own work for them. `Prepared` keeps SQLAlchemy's SQL and its processing of
 values; the pooled connection keeps the codecs SQLAlchemy set on it (JSON, JSONB).
@@ -31,7 +32,7 @@ from app.store.observe import Observe, observer
 from app.store.prepared import Prepared
 from app.store.records import ConversationRecord
 from app.store.repos.conversations import conversation_not_found, to_record
-from app.store.repos.events import driver_batch
+from app.store.repos.events import batch_params, driver_batch
 from app.store.repos.message_values import AppendValues
 from app.store.repos.messages import core_record
 from app.store.repos.turn_statements import (
@@ -131,7 +132,11 @@ class PostgresTurns:
         self, values: AppendValues, closing: RunClose, run_id: str, events: list[SequencedEvent]
     ) -> bool:
         """`SqliteTurns.end`: the last events and the answer's statement, which writes the
-        run's end and usage rows along (`append_message`)."""
+        run's end and usage rows along (`append_message`). With events, one statement and
+        one round trip (`append_message`'s `whole`): BEGIN, the batch's INSERT and COMMIT
+        were three more, and each trip the loop sleeps on costs a run CPU after it."""
+        if events:
+            return await self._end_whole(values, closing, run_id, events)
         answer = self._prepared(append_message(**values.options, close_run=True))
         params = together_params(values, closing=closing)
         try:
@@ -144,6 +149,19 @@ class PostgresTurns:
         except _Undo:
             return False
         return True
+
+    async def _end_whole(
+        self, values: AppendValues, closing: RunClose, run_id: str, events: list[SequencedEvent]
+    ) -> bool:
+        answer = self._prepared(append_message(**values.options, close_run=True, whole=True))
+        params = together_params(values, closing=closing)
+        params.update(batch_params(run_id, events))
+        async with self._connection() as conn:
+            try:
+                found = await conn.row(answer, params)
+            except asyncpg.DivisionByZeroError:
+                return False  # the id taken or the run gone: the statement undid itself
+        return found is not None
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[_Connection]:

@@ -8,10 +8,11 @@ import asyncio
 
 import pytest
 from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.domain.errors import Conflict, NotFound
-from app.domain.events import UsageInfo
+from app.domain.events import RunEnd, SequencedEvent, TextDeltaEvent, UsageInfo
 from app.domain.messages import Message
 from app.domain.usage import CallUsage
 from app.runs.journal import RunJournal
@@ -100,7 +101,25 @@ async def test_a_run_started_while_a_decision_holds_the_conversation_is_entered_
     assert [(e.seq, e.kind) for e in feed] == [(1, "part"), (2, "run")]
 
 
-async def _finish(db: Database, cid: str, run_id: str, answer: Message) -> None:
+def _last_events(run_id: str) -> list[SequencedEvent]:
+    """A run's last batch: what the writer hands the end along with the answer."""
+    delta = TextDeltaEvent(run_id=run_id, message_id=f"msg_{run_id}", delta="Hi!")
+    end = RunEnd(run_id=run_id, status="completed")
+    return [SequencedEvent(seq=2, event=delta), SequencedEvent(seq=3, event=end)]
+
+
+async def _stored_events(db: Database, run_id: str) -> list[int]:
+    async with db.read() as tx:
+        return [e.seq for e in await tx.events.after(run_id)]
+
+
+async def _finish(
+    db: Database,
+    cid: str,
+    run_id: str,
+    answer: Message,
+    events: list[SequencedEvent] | None = None,
+) -> None:
     rows = usage_entries(
         user_id="alice",
         roles=["user"],
@@ -117,6 +136,7 @@ async def _finish(db: Database, cid: str, run_id: str, answer: Message) -> None:
         usage=UsageInfo(input_tokens=5, output_tokens=7, model_calls=1),
         error=None,
         last_seq=3,
+        events=events,
         usage_rows=rows,
     )
 
@@ -186,3 +206,64 @@ async def test_the_end_of_a_run_that_is_gone_is_not_found(db: Database) -> None:
         spent = await tx.usage.by_day_and_model("alice", "2000-01-01", "2999-01-01")
     assert [m.text() for m in history] == ["Hello"]  # the transaction was rolled back
     assert spent == []
+
+
+async def test_a_run_s_end_stores_its_last_events_with_its_answer(db: Database) -> None:
+    cid = await _conversation(db)
+    await _begin(db, cid, "run_1", "Hello")
+    answer = Message(id="msg_run_1", role="assistant", content="Hi!")
+    await _finish(db, cid, "run_1", answer, _last_events("run_1"))
+
+    run, history, conversation, spent = await _stored(db, cid, "run_1")
+
+    assert await _stored_events(db, "run_1") == [2, 3]
+    assert (run.status, run.last_seq) == ("completed", 3)
+    assert [m.text() for m in history] == ["Hello", "Hi!"]
+    assert (conversation.active_run_id, conversation.message_count) == (None, 2)
+    assert [t.calls for t in spent] == [1]
+
+
+async def test_an_end_with_events_whose_answer_is_stored_already_stores_them_once(
+    db: Database,
+) -> None:
+    """The answer's id taken: on Postgres the end's one statement undoes itself (its
+    batch too) and the end is done again; its events are stored once, not refused as
+    stored already."""
+    cid = await _conversation(db)
+    await _begin(db, cid, "run_1", "Hello")
+    async with db.write() as tx:
+        await tx.messages.append(
+            "alice", cid, Message(id="msg_run_1", role="assistant", content="Hi")
+        )
+    answer = Message(id="msg_run_1", role="assistant", content="Hi!")
+    await _finish(db, cid, "run_1", answer, _last_events("run_1"))
+
+    run, history, conversation, spent = await _stored(db, cid, "run_1")
+
+    assert await _stored_events(db, "run_1") == [2, 3]
+    assert run.status == "completed"
+    assert [m.text() for m in history] == ["Hello", "Hi!"]
+    assert (conversation.active_run_id, conversation.message_count) == (None, 2)
+    assert [t.calls for t in spent] == [1]
+
+
+async def test_the_end_with_events_of_a_run_that_is_gone_stores_none_of_it(
+    db: Database,
+) -> None:
+    """Its events name a run that is not there (a foreign key): refused, and neither the
+    answer nor the usage rows stay."""
+    cid = await _conversation(db)
+    await _begin(db, cid, "run_1", "Hello")
+    async with db.write() as tx:
+        await tx.session.execute(delete(RunRow).where(RunRow.id == "run_1"))
+
+    answer = Message(id="msg_run_1", role="assistant", content="Hi!")
+    with pytest.raises(IntegrityError):
+        await _finish(db, cid, "run_1", answer, _last_events("run_1"))
+
+    async with db.read() as tx:
+        history = await tx.messages.history("alice", cid)
+        spent = await tx.usage.by_day_and_model("alice", "2000-01-01", "2999-01-01")
+    assert [m.text() for m in history] == ["Hello"]
+    assert spent == []
+    assert await _stored_events(db, "run_1") == []

@@ -122,6 +122,19 @@ def driver_batch(dialect: Dialect, run_id: str, events: list[SequencedEvent]) ->
     return batch.sql, (run_id, events[-1].seq, frames, data, batch.stamp(utcnow()))
 
 
+def batch_params(run_id: str, events: list[SequencedEvent]) -> dict[str, Any]:
+    """The batch's row as `append_message`'s `whole` takes it: parameters `e_` and the
+    column."""
+    frames, data = frame(events)
+    return {
+        "e_run_id": run_id,
+        "e_seq": events[-1].seq,
+        "e_frames": frames,
+        "e_data": data,
+        "e_created_at": utcnow(),
+    }
+
+
 class _BatchInsert:
     """The driver-level INSERT of an event batch's row, made once per database dialect.
 

@@ -33,7 +33,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert, Update
 
 from app.store.repos.message_values import AppendValues
-from app.store.tables.core import ConversationRow, MessageRow, RunRow
+from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
 from app.store.tables.feed import FeedRow
 from app.store.tables.usage import UsageRow
 
@@ -42,6 +42,7 @@ MESSAGES = cast(Table, MessageRow.__table__)
 RUNS = cast(Table, RunRow.__table__)
 FEED = cast(Table, FeedRow.__table__)
 USAGE = cast(Table, UsageRow.__table__)
+EVENTS = cast(Table, RunEventRow.__table__)
 
 _c = CONVERSATIONS.c
 _m = MESSAGES.c
@@ -133,6 +134,7 @@ def append_message(
     claim: bool,
     start_run: bool = False,
     close_run: bool = False,
+    whole: bool = False,
 ) -> Select[Any]:
     """Postgres: `bump_conversation` and the message's INSERT in one statement, one round
     trip (a data-modifying WITH). The INSERT takes the position the UPDATE handed out and
@@ -156,7 +158,14 @@ def append_message(
     `close_run` (with `release`: the answer of the run p_release) also sets the run's
     final columns (parameters `u_` and the column) and inserts its usage rows (`u_rows`,
     a JSON array of rows by column), whatever becomes of the message; a last column says
-    how many runs were updated (0: the run is gone)."""
+    how many runs were updated (0: the run is gone).
+
+    `whole` (with `close_run`) also inserts the run's last event batch (parameters `e_`
+    and the columns of `run_events`) and makes the statement need no transaction around
+    it: the batch, the run's end and the usage rows are written only when the UPDATE
+    matched (as the message), and when the message's id is taken or the run is gone a
+    last column divides by zero, so the statement fails and Postgres undoes all of it,
+    as the rollback of the transaction did."""
     bumped = bump_conversation(
         preview=preview, title=title, release=release, claim=claim, id_check=False
     ).cte("bumped")
@@ -191,9 +200,26 @@ def append_message(
         statement = statement.add_columns(select(func.count()).select_from(feed).scalar_subquery())
     if close_run:
         ended = update(RUNS).where(RUNS.c.id == bindparam("p_release")).values(_RUN_END)
-        statement = statement.add_cte(_USAGE_ROWS)
-        ended_count = select(func.count()).select_from(ended.returning(RUNS.c.id).cte("ended"))
-        statement = statement.add_columns(ended_count.scalar_subquery())
+        usage = _USAGE_ROWS
+        if whole:
+            matched = select(bumped.c.next_position).exists()
+            ended = ended.where(matched)
+            usage = _usage_rows(matched)
+            batch = insert(EVENTS).from_select(
+                _EVENT_COLUMNS, _typed_row(bumped, EVENTS, _EVENT_COLUMNS, "e_", {})
+            )
+            statement = statement.add_cte(batch.returning(EVENTS.c.seq).cte("batch_added"))
+        statement = statement.add_cte(usage)
+        ended_count = (
+            select(func.count())
+            .select_from(ended.returning(RUNS.c.id).cte("ended"))
+            .scalar_subquery()
+        )
+        statement = statement.add_columns(ended_count)
+        if whole:
+            statement = statement.add_columns(
+                (literal_column("1") / (inserted * ended_count)).label("whole")
+            )
     return statement
 
 
@@ -213,6 +239,7 @@ def _typed_row(
 
 
 _MESSAGE_COLUMNS = [c.name for c in MESSAGES.c if c.name not in ("superseded_at", "superseded_by")]
+_EVENT_COLUMNS = [c.name for c in EVENTS.c]
 
 # A run's final columns, from parameters named `u_` and the column.
 RUN_END_COLUMNS = ("status", "ended_at", "error", "usage", "last_seq")
@@ -223,12 +250,14 @@ _USAGE_COLUMNS = [c.name for c in USAGE.c]
 _USAGE_RECORDS = func.jsonb_populate_recordset(
     literal_column(f"NULL::{USAGE.name}"), bindparam("u_rows", type_=postgresql.JSONB)
 ).table_valued(*_USAGE_COLUMNS)
-_USAGE_ROWS = (
-    insert(USAGE)
-    .from_select(_USAGE_COLUMNS, select(*[_USAGE_RECORDS.c[n] for n in _USAGE_COLUMNS]))
-    .returning(USAGE.c.id)
-    .cte("usage_added")
-)
+
+
+def _usage_rows(*where: Any) -> CTE:
+    rows = select(*[_USAGE_RECORDS.c[n] for n in _USAGE_COLUMNS]).where(*where)
+    return insert(USAGE).from_select(_USAGE_COLUMNS, rows).returning(USAGE.c.id).cte("usage_added")
+
+
+_USAGE_ROWS = _usage_rows()
 
 
 # One past the conversation's (p_cid) last stored message, 0 when it has none: the

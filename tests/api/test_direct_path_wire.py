@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from pydantic import SecretStr
 
@@ -26,25 +24,13 @@ from tests.api.test_direct_path_differential import ROUTES, _normal
 from tests.api.test_direct_path_differential import solver_calls as solver_calls  # fixture
 from tests.auth.tokens import HS_SECRET, hs_token
 from tests.fakes.db import MakeApi
+from tests.support import loopback
 
 
 @contextlib.asynccontextmanager
 async def serving(app: FastAPI) -> AsyncIterator[int]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        app, http=LeanHttpToolsProtocol, lifespan="off", log_level="warning", date_header=False
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.ensure_future(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            await asyncio.sleep(0.01)
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
+    async with loopback.serving(app, http=LeanHttpToolsProtocol, date_header=False) as (_, port):
+        yield port
 
 
 def _head(method: str, url: str, sub: str, *extra: str) -> bytes:

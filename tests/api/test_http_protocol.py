@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import socket
 from collections import deque
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
@@ -18,6 +17,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.api.http_protocol import LeanHttpToolsProtocol
+from tests.support import loopback
 
 PROTOCOLS: dict[str, type[asyncio.Protocol]] = {
     "uvicorn": HttpToolsProtocol,
@@ -59,21 +59,8 @@ class StreamingApp:
 async def serving(
     protocol: type[asyncio.Protocol], app: StreamingApp
 ) -> AsyncIterator[tuple[uvicorn.Server, int]]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        app, http=protocol, lifespan="off", log_level="warning", date_header=False
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.ensure_future(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            await asyncio.sleep(0.01)
-        yield server, sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
+    async with loopback.serving(app, http=protocol, date_header=False) as served:
+        yield served
 
 
 async def _read_until(reader: asyncio.StreamReader, marker: bytes, times: int = 1) -> bytes:

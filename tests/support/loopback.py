@@ -9,23 +9,37 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
 
 
 @asynccontextmanager
-async def served(app: FastAPI) -> AsyncIterator[str]:
-    """The base URL of `app` behind uvicorn on a free loopback port."""
+async def serving(
+    app: Any, *, http: type[asyncio.Protocol] | str = "auto", date_header: bool = True
+) -> AsyncIterator[tuple[uvicorn.Server, int]]:
+    """`app` behind uvicorn (its HTTP protocol `http`) on a free loopback port: the server
+    and the port."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
+    config = uvicorn.Config(
+        app, http=http, lifespan="off", log_level="warning", date_header=date_header
+    )
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        while not server.started:
+            await asyncio.sleep(0.01)
+        yield server, sock.getsockname()[1]
     finally:
         server.should_exit = True
-        await task
+        await asyncio.wait_for(task, 10)
+        sock.close()
+
+
+@asynccontextmanager
+async def served(app: FastAPI) -> AsyncIterator[str]:
+    """The base URL of `app` behind uvicorn on a free loopback port."""
+    async with serving(app) as (_, port):
+        yield f"http://127.0.0.1:{port}"

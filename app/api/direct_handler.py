@@ -40,7 +40,9 @@ def _telemetry_probe() -> Callable[[], object] | None:
     return probe
 
 
-def _takes_only_request(dependant: Dependant) -> bool:
+def _request_alone(dependant: Dependant) -> bool:
+    """Takes the request and no other parameter FastAPI would read or make for it (the
+    body and sub-dependencies are the callers' to check)."""
     return (
         dependant.request_param_name is not None
         and not (
@@ -48,14 +50,19 @@ def _takes_only_request(dependant: Dependant) -> bool:
             or dependant.query_params
             or dependant.header_params
             or dependant.cookie_params
-            or dependant.body_params
-            or dependant.dependencies
         )
         and dependant.websocket_param_name is None
         and dependant.http_connection_param_name is None
         and dependant.response_param_name is None
         and dependant.background_tasks_param_name is None
         and dependant.security_scopes_param_name is None
+    )
+
+
+def _takes_only_request(dependant: Dependant) -> bool:
+    return (
+        _request_alone(dependant)
+        and not (dependant.body_params or dependant.dependencies)
         and not dependant.own_oauth_scopes
         and dependant.scope is None
         and dependant.concurrency is None
@@ -83,18 +90,7 @@ def direct_shape(dependant: Dependant, body_field: Any, embed_body_fields: bool)
         and not embed_body_fields
         and len(dependant.body_params) == 1
         and not isinstance(body_field.field_info, fastapi_params.Form)
-        and dependant.request_param_name is not None
-        and not (
-            dependant.path_params
-            or dependant.query_params
-            or dependant.header_params
-            or dependant.cookie_params
-        )
-        and dependant.websocket_param_name is None
-        and dependant.http_connection_param_name is None
-        and dependant.response_param_name is None
-        and dependant.background_tasks_param_name is None
-        and dependant.security_scopes_param_name is None
+        and _request_alone(dependant)
         and all(_takes_only_request(d) for d in dependant.dependencies)
     )
 
@@ -112,8 +108,8 @@ def direct_handler(
     dependant: Dependant,
     body_field: Any,
     overrides: Any,
-    fallback: Callable[[Request], Coroutine[Any, Any, Response]],
-) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    fallback: Handler,
+) -> Handler:
     """`fallback` (FastAPI's handler) for what the direct path does not take. The request
     must give the fallback what it gave here: its body cached, or the same error again
     (`app.api.routing.ValidTextRequest`)."""

@@ -39,7 +39,6 @@ PY = BIN / "python"
 STAMP = VENV / ".chat-bff-deps"
 LOCK = "constraints.txt"
 LEAN_PROTOCOL = "app.api.http_protocol:LeanHttpToolsProtocol"  # uvicorn --http
-LEAN_PROTOCOL_FILE = ROOT / "app" / "api" / "http_protocol.py"
 # What decides the installed packages; a change to any of them reinstalls.
 DEPS_FILES = ("pyproject.toml", "setup.py", LOCK)
 PIP_INSTALL = ("-m", "pip", "install", "--disable-pip-version-check", "-q")
@@ -122,9 +121,9 @@ def main(argv: list[str]) -> int:
         host = os.environ.get("HOST", "127.0.0.1")
         port = os.environ.get("PORT", "8000")
         # uvicorn's httptools protocol with its waiting state made on first use (README:
-        # Memory per open stream), where the checkout has it; an explicit --http wins.
+        # Memory per open stream); an explicit --http wins.
         chosen = any(a == "--http" or a.startswith("--http=") for a in rest)
-        http = [] if chosen or not LEAN_PROTOCOL_FILE.exists() else ["--http", LEAN_PROTOCOL]
+        http = [] if chosen else ["--http", LEAN_PROTOCOL]
         return become(
             str(PY), "-m", "uvicorn", "app.main:app", "--host", host, "--port", port, *http, *rest
         )

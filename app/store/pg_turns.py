@@ -2,8 +2,8 @@
 
 The same statements as the repositories send for `RunJournal` (the conversation's read,
 the claim's statement and the history, event batches, the end's batch and statement),
-in the same transactions (the end with events: one statement, atomic by itself, one
-round trip instead of four), without SQLAlchemy's execution around each:
+in the same transactions (the start, and the end with events: one statement each, atomic
+by itself, one round trip instead of four), without SQLAlchemy's execution around each:
 a unit's session and each statement's execution and greenlet switch cost more CPU than
 asyncpg's own work for them. `Prepared` keeps SQLAlchemy's SQL and its processing of
 values; the pooled connection keeps the codecs SQLAlchemy set on it (JSON, JSONB).
@@ -37,7 +37,6 @@ from app.store.repos.message_values import AppendValues
 from app.store.repos.messages import core_record
 from app.store.repos.turn_statements import (
     CONVERSATION,
-    HISTORY,
     RunClose,
     RunStart,
     append_message,
@@ -108,19 +107,20 @@ class PostgresTurns:
         return to_record(read.named(row))
 
     async def start(self, values: AppendValues, starting: RunStart) -> list[Message] | None:
-        """`SqliteTurns.start`: the claim's statement (`append_message`) and the history."""
-        claim = self._prepared(append_message(**values.options, start_run=True))
-        history = self._prepared(HISTORY)
-        params = together_params(values, starting)
-        try:
-            async with self._connection() as conn, conn.transaction():
-                found = await conn.row(claim, params)
-                if found is None or found[1] == 0 or found[2] == 0:
-                    raise _Undo
-                rows = await conn.rows(history, params)
-        except _Undo:
+        """`SqliteTurns.start`: the claim's statement, which writes the user message, the
+        run's row and its feed entry along and returns the history (`append_message`'s
+        `whole`): one statement and one round trip, where BEGIN, the claim, the history's
+        read and COMMIT were four. None when the claim found anything but the plain case
+        (the statement wrote nothing, or undid itself)."""
+        claim = self._prepared(append_message(**values.options, start_run=True, whole=True))
+        async with self._connection() as conn:
+            try:
+                rows = await conn.rows(claim, together_params(values, starting))
+            except asyncpg.DivisionByZeroError:
+                return None  # the id taken or the feed entry not in: nothing stays
+        if not rows:
             return None
-        return [core_record(history.named(r)).message for r in rows]
+        return [core_record(claim.named(r)).message for r in rows]
 
     async def events(self, run_id: str, events: list[SequencedEvent]) -> None:
         """An event batch: one statement, atomic by itself (no transaction around it)."""

@@ -101,6 +101,34 @@ async def test_a_run_started_while_a_decision_holds_the_conversation_is_entered_
     assert [(e.seq, e.kind) for e in feed] == [(1, "part"), (2, "run")]
 
 
+async def test_a_run_started_while_an_answer_is_stored_has_it_in_its_history(
+    db: Database,
+) -> None:
+    """The answer commits while the claim waits for the conversation (Postgres: the row
+    lock; the claim's statement reads the history from its snapshot, taken before the
+    wait): the run's history holds it all the same."""
+    cid = await _conversation(db)
+    answer = Message(id="msg_answer", role="assistant", content="Earlier")
+    async with db.unit() as tx:
+        await tx.messages.append("alice", cid, answer)
+        starting = asyncio.create_task(
+            RunJournal(db, instance_id="here").begin(
+                owner_id="alice",
+                conversation_id=cid,
+                run_id="run_1",
+                model_id="scripted",
+                assistant_message_id="msg_run_1",
+                user_message=Message(id="msg_q", role="user", content="Hello"),
+            )
+        )
+        await asyncio.sleep(0.3)  # the run's claim waits for this transaction
+        await tx.commit()
+    history = await starting
+
+    assert history is not None
+    assert [m.text() for m in history] == ["Earlier", "Hello"]
+
+
 def _last_events(run_id: str) -> list[SequencedEvent]:
     """A run's last batch: what the writer hands the end along with the answer."""
     delta = TextDeltaEvent(run_id=run_id, message_id=f"msg_{run_id}", delta="Hi!")

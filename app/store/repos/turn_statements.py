@@ -26,11 +26,14 @@ from sqlalchemy import (
     insert,
     literal_column,
     select,
+    true,
+    union_all,
     update,
 )
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert, Update
+from sqlalchemy.sql.elements import ColumnElement
 
 from app.store.repos.message_values import AppendValues
 from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
@@ -86,7 +89,13 @@ def together_params(
 
 @cache
 def bump_conversation(
-    *, preview: bool, title: bool, release: bool, claim: bool, id_check: bool = True
+    *,
+    preview: bool,
+    title: bool,
+    release: bool,
+    claim: bool,
+    id_check: bool = True,
+    unchanged: bool = False,
 ) -> Update:
     """The conversation's UPDATE for a message appended to it (`MessageRepo.append`):
     count, time and the next position, then optionally the preview, a title (kept when
@@ -94,7 +103,9 @@ def bump_conversation(
     holds it. Parameters: p_cid, p_owner, p_now, p_mid (the message's id) and those of the
     options. When a row matched it returns the position after the message's (the new
     `next_position`) and, with `id_check`, how many of the conversation's messages have
-    the id p_mid already: the append needs no read of its own."""
+    the id p_mid already: the append needs no read of its own. `unchanged` (Postgres)
+    matches the row only as the statement's snapshot saw it: an UPDATE that waited for
+    the row lock while another change to it committed matches nothing."""
     values: dict[str, Any] = {
         "message_count": _c.message_count + 1,
         "next_position": case(
@@ -119,6 +130,8 @@ def bump_conversation(
     if claim:
         where.append(_c.active_run_id.is_(None))
         values["active_run_id"] = bindparam("p_claim", type_=_c.active_run_id.type)
+    if unchanged:
+        where.append(_ROW_VERSION == _SEEN_VERSION)
     bump = update(CONVERSATIONS).where(*where).values(values)
     return (
         bump.returning(_c.next_position, _TAKEN) if id_check else bump.returning(_c.next_position)
@@ -160,14 +173,31 @@ def append_message(
     a JSON array of rows by column), whatever becomes of the message; a last column says
     how many runs were updated (0: the run is gone).
 
-    `whole` (with `close_run`) also inserts the run's last event batch (parameters `e_`
+    `whole` with `start_run` also returns the conversation's current messages, the new
+    one last, one a row after the counts, and makes the statement need no transaction
+    around it: when the id is taken or the feed entry did not go in, a column divides by
+    zero and Postgres undoes all of it. The messages are the statement's snapshot, so
+    the claim matches only a row that no change committed to while it waited for the
+    row lock (`bump_conversation`'s `unchanged`), and a decision that held the row with
+    `FOR UPDATE` meanwhile wrote a feed entry on the number the run's entry takes from
+    the snapshot, so the run's does not go in. Either way the caller sees no row or the
+    error, and starts the run again through the repositories, whose history is read
+    after the claim.
+
+    `whole` with `close_run` also inserts the run's last event batch (parameters `e_`
     and the columns of `run_events`) and makes the statement need no transaction around
     it: the batch, the run's end and the usage rows are written only when the UPDATE
     matched (as the message), and when the message's id is taken or the run is gone a
     last column divides by zero, so the statement fails and Postgres undoes all of it,
     as the rollback of the transaction did."""
+    history = whole and start_run
     bumped = bump_conversation(
-        preview=preview, title=title, release=release, claim=claim, id_check=False
+        preview=preview,
+        title=title,
+        release=release,
+        claim=claim,
+        id_check=False,
+        unchanged=history,
     ).cte("bumped")
     added = (
         postgresql.insert(MESSAGES)
@@ -178,7 +208,7 @@ def append_message(
             ),
         )
         .on_conflict_do_nothing(index_elements=["conversation_id", "id"])
-        .returning(_m.position)
+        .returning(*(MESSAGES.c if history else [_m.position]))
         .cte("added")
     )
     inserted = select(func.count()).select_from(added).scalar_subquery()
@@ -197,7 +227,10 @@ def append_message(
         )
         # Each reads `bumped`, so each inserts a row only when the claim took hold.
         statement = statement.add_cte(run.returning(RUNS.c.id).cte("run_added"))
-        statement = statement.add_columns(select(func.count()).select_from(feed).scalar_subquery())
+        entered = select(func.count()).select_from(feed).scalar_subquery()
+        statement = statement.add_columns(entered)
+        if history:
+            return _with_history(statement, bumped, added, inserted * entered)
     if close_run:
         ended = update(RUNS).where(RUNS.c.id == bindparam("p_release")).values(_RUN_END)
         usage = _USAGE_ROWS
@@ -221,6 +254,19 @@ def append_message(
                 (literal_column("1") / (inserted * ended_count)).label("whole")
             )
     return statement
+
+
+def _with_history(statement: Select[Any], bumped: CTE, added: CTE, wrote: Any) -> Select[Any]:
+    """`statement`'s counts, a column that divides by `wrote` and the conversation's
+    current messages (p_cid, p_owner) with the one `added`, in order: one row for each,
+    or the counts alone when there are none; no row when `bumped` matched none."""
+    appended = select(*[added.c[c.name] for c in MESSAGES.c])
+    current = union_all(HISTORY.order_by(None), appended).subquery("current_messages")
+    return (
+        statement.add_columns((literal_column("1") / wrote).label("whole"), *current.c)
+        .select_from(bumped.outerjoin(current, true()))
+        .order_by(current.c.position)
+    )
 
 
 def _typed_row(
@@ -270,6 +316,17 @@ _USAGE_ROWS = _usage_rows()
 _AFTER_LAST = (
     select(func.coalesce(func.max(_m.position) + 1, 0))
     .where(_m.conversation_id == bindparam("p_cid"))
+    .scalar_subquery()
+)
+
+# The version of the conversation's row (p_cid) an UPDATE of it finds, and the one its
+# statement's snapshot holds: they differ when the UPDATE waited for the row lock while
+# another change to the row committed (Postgres' system column).
+_ROW_VERSION: ColumnElement[Any] = literal_column(f"{CONVERSATIONS.name}.xmin")
+_SEEN = CONVERSATIONS.alias("seen")
+_SEEN_VERSION = (
+    select(literal_column(f"{_SEEN.name}.xmin"))
+    .where(_SEEN.c.id == bindparam("p_cid"))
     .scalar_subquery()
 )
 

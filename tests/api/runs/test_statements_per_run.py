@@ -28,8 +28,9 @@ from tests.fakes.db import ApiClient
 # 15 before the feed, 16 before the user message's UPDATE took the claim along and the
 # answer's lookup went. On Postgres the claim's statement also writes the run's row and
 # its feed entry (10 before), and the answer's statement
-# writes the run's end and its usage rows (8 before) and the last event batch (6 before).
-STATEMENTS_PER_RUN = {"sqlite": 12, "postgresql": 5}
+# writes the run's end and its usage rows (8 before) and the last event batch (6 before),
+# and the claim's statement returns the history (5 before).
+STATEMENTS_PER_RUN = {"sqlite": 12, "postgresql": 4}
 ANSWER = " ".join(f"word{i}" for i in range(300))
 
 

@@ -54,6 +54,7 @@ from app.domain.stream import (
     TextDelta,
     ThinkingDelta,
     ToolCallDelta,
+    only_given,
 )
 from app.domain.tooling import (
     ApprovalNeeded,
@@ -113,6 +114,7 @@ class Agent:
             server_specs = await self.router.select(text, server_specs, self.model, used)
         client_specs = list(self.options.client_tools) if self.model.supports_tools else []
         client_names = {spec.name for spec in client_specs}
+        offers_tools = bool(server_specs or client_specs)
         malformed = 0
         for _ in range(self.options.max_iterations):
             messages = history + ([self.snapshot()] if self.parts else [])
@@ -125,12 +127,14 @@ class Agent:
             request = ModelRequest(
                 model=self.model.upstream_model,
                 messages=fitted,
-                tools=[*server_specs, *client_specs],
-                tool_choice=self.options.tool_choice if (server_specs or client_specs) else None,
                 max_output_tokens=self.options.max_output_tokens or self.model.max_output_tokens,
-                temperature=self.options.temperature,
-                parallel_tool_calls=self.options.parallel_tool_calls,
-                options=self.options.generation,
+                **only_given(
+                    tools=[*server_specs, *client_specs],
+                    tool_choice=self.options.tool_choice if offers_tools else None,
+                    temperature=self.options.temperature,
+                    parallel_tool_calls=self.options.parallel_tool_calls,
+                    options=self.options.generation,
+                ),
             )
             new_parts = await self._call_model(request)
             self.parts.extend(new_parts)

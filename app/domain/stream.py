@@ -91,6 +91,21 @@ class ModelRequest(BaseModel):
     options: GenerationOptions = Field(default_factory=no_options)
 
 
+def only_given(**fields: Any) -> dict[str, Any]:
+    """The optional `ModelRequest` fields among `fields` that say something: not None, not
+    an empty list, not the shared `no_options()` (each is what the field defaults to).
+
+    pydantic keeps the set of names a model was given for as long as the model lives, and
+    a request lives as long as its call streams: past four names that set takes 728 bytes
+    instead of 216 (`python -m bench.memory --probe`). The request equals one given every
+    name; only `model_fields_set`, which nothing reads for a request, differs."""
+    return {
+        name: value
+        for name, value in fields.items()
+        if value is not None and value != [] and value is not no_options()
+    }
+
+
 # Provider events are plain slots dataclasses, not models: several are made per streamed
 # token, and they never cross a trust boundary (providers build them from vendor data
 # they have already parsed).

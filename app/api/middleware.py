@@ -14,6 +14,9 @@ with the same answers: one layer, one `send` wrapper and one `receive` wrapper f
 every request and every frame of a stream. A body whose `Content-Length` is within the
 cap is not counted: the server reads no more of it than declared.
 
+Under the body guard, a known route's request goes to the route past Starlette's and
+FastAPI's routing layers (`app.api.known_routes`).
+
 A streaming response is served by the context middleware itself, once the layers under
 it have returned (`app.api.handoff`): an open stream does not hold their frames.
 
@@ -37,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.drain import Drain
 from app.api.handoff import HANDOFF_KEY, Handoff
+from app.api.known_routes import KnownRoutes
 from app.domain.files import FileTooLarge
 from app.observability.logging import request_id_var, run_id_var, user_id_var
 from app.observability.metrics import Metrics
@@ -181,6 +185,8 @@ class RequestContextMiddleware:
         self.metrics = metrics
         self.drain = drain
         self.limits = limits  # the body's guard, when no CORS layer sits between
+        # Under the guard: the routing layers, or a known route past them.
+        self.guarded = KnownRoutes(app) if limits is not None else app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -204,7 +210,7 @@ class RequestContextMiddleware:
                 await handoff.serve()
             else:
                 await self.limits.guard(
-                    self.app, scope, receive, exchange.send, exchange.content_length
+                    self.guarded, scope, receive, exchange.send, exchange.content_length
                 )
                 await handoff.serve()
         except Exception as exc:
@@ -333,7 +339,7 @@ class BodySizeLimitMiddleware:
     headers."""
 
     def __init__(self, app: ASGIApp, *, limits: BodyLimits) -> None:
-        self.app = app
+        self.app = KnownRoutes(app)  # the routing layers, or a known route past them
         self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

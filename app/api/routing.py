@@ -24,6 +24,7 @@ from fastapi import routing as fastapi_routing
 from fastapi.routing import APIRoute
 
 from app.api.direct_handler import direct_handler, direct_shape
+from app.api.known_routes import known_route
 from app.domain import jsontext
 from app.domain.text import valid_json
 
@@ -70,7 +71,7 @@ def _effective_route(route: APIRoute) -> APIRoute | None:
 
 class ValidTextRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+        handler = fallback = super().get_route_handler()
         route = _effective_route(self)
         embed = getattr(route, "_embed_body_fields", None)
         if (
@@ -81,11 +82,19 @@ class ValidTextRoute(APIRoute):
             handler = direct_handler(
                 route.dependant, route.body_field, route.dependency_overrides_provider, handler
             )
+        if handler is fallback:
 
-        async def valid_text_handler(request: Request) -> Response:
+            async def valid_text_handler(request: Request) -> Response:
+                return await handler(ValidTextRequest(request.scope, request.receive))
+
+            return valid_text_handler
+
+        async def direct_text_handler(request: Request) -> Response:
+            # Its later requests may skip the routing layers (`app.api.known_routes`).
+            known_route(request.scope)
             return await handler(ValidTextRequest(request.scope, request.receive))
 
-        return valid_text_handler
+        return direct_text_handler
 
 
 def api_router(**kwargs: Any) -> APIRouter:

@@ -1,11 +1,12 @@
 """The stateless turn routes answer every request as FastAPI's own handler answers it.
 
 `app.api.direct_handler` serves the ordinary requests of `/api/chat`, `/v1/chat/completions`
-and `/v1/responses` without FastAPI's dependency solver. Here one corpus of requests (content
-types, odd bodies, auth, streaming, headers, methods, CORS, the caller's rate running out) goes
-through two apps on one database: one as it runs, one whose routes are left to FastAPI's
-handler. What a client sees (status, body, the headers that matter, the caller's usage
-afterwards) must be the same, request by request."""
+and `/v1/responses` without FastAPI's dependency solver, and once a route is known its
+requests go to it past the routing layers (`app.api.known_routes`). Here one corpus of
+requests (content types, odd bodies, auth, streaming, headers, methods, CORS, the caller's
+rate running out) goes through two apps on one database: one as it runs, one whose routes
+are left to FastAPI's handler and layers. What a client sees (status, body, the headers that
+matter, the caller's usage afterwards) must be the same, request by request."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 from fastapi import routing as fastapi_routing
 from fastapi.dependencies.utils import solve_dependencies
 from pydantic import SecretStr
+from starlette.middleware.exceptions import ExceptionMiddleware
 
 from app.api import direct_handler
 from app.limits.backends import MemoryBackend
@@ -244,12 +246,33 @@ def solver_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+@pytest.fixture
+def layered_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Each request that went through the routing layers (Starlette's exception middleware
+    is their first), by method and path."""
+    calls: list[tuple[str, str]] = []
+    call = ExceptionMiddleware.__call__
+
+    async def counted(self: ExceptionMiddleware, scope: Any, receive: Any, send: Any) -> None:
+        calls.append((scope.get("method", ""), scope.get("path", "")))
+        await call(self, scope, receive, send)
+
+    monkeypatch.setattr(ExceptionMiddleware, "__call__", counted)
+    return calls
+
+
+def known_route_served(layered: list[tuple[str, str]], url: str) -> bool:
+    """No POST to `url` went through the routing layers: the known route took them all."""
+    return ("POST", url) not in layered
+
+
 @pytest.mark.parametrize("url", ROUTES)
 async def test_the_direct_path_answers_every_request_as_fastapi_does(
     make_api: MakeApi,
     app_settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
     solver_calls: list[str],
+    layered_calls: list[tuple[str, str]],
     url: str,
 ) -> None:
     settings = app_settings.model_copy(
@@ -276,8 +299,11 @@ async def test_the_direct_path_answers_every_request_as_fastapi_does(
             ordinary = await solver.post(url, json=ROUTES[url], headers=_tokens("probe")["valid"])
         assert solver_calls == [url]  # and here FastAPI's handler did
 
+        layered_calls.clear()
         direct_answers, direct_usage = await _run(direct, url, "caller-direct")
+        assert known_route_served(layered_calls, url)  # past the routing layers
         solver_answers, solver_usage = await _run(solver, url, "caller-solver")
+        assert ("POST", url) in layered_calls  # and here through them
 
     differences = [
         (mine, theirs)

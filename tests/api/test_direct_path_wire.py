@@ -21,6 +21,7 @@ from app.api import direct_handler
 from app.api.http_protocol import LeanHttpToolsProtocol
 from app.settings import Settings
 from tests.api.test_direct_path_differential import ROUTES, _normal
+from tests.api.test_direct_path_differential import layered_calls as layered_calls  # fixture
 from tests.api.test_direct_path_differential import solver_calls as solver_calls  # fixture
 from tests.auth.tokens import HS_SECRET, hs_token
 from tests.fakes.db import MakeApi
@@ -123,6 +124,7 @@ async def test_the_direct_path_answers_on_the_wire_as_fastapi_does(
     app_settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
     solver_calls: list[str],
+    layered_calls: list[tuple[str, str]],
     url: str,
 ) -> None:
     settings = app_settings.model_copy(
@@ -131,11 +133,13 @@ async def test_the_direct_path_answers_on_the_wire_as_fastapi_does(
     async with make_api(settings) as direct, make_api(settings) as solver:
         direct_seen = await _run(direct.app, url, "caller-direct")
         assert solver_calls.count(url) == 1  # "two types" alone went to FastAPI's handler
+        assert layered_calls.count(("POST", url)) == 1  # the first; then the route was known
         with monkeypatch.context() as patch:  # built at its first request: FastAPI's alone
             patch.setattr(direct_handler, "_telemetry_probe", lambda: None)
             solver_seen = await _run(solver.app, url, "caller-solver")
 
     assert solver_calls.count(url) > 4  # every answered request went through FastAPI's
+    assert layered_calls.count(("POST", url)) > 4  # and through the routing layers
     assert direct_seen == solver_seen
     assert direct_seen["ordinary"].startswith("HTTP/1.1 200")
     assert '"calls":3,"estimated_calls":0}' in direct_seen["usage"]

@@ -44,6 +44,8 @@ INTERNALS: list[tuple[str, str, str]] = [
     ("sse_starlette.sse", "EventSourceResponse._send_with_timeout", "app/api/sse_lean.py"),
     ("fastapi.telemetry._api", "_get_request_telemetry", "app/api/direct_handler.py"),
     ("fastapi.routing", "_effective_route_context_var", "app/api/routing.py"),
+    ("fastapi.routing", "_FASTAPI_SCOPE_KEY", "app/api/known_routes.py"),
+    ("fastapi.middleware.asyncexitstack", "AsyncExitStackMiddleware", "app/api/known_routes.py"),
     ("uvicorn.protocols.http.httptools_impl", "HttpToolsProtocol", "app/api/http_protocol.py"),
     ("mcp.shared._httpx_utils", "create_mcp_http_client", "app/mcp/server.py"),
 ]
@@ -71,3 +73,20 @@ def test_the_histogram_values_the_metrics_add_to() -> None:
     histogram = Histogram("probe_seconds", "probe", registry=CollectorRegistry())
     for name in ("_sum", "_buckets", "_upper_bounds"):
         assert hasattr(histogram, name), f"Histogram.{name} is gone: re-read metrics.py"
+
+
+def test_the_scope_entries_the_known_routes_copy() -> None:
+    # app/api/known_routes.py keeps what the routing layers put in the scope, by name.
+    import inspect
+
+    from fastapi import routing
+    from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
+
+    from app.api import known_routes
+
+    assert routing._FASTAPI_SCOPE_KEY == "fastapi", "re-read app/api/known_routes.py"
+    context_name = inspect.signature(AsyncExitStackMiddleware).parameters["context_name"]
+    assert context_name.default == known_routes._STACK_KEY, "re-read app/api/known_routes.py"
+    handler = inspect.getsource(routing.request_response)
+    for key in ("fastapi_inner_astack", "fastapi_function_astack"):
+        assert key in handler and key in known_routes._FRESH, "re-read app/api/known_routes.py"

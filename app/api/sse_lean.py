@@ -149,7 +149,13 @@ class LeanEventSourceResponse(EventSourceResponse):
 
     async def _send_with_timeout(self, send: Send, message: Message) -> None:
         """sse-starlette's, under asyncio's timeout rather than anyio's scope (which leaves
-        an anyio state on the task for the rest of the stream)."""
+        an anyio state on the task for the rest of the stream).
+
+        Every message sent here follows the start, which carried `raw_headers`: the list
+        (a tuple and two byte strings a header, ~0.6 KB) is let go for the rest of the
+        stream, as nothing reads it again."""
+        if self.raw_headers:
+            self.raw_headers = []
         deadline = asyncio.timeout(self.send_timeout)
         try:
             async with deadline:

@@ -7,6 +7,7 @@
      +-- InvalidRequest           400/422
      +-- RateLimited              429  with retry_after
           +-- BudgetExceeded          429 budget_exceeded, with the budget and resets_at
+     +-- Unavailable              503  with retry_after (a part of the deployment is out of reach)
      +-- ProviderError            upstream failure, already made safe to show
           +-- ProviderAuthError       502 (upstream 401/403: our key, not the caller's fault)
           +-- ProviderRateLimited     429 with retry_after
@@ -86,6 +87,19 @@ class BudgetExceeded(RateLimited):
     limit and `resets_at`; `retry_after` counts the seconds until then."""
 
     code = "budget_exceeded"
+
+
+class Unavailable(ChatBffError):
+    """What the request needs is out of reach for now, through no fault of the caller
+    (another instance, when the bus between instances is down): 503 with `retry_after`."""
+
+    status = 503
+    code = "unavailable"
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        self.retry_after = retry_after
 
 
 class ProviderError(ChatBffError):

@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import cast
 
+from app.domain.errors import Unavailable
 from app.domain.events import RunStatus, SequencedEvent
 from app.runs.active import ActiveRun
 from app.runs.bus import Bus, Message, Subscription
@@ -36,6 +37,8 @@ IDLE_SECONDS = 1.0
 HOLE_SECONDS = 0.05
 # How long a cancel sent to another instance's run is waited for.
 CANCEL_WAIT_SECONDS = 10.0
+# When a cancel could not be sent (the bus is down), the caller is told to retry after this.
+UNREACHABLE_RETRY_SECONDS = 2.0
 
 Request = Callable[..., Awaitable[None]]
 
@@ -163,7 +166,17 @@ class RemoteFollower:
         """Ask the instance that runs it to stop the run; its final status (or `running`
         when the owner did not stop it in time)."""
         async with self._bus.subscribe(run_topic(run_id)) as messages:
-            await self._request("cancel", run_id=run_id, owner_id=owner_id)
+            try:
+                await self._request("cancel", run_id=run_id, owner_id=owner_id)
+            except Exception as exc:
+                # The bus is down: the stop cannot reach the run, which goes on. Say so
+                # (503, retry) rather than fail as if the service had a bug.
+                raise Unavailable(
+                    "The instance running this run cannot be reached right now; "
+                    "send the cancel again shortly.",
+                    code="run_unreachable",
+                    retry_after=UNREACHABLE_RETRY_SECONDS,
+                ) from exc
             deadline = time.monotonic() + CANCEL_WAIT_SECONDS
             while time.monotonic() < deadline:
                 message = await _next(messages, 0.25)

@@ -26,7 +26,7 @@ from fastapi.routing import APIRoute
 from app.api.direct_handler import direct_handler, direct_shape
 from app.api.known_routes import known_route
 from app.domain import jsontext
-from app.domain.text import valid_json
+from app.domain.text import json_text_valid, valid_json
 
 MAX_DEPTH = 100
 
@@ -46,11 +46,13 @@ class ValidTextRequest(Request):
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            value = jsontext.loads(await self.body())
-            if jsontext.depth(value) > MAX_DEPTH:
+            text = jsontext.decode(await self.body())
+            value = jsontext.loads(text)
+            if jsontext.may_nest_deeper(text, MAX_DEPTH) and jsontext.depth(value) > MAX_DEPTH:
                 # FastAPI passes an HTTPException through; any other error becomes a vague 400.
                 raise HTTPException(400, f"The JSON body nests deeper than {MAX_DEPTH} levels.")
-            self._json = valid_json(value)
+            # Most bodies hold no string to fix: the text says so without a walk.
+            self._json = value if json_text_valid(text) else valid_json(value)
         return self._json
 
 

@@ -78,6 +78,36 @@ async def test_a_run_that_finds_the_conversation_held_writes_nothing(db: Databas
     assert [r.id for r in runs] == ["run_1"]
 
 
+async def test_a_run_whose_message_id_is_taken_writes_nothing(db: Database) -> None:
+    """On Postgres the start's one statement has written the claim, the run's row and its
+    feed entry when it finds the id taken: it undoes itself, as a rollback did."""
+    cid = await _conversation(db)
+    await _begin(db, cid, "run_1", "Hello")
+    async with db.write() as tx:
+        assert await tx.conversations.release_active_run(cid, "run_1")
+
+    with pytest.raises(Conflict) as caught:
+        await RunJournal(db, instance_id="here").begin(
+            owner_id="alice",
+            conversation_id=cid,
+            run_id="run_2",
+            model_id="scripted",
+            assistant_message_id="msg_run_2",
+            user_message=Message(id="msg_q_run_1", role="user", content="Again"),
+        )
+
+    assert caught.value.code == "message_id_taken"
+    async with db.read() as tx:
+        history = await tx.messages.history("alice", cid)
+        feed = await tx.feed.after(cid, 0)
+        conversation = await tx.conversations.get("alice", cid)
+        with pytest.raises(NotFound):
+            await tx.runs.get("alice", "run_2", cid)
+    assert [m.text() for m in history] == ["Hello"]
+    assert [e.run_id for e in feed] == ["run_1"]
+    assert conversation.active_run_id is None
+
+
 async def test_a_run_started_while_a_decision_holds_the_conversation_is_entered_after_it(
     db: Database,
 ) -> None:

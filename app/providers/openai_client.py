@@ -27,9 +27,13 @@ from typing import Any
 import httpx2
 import openai
 from openai._models import FinalRequestOptions
-from openai._utils._json import openapi_dumps
+from openai._utils._json import _CustomEncoder
 
 _Key = tuple[str, str, int, tuple[tuple[str, object], ...], str, str]
+
+# The SDK's `openapi_dumps` (what its requests' JSON bodies are written with), its encoder
+# built once: `json.dumps` with an encoder class builds one for every call.
+_DUMPS = _CustomEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 class TemplatedOpenAI(openai.AsyncOpenAI):
@@ -86,7 +90,7 @@ class TemplatedOpenAI(openai.AsyncOpenAI):
             if len(self._templates) >= 64:  # paths x retries x keys: a handful in practice
                 self._templates.clear()
             self._templates[key] = template
-        content = openapi_dumps(body)
+        content = _DUMPS(body).encode()
         headers = httpx2.Headers(template.headers)
         headers["Content-Length"] = str(len(content))
         request = httpx2.Request(

@@ -34,7 +34,7 @@ INTERNALS: list[tuple[str, str, str]] = [
     ("httpcore2", "AsyncHTTPConnection._connect", "app/providers/connection.py"),
     ("httpcore2._utils", "is_socket_readable", "app/providers/network.py"),
     ("openai._models", "FinalRequestOptions", "app/providers/openai_client.py"),
-    ("openai._utils._json", "openapi_dumps", "app/providers/openai_client.py"),
+    ("openai._utils._json", "_CustomEncoder", "app/providers/openai_client.py"),
     ("openai", "AsyncOpenAI._build_request", "app/providers/openai_client.py"),
     ("anthropic", "AsyncAnthropic._should_retry", "app/providers/anthropic.py"),
     ("aiosqlite", "Connection._execute", "app/store/sqlite_driver.py, sqlite_turns.py"),

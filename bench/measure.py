@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -128,12 +129,20 @@ async def one_at_a_time(
     targets: Sequence[tuple[str, int, Sequence[bytes], bytes]], rounds: int, expected: int
 ) -> dict[str, Any]:
     """Time to first token with one stream in flight, the targets taking turns request by
-    request, so that whatever else the machine is doing weighs on all of them alike."""
+    request, so that whatever else the machine is doing weighs on all of them alike.
+
+    Each round takes its turns in a shuffled order (the same every run): a request that
+    follows another build's worker reads 0.5-0.7 ms slower than one that follows its own
+    worker's, so in a fixed order the first route of each build always paid it
+    (`bench.compare` read /v1/chat/completions that much above /api/chat, and the reverse
+    when the two were swapped; in one worker they read the same)."""
     conns = {name: (await open_conns(port, 1))[0] for name, port, _, _ in targets}
     results: dict[str, list[Result]] = {name: [] for name, _, _, _ in targets}
+    order, shuffle = list(targets), random.Random(rounds).shuffle
     started = time.perf_counter()
     for n in range(rounds):
-        for name, _, requests, marker in targets:
+        shuffle(order)
+        for name, _, requests, marker in order:
             try:
                 result = await asyncio.wait_for(conns[name].send(requests[n], marker=marker), 10)
             except TimeoutError:

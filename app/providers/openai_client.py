@@ -17,7 +17,11 @@ client's other settings (default headers and query, timeout) are fixed once it i
 and `with_options` builds a new client.
 
 `post_stream` is `post(..., stream=True)` without building the request's options model
-anew each time (24 us): a copy of one built per path, with this body.
+anew each time (24 us): a copy of one built per path, with this body. Its answer is the
+transport's response as it is, which is what the SDK's `_process_response` gives for that
+cast once it has found no raw-response header among the request's (a case-insensitive
+walk of them, on the way to every first token): a request built from a template without
+that header is a `_PlainRequest`, and its response skips the search.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 import httpx2
 import openai
+from openai._constants import RAW_RESPONSE_HEADER
 from openai._models import FinalRequestOptions
 from openai._utils._json import _CustomEncoder
 
@@ -41,7 +46,7 @@ class TemplatedOpenAI(openai.AsyncOpenAI):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._templates: dict[_Key, httpx2.Request] = {}
+        self._templates: dict[_Key, tuple[httpx2.Request, type[httpx2.Request]]] = {}
         self._post_options: dict[str, FinalRequestOptions] = {}
 
     async def post_stream(self, path: str, body: dict[str, Any]) -> httpx2.Response:
@@ -62,6 +67,14 @@ class TemplatedOpenAI(openai.AsyncOpenAI):
         options = template.model_copy(update={"json_data": body})
         return await self.request(httpx2.Response, options, stream=True, stream_cls=None)
 
+    async def _process_response(self, **kwargs: Any) -> Any:
+        """The SDK's, or, for a plain streamed request's `httpx2.Response` (what
+        `post_stream` asks for), that response: what the SDK's returns for it."""
+        response = kwargs["response"]
+        if kwargs["cast_to"] is httpx2.Response and type(response.request) is _PlainRequest:
+            return response
+        return await super()._process_response(**kwargs)
+
     def _idempotency_key(self) -> str:
         """The SDK makes one per request (a uuid4) and sends it only under
         `_idempotency_header`, which this client does not have: none is made then."""
@@ -81,19 +94,22 @@ class TemplatedOpenAI(openai.AsyncOpenAI):
         security = tuple(sorted(options.security.items()))
         base = str(self.base_url)
         key = (options.method, options.url, retries_taken, security, self.api_key, base)
-        template = self._templates.get(key)
-        if template is None:
+        found = self._templates.get(key)
+        if found is None:
             # A one-byte body: `Content-Length` where the SDK's request has it (an empty
             # body would put it first), its value replaced below.
             stand_in = options.model_copy(update={"json_data": b" "})
             template = super()._build_request(stand_in, retries_taken=retries_taken)
+            raw = RAW_RESPONSE_HEADER in template.headers  # from the client's default headers
+            found = (template, httpx2.Request if raw else _PlainRequest)
             if len(self._templates) >= 64:  # paths x retries x keys: a handful in practice
                 self._templates.clear()
-            self._templates[key] = template
+            self._templates[key] = found
+        template, request_class = found
         content = _DUMPS(body).encode()
         headers = httpx2.Headers(template.headers)
         headers["Content-Length"] = str(len(content))
-        request = httpx2.Request(
+        request = request_class(
             template.method,
             template.url,
             headers=headers,
@@ -105,6 +121,10 @@ class TemplatedOpenAI(openai.AsyncOpenAI):
         )
         request.read()  # `content` readable, as on the SDK's request
         return request
+
+
+class _PlainRequest(httpx2.Request):
+    """A request built from a template, without the SDK's raw-response header."""
 
 
 def _plain(options: FinalRequestOptions) -> bool:

@@ -36,6 +36,8 @@ INTERNALS: list[tuple[str, str, str]] = [
     ("openai._models", "FinalRequestOptions", "app/providers/openai_client.py"),
     ("openai._utils._json", "_CustomEncoder", "app/providers/openai_client.py"),
     ("openai", "AsyncOpenAI._build_request", "app/providers/openai_client.py"),
+    ("openai", "AsyncOpenAI._process_response", "app/providers/openai_client.py"),
+    ("openai._constants", "RAW_RESPONSE_HEADER", "app/providers/openai_client.py"),
     ("anthropic", "AsyncAnthropic._should_retry", "app/providers/anthropic.py"),
     ("aiosqlite", "Connection._execute", "app/store/sqlite_driver.py, sqlite_turns.py"),
     ("sse_starlette.sse", "_ensure_watcher_started_on_this_loop", "app/api/sse_lean.py"),

@@ -8,6 +8,7 @@ import httpx2
 import openai
 import pytest
 from openai._base_client import get_platform
+from openai._legacy_response import LegacyAPIResponse
 from openai._models import FinalRequestOptions
 
 from app.domain.messages import Message
@@ -153,3 +154,48 @@ def test_a_client_with_an_idempotency_header_still_sends_a_fresh_key() -> None:
     sent = built(templated, body("Hi"), **extra)
     assert wire(sent) == wire(built(stock, body("Hi"), **extra))
     assert sent.headers["idempotency-key"] == extra["idempotency_key"]
+
+
+def _answering(**settings: Any) -> TemplatedOpenAI:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=b"data: [DONE]\n\n")
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    client = TemplatedOpenAI(
+        api_key=KEY, base_url="http://127.0.0.1:9/v1", http_client=http, **settings
+    )
+    client._platform = get_platform()
+    return client
+
+
+async def test_a_plain_streamed_post_answers_the_transports_response_unprocessed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def unreachable(self: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the SDK's response processing")
+
+    monkeypatch.setattr(openai.AsyncOpenAI, "_process_response", unreachable)
+    response = await _answering().post_stream("/chat/completions", body("Hi"))
+    assert type(response) is httpx2.Response
+    assert await response.aread() == b"data: [DONE]\n\n"
+
+
+async def test_a_streamed_post_answers_what_the_sdks_post_does() -> None:
+    client = _answering()
+    ours = await client.post_stream("/chat/completions", body("Hi"))
+    sdk = await client.post(
+        "/chat/completions",
+        body=body("Hi"),
+        cast_to=httpx2.Response,
+        options={"security": {"bearer_auth": True}},
+        stream=True,
+    )
+    assert type(ours) is type(sdk) is httpx2.Response
+    assert (ours.status_code, ours.headers.raw) == (sdk.status_code, sdk.headers.raw)
+
+
+async def test_a_raw_response_header_leaves_the_answer_to_the_sdk() -> None:
+    client = _answering(default_headers={"X-Stainless-Raw-Response": "true"})
+    answer: object = await client.post_stream("/chat/completions", body("Hi"))
+    assert isinstance(answer, LegacyAPIResponse)  # what the SDK's processing gives
+    assert answer.http_request.headers["x-stainless-raw-response"] == "true"

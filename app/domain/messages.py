@@ -7,11 +7,11 @@ messages for OpenAI, `tool_result` blocks for Anthropic) and fold them back.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from app.domain.ids import uuid4_hex
 from app.domain.parts import Part, TextPart, ToolPart
 
 Role = Literal["user", "assistant", "system"]
@@ -19,7 +19,7 @@ MESSAGE_SCHEMA_VERSION = 1
 
 
 def new_message_id() -> str:
-    return f"msg_{uuid.uuid4().hex}"
+    return f"msg_{uuid4_hex()}"
 
 
 class Message(BaseModel):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from app.domain.errors import ChatBffError
 from app.domain.events import ContextInfo, PartChange, RunEvent, RunStatus
 from app.domain.identity import Caller
+from app.domain.ids import uuid4_hex
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
 from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec, no_options
@@ -37,7 +37,7 @@ class StoppedBeforeStart(Exception):
 
 
 def new_run_id() -> str:
-    return f"run_{uuid.uuid4().hex}"
+    return f"run_{uuid4_hex()}"
 
 
 @dataclass(frozen=True, slots=True)

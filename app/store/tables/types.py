@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import JSON, DateTime
@@ -16,11 +15,13 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
+from app.domain.ids import uuid4_hex
+
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
+    return f"{prefix}_{uuid4_hex()}"
 
 
 def utcnow() -> datetime:

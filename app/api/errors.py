@@ -95,19 +95,24 @@ def _validation_detail(errors: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
+def domain_error_response(request: Request, exc: ChatBffError) -> JSONResponse:
+    """The answer to one of our errors: its status, code, message and `Retry-After`."""
+    if isinstance(exc, ProviderError):
+        log_provider_failure(exc)
+    return error_response(
+        request,
+        exc.status,
+        exc.code,
+        exc.message,
+        headers=retry_after_header(exc),
+        **exc.extra,
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ChatBffError)
-        if isinstance(exc, ProviderError):
-            log_provider_failure(exc)
-        return error_response(
-            request,
-            exc.status,
-            exc.code,
-            exc.message,
-            headers=retry_after_header(exc),
-            **exc.extra,
-        )
+        return domain_error_response(request, exc)
 
     async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

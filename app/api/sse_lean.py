@@ -36,6 +36,7 @@ from sse_starlette.sse import AppStatus, EventSourceResponse, SendTimeoutError
 from starlette.types import Message, Receive, Scope, Send
 
 from app.api.handoff import take_handoff
+from app.api.stream_head import FailedBeforeOutput, HeldHead
 
 # Private parts of sse-starlette 3.7: its per-loop shutdown watcher and two methods of
 # the response. A release without them serves every stream with sse-starlette's own four
@@ -84,6 +85,9 @@ _OWN = frozenset(
 
 
 class LeanEventSourceResponse(EventSourceResponse):
+    # Set by `app.api.streaming.sse_response`: the start held until the run says something.
+    head: HeldHead | None = None
+
     def __init__(self, content: Any, **kwargs: Any) -> None:
         """sse-starlette's constructor, or, for an async body and the arguments the
         service passes (`_OWN`), the same attributes set here (about 7% of the route's
@@ -139,6 +143,8 @@ class LeanEventSourceResponse(EventSourceResponse):
             or self._shutdown_event is not None
             or self._shutdown_grace_period > 0
         ):
+            if self.head is not None:
+                self.head.sent = True  # nothing held: sse-starlette sends as it goes
             await super().__call__(scope, receive, send)
             return
         _ensure_watcher_started_on_this_loop()
@@ -147,21 +153,29 @@ class LeanEventSourceResponse(EventSourceResponse):
         assert task is not None
         stop = _Stop(task)
         shutdown.add(stop)  # type: ignore[arg-type]  # only its set() is called
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, stop))
+        out = send if self.head is None else self.head.send(send)
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive, out, stop))
+        unstarted: FailedBeforeOutput | None = None
         try:
             if AppStatus.should_exit:
                 stop.set()
-            await self._stream_response(send)
+            await self._stream_response(out)
         except asyncio.CancelledError:
             # Stopped by the watcher or the shutdown: the stream ends here, as it did when
             # they cancelled its anyio scope. Any other cancel goes on.
             if not stop.requested or task.uncancel() > 0:
                 raise
+        except FailedBeforeOutput as failure:
+            unstarted = failure  # answered below, once the watcher is gone
         finally:
             stop.live = False
             shutdown.discard(stop)
             watcher.cancel()
             await asyncio.wait((watcher,))  # raises only if this task is cancelled
+        if unstarted is not None and self.head is not None:
+            await self.head.answer(unstarted, scope, receive, send)
+            del unstarted
+            return
         failed = None if watcher.cancelled() else watcher.exception()
         if failed is not None:
             # Raised from here, the error's traceback holds this frame, whose locals hold

@@ -25,7 +25,8 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 
 from app.api.drain import Drain
-from app.api.sse_lean import LeanEventSourceResponse
+from app.api.sse_lean import LEAN_AVAILABLE, LeanEventSourceResponse
+from app.api.stream_head import HeldHead
 from app.domain.events import SequencedEvent
 
 CHUNK_BYTES = 16 * 1024
@@ -91,10 +92,16 @@ def sse_response(
     on_disconnect: Callable[[], Awaitable[Any]] | None = None,
     farewell: Callable[[], bytes] | None = None,
     retry_ms: int | None = None,
+    head: HeldHead | None = None,
 ) -> EventSourceResponse:
     """`retry_ms` (for resumable streams) rides in the first event's block: a browser's
     EventSource then reconnects after that long instead of its default 3 s, and readers
-    that surface every block (httpx-sse) see no extra empty event."""
+    that surface every block (httpx-sse) see no extra empty event. `head` holds the
+    response's start until the run says something (`app.api.stream_head`)."""
+    if head is not None and LEAN_AVAILABLE:
+        batches = head.batches(batches)
+    else:
+        head = None  # sse-starlette's own response cannot hold its start
 
     async def body() -> AsyncIterator[bytes]:
         prefix = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
@@ -112,7 +119,7 @@ def sse_response(
         if on_disconnect is not None:
             await on_disconnect()
 
-    return LeanEventSourceResponse(
+    response = LeanEventSourceResponse(
         body(),
         headers=SSE_HEADERS,
         ping=config.heartbeat_seconds,
@@ -121,3 +128,5 @@ def sse_response(
         send_timeout=config.send_timeout_seconds,
         sep="\n",
     )
+    response.head = head
+    return response

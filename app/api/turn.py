@@ -6,7 +6,9 @@ request (each route's reader makes a `StatelessTurn`) and which wire writes the 
 once:
 
     start the run ----- stream? ---- yes: SSE of wire.encode(events)  (client hangs up ->
-                           |                                          cancel, if the turn says so)
+                           |                                          cancel, if the turn says so;
+                           |          /v1/chat/completions first waits for the first output,
+                           |          and answers a failure before it with its status)
                            no: wait for the end (client hangs up -> cancel, if the turn says
                                so) -> wire.answer(handle): the body, or the run's failure raised
 
@@ -24,6 +26,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.api.stream_head import HeldHead
 from app.api.streaming import Encoded, StreamConfig, sse_response
 from app.domain.events import ErrorEvent, RunEnd, SequencedEvent
 from app.domain.identity import Caller
@@ -61,6 +64,9 @@ class StatelessTurn:
     cancel_on_hangup: bool = True
     # Acts on the history before the run starts (/api/chat: decide the approvals it answers).
     prepare: PrepareHistory | None = None
+    # /v1/chat/completions: a failure before any output is answered with its HTTP status, so
+    # the stream's head waits for the model's first output (`app.api.stream_head`).
+    status_before_stream: bool = False
 
 
 def wants_stream(request: Request, flag: bool) -> bool:
@@ -87,6 +93,7 @@ async def run_turn(
             stream,
             on_disconnect=handle.cancel if turn.cancel_on_hangup else None,
             farewell=wire.farewell,
+            head=HeldHead(handle) if turn.status_before_stream else None,
         )
     await _wait(request, handle, cancel_on_hangup=turn.cancel_on_hangup)
     return JSONResponse(await wire.answer(handle))

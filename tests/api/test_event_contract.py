@@ -199,6 +199,11 @@ async def test_streamed_chat_completion_chunks_match_the_documented_schema(
             tool_calls=[ScriptedToolCall(name="add_node", args={"label": "P", "name": "Ada"})],
         ),
         ScriptedTurn(text="Now the weather.", tool_calls=[ScriptedToolCall(name="get_weather")]),
+        # Output first, then the failure: a failure before any output is an HTTP status.
+        ScriptedTurn(
+            text="Adding Bob.",
+            tool_calls=[ScriptedToolCall(name="add_node", args={"label": "P", "name": "Bob"})],
+        ),
         ScriptedTurn(error=ScriptedError(status=503, message="upstream down")),
     )
     chat = {"model": "scripted", "stream": True, "stream_options": {"include_usage": True}}

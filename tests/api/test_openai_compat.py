@@ -18,7 +18,6 @@ from tests.fakes.db import ApiClient, MakeApi
 from tests.fakes.openai_upstream import (
     Completion,
     FakeOpenAIUpstream,
-    rate_limited,
     unauthorized,
 )
 
@@ -333,27 +332,6 @@ async def test_an_upstream_stream_cut_midway_raises_in_the_sdk(
         await read_all()
 
     assert "".join(pieces).startswith("this")
-
-
-async def test_a_rate_limited_upstream_reaches_a_streaming_sdk_as_a_rate_limit(
-    openai_sdk: AsyncOpenAI, openai_upstream: FakeOpenAIUpstream
-) -> None:
-    # The stream opens before the upstream answers, so its 429 arrives as an error chunk:
-    # its type must say "rate limit" as the same failure's non-streaming answer does.
-    openai_upstream.enqueue(rate_limited())
-    stream = await openai_sdk.chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}], stream=True
-    )
-
-    with pytest.raises(openai.APIError) as caught:
-        async for _ in stream:
-            pass
-
-    assert caught.value.body == {
-        "message": caught.value.message,
-        "type": "rate_limit_exceeded",
-        "code": "provider_rate_limited",
-    }
 
 
 async def test_an_upstream_auth_failure_is_a_server_error_without_the_upstream_message(

@@ -37,7 +37,9 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 @dataclass(frozen=True)
 class Encoded:
-    """A reply ready for the wire: a status, headers and either SSE frames or a body."""
+    """A reply ready for the wire: a status, headers and either SSE frames or a body.
+
+    `delay` paces the frames; a body (an error, a whole answer) is sent after it."""
 
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
@@ -428,6 +430,8 @@ class FakeOpenAIUpstream:
         head += [f"{k}: {v}" for k, v in reply.headers]
         head.append(f"x-request-id: req_fake_{index}")
         if reply.frames is None:
+            if reply.delay:  # an upstream slow to answer at all
+                await asyncio.sleep(reply.delay)
             head.append(f"content-length: {len(reply.body)}")
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + reply.body)
             await writer.drain()

@@ -95,6 +95,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, ctx: T
             retractable=not body.stream,  # streamed chunks cannot be taken back
         ),
         stream=body.stream,
+        status_before_stream=True,
     )
     names = frozenset(t.name for t in client_tools)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)

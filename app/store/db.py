@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase
 
+from app.store import lost_connection
 from app.store.sqlite_driver import one_trip_dbapi
 
 log = logging.getLogger("chat_bff.store")
@@ -95,6 +96,7 @@ def create_engine(url: str) -> AsyncEngine:
     )
     event.listen(engine.sync_engine, "checkin", _idle_since)
     event.listen(engine.sync_engine, "checkout", _alive_on_checkout)
+    lost_connection.watch(engine)
     return engine
 
 

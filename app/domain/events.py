@@ -344,6 +344,18 @@ class SequencedEvent:
             self._json = event.__pydantic_serializer__.to_json(event)
         return self._json
 
+    @property
+    def parsed(self) -> bool:
+        """Whether the event's fields are held (not only its JSON)."""
+        return self._event is not None
+
+    def keep_json_only(self) -> None:
+        """Hold the event as its JSON alone, as one read back from the database: what a
+        finished run's log keeps for late readers (the parsed event is about twice the
+        JSON's memory). A reader that needs the fields parses them again."""
+        self.json()
+        self._event = None
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SequencedEvent):
             return NotImplemented

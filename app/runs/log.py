@@ -54,6 +54,13 @@ class RunLog:
         self.closed = True
         self._wake()
 
+    def keep_json_only(self) -> None:
+        """For a finished log kept for late readers: each event as its JSON alone, the
+        bytes a replay sends (the native stream's as they are, other wires' parsed again
+        as from the database), so the log keeps about a third of what it held."""
+        for item in self.events:
+            item.keep_json_only()
+
     def _wake(self) -> None:
         # Most appends find the reader busy sending the last batch: nothing to wake (the
         # profile showed a wake-up per token costs). A woken reader stays listed until it

@@ -236,6 +236,7 @@ class RunManager:
             # holds it; kept here it would outlive its request (and, after a burst of
             # streams, scatter survivors that keep the allocator's arenas resident).
             return
+        run.log.keep_json_only()
         self._finished[run.run_id] = run
         while len(self._finished) > FINISHED_LOGS_KEPT:
             self._finished.popitem(last=False)

@@ -142,3 +142,19 @@ async def test_a_reader_ahead_of_the_released_part_is_unaffected() -> None:
     log.close()
 
     assert [e.seq for e in await collect(log, after=12)] == [13, 14, 15]
+
+
+async def test_a_log_kept_as_json_only_reads_the_same_events_and_bytes() -> None:
+    log = RunLog("run_1")
+    for i in range(3):
+        log.append(delta(str(i)))
+    log.close()
+    before = await collect(log)
+    encoded = [item.json() for item in before]
+
+    log.keep_json_only()
+
+    after = await collect(log)
+    assert not [item.seq for item in after if item.parsed]
+    assert [item.json() for item in after] == encoded
+    assert [item.event for item in after] == [delta(str(i)) for i in range(3)]

@@ -158,6 +158,7 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
             requests_per_minute=settings.rate_limit_requests_per_minute,
             concurrent_runs=settings.rate_limit_concurrent_runs,
             tokens_per_day=settings.rate_limit_tokens_per_day,
+            open_streams=settings.rate_limit_open_streams,
         ),
         settings.rate_limit_roles,
     )

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from app.api.middleware import STREAM_SLOT_KEY
 from app.api.streaming import StreamConfig
 from app.auth.authenticator import Authenticator, Credentials
 from app.container import Services
@@ -163,6 +164,19 @@ async def get_caller(request: Request) -> Caller:
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+async def hold_stream_slot(request: Request, caller: CallerDep) -> None:
+    """One of the caller's open event streams (`RATE_LIMIT_OPEN_STREAMS`), taken before
+    the route opens anything and given back when the request ends (by the request context
+    middleware, so a stream that fails or is cut still gives it back). Without it one
+    caller could hold connections and memory open without end (a feed never ends)."""
+    release = _services(request).limits.open_stream(caller)
+    if release is not None:
+        request.scope[STREAM_SLOT_KEY] = release
+
+
+StreamSlot = Depends(hold_stream_slot)
 
 
 @dataclass(frozen=True, slots=True)

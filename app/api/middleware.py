@@ -49,6 +49,9 @@ access_log = logging.getLogger("chat_bff.access")
 error_log = logging.getLogger("chat_bff.errors")
 
 REQUEST_ID_HEADER = "X-Request-ID"
+# Where a route leaves what gives its caller's stream slot back (`app.api.deps.StreamSlot`):
+# the request's end, which this middleware sees whatever happened, gives it back.
+STREAM_SLOT_KEY = "chat_bff.stream_slot"
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -146,6 +149,9 @@ class _Exchange:
             await self.send(message)
 
     def finish(self) -> None:
+        release = self.scope.get(STREAM_SLOT_KEY)
+        if release is not None:
+            release()
         if self.streaming:
             self._metrics.stream_closed()
             if self._drain is not None:

@@ -5,6 +5,11 @@
         ...
     await limiter.check_tokens(caller)           # before a model call; 429 when spent
     await limiter.add_tokens(caller, n)          # after a model call, with its usage
+    release = limiter.open_stream(caller)         # a reader's stream; 429 when too many
+
+`open_stream` counts in the process, whatever the backend: what an open stream holds (a
+connection, its memory, a task) is this process's, and a stream that outlives its
+process cannot hold a count anywhere.
 
 `acquire_run` / `release_run` are the same as `run_slot` for code where a context manager
 does not fit (the run task releases in its `finally`); `release_slot` frees the slot of a
@@ -34,7 +39,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -84,6 +89,7 @@ class Limiter:
         self._run_retry_after = run_retry_after
         self._held: dict[str, str] = {}  # run id -> its slot's key, for runs living here
         self._renewer: asyncio.Task[None] | None = None
+        self._streams: dict[str, int] = {}  # user id -> event streams open here
 
     async def _check(self, op: Awaitable[T], fallback: T) -> T:
         """A backend call that decides a request: open when down, closed when busy."""
@@ -183,6 +189,39 @@ class Limiter:
                 leases.setdefault(key, []).append(run_id)
             if leases:
                 await self._keep(self._backend.renew(leases, self._run_lease), "renew")
+
+    # -- open event streams --------------------------------------------------------------
+
+    def open_stream(self, caller: Caller) -> Callable[[], None] | None:
+        """Count one more open event stream of the caller (429 past the limit); the
+        answer gives it back, once, however often it is called (None: nothing counted)."""
+        limit = self._policy.for_caller(caller).open_streams
+        if limit <= 0:
+            return None
+        user = caller.user_id
+        held = self._streams.get(user, 0)
+        if held >= limit:
+            raise self._refuse(
+                "open_streams",
+                f"Too many event streams open at once: the limit is {limit}; "
+                "close one (another tab's) first.",
+                self._run_retry_after,
+            )
+        self._streams[user] = held + 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            left = self._streams.get(user, 1) - 1
+            if left > 0:
+                self._streams[user] = left
+            else:
+                self._streams.pop(user, None)
+
+        return release
 
     # -- tokens per day ------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ class Limits:
     requests_per_minute: int = 600
     concurrent_runs: int = 8
     tokens_per_day: int = 0
+    open_streams: int = 0
 
 
 def _more_generous(a: int, b: int) -> int:

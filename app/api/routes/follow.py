@@ -18,7 +18,7 @@ from fastapi import Header, Query
 from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 
-from app.api.deps import CallerDep, FollowDep, StreamDep
+from app.api.deps import CallerDep, FollowDep, StreamDep, StreamSlot
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.follow import FollowOpened, MessageAdded
@@ -66,6 +66,7 @@ def _frame(followed: Followed) -> bytes:
 
 @router.get(
     "/{conversation_id}/events",
+    dependencies=[StreamSlot],
     responses={
         200: {
             "description": "SSE, never ending on its own: `follow` (the reader's position "

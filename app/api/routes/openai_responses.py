@@ -23,7 +23,15 @@ from typing import Annotated, Any
 from fastapi import Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep, ToolCatalogDep
+from app.api.deps import (
+    ApprovalsDep,
+    CallerDep,
+    DbDep,
+    RunsDep,
+    StreamDep,
+    StreamSlot,
+    ToolCatalogDep,
+)
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
 from app.api.openai_params import responses_options
@@ -244,6 +252,7 @@ async def create_response(
 
 @router.get(
     "/responses/{response_id}",
+    dependencies=[StreamSlot],
     summary="Retrieve a stored response (a conversation's turn), or replay / resume its stream.",
     responses={
         200: {

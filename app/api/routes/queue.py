@@ -16,7 +16,7 @@ from fastapi import Header, Query
 from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 
-from app.api.deps import CallerDep, QueueDep, StreamDep
+from app.api.deps import CallerDep, QueueDep, StreamDep, StreamSlot
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
 from app.api.schemas.queue import PendingOut, QueueEventOut, QueueItemOut, QueueOut
@@ -78,6 +78,7 @@ def _resume_point(after: int | None, last_event_id: str | None) -> int | None:
 
 @router.get(
     "/events",
+    dependencies=[StreamSlot],
     responses={
         200: {
             "description": "The queue feed (EventSource): replays the events after "

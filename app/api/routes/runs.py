@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import Header, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from app.api.deps import AuthDep, CallerDep, RunsDep, StreamDep
+from app.api.deps import AuthDep, CallerDep, RunsDep, StreamDep, StreamSlot
 from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
@@ -141,6 +141,7 @@ async def send_message(
 
 @router.get(
     "/{conversation_id}/runs/{run_id}/events",
+    dependencies=[StreamSlot],
     responses={
         200: {
             "description": "Native SSE: replays the events after `Last-Event-ID` (or "

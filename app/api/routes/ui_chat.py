@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Path, Query, Response, status
 
-from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep
+from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep, StreamSlot
 from app.api.encoders.vercel import ClientMajor, VercelEncoder
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
@@ -109,6 +109,7 @@ async def ui_chat(
 
 @router.get(
     "/{chat_id}/stream",
+    dependencies=[StreamSlot],
     response_class=Response,
     responses={**_STREAM, 204: {"description": "No run of this chat is active."}},
     summary="Resume: replay the chat's active run from its start and follow it.",

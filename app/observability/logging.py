@@ -125,7 +125,11 @@ def configure_logging(
     root.setLevel(min(root.getEffectiveLevel(), handler.level))
     # Library loggers that would repeat our access line or print request URLs.
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # Both HTTP clients note every request's full URL at INFO: an MCP server's URL often
+    # holds its key (path or query), a provider's base URL may too (MCP_SERVERS and the
+    # keys are secret settings). The providers and the MCP SDK use httpx2.
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     # The MCP SDK notes every session id and stream reconnect at INFO.
     logging.getLogger("mcp").setLevel(logging.WARNING)
     return handler

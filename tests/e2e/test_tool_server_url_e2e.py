@@ -1,0 +1,71 @@
+"""An MCP server's URL is part of the deployment's secrets (`MCP_SERVERS` is a secret
+setting): many hosted MCP servers take their key in the URL's path or query. A real
+process at the default log level talks to such a server that refuses it (401) and to one
+that answers 500; the URL's secret parts appear in no log line."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import Launch
+
+pytestmark = pytest.mark.e2e
+
+PATH_KEY = f"pathkey{secrets.token_hex(12)}"
+QUERY_KEY = f"querykey{secrets.token_hex(12)}"
+WAIT = 30.0
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    def _refuse(self) -> None:
+        status = 401 if "refuse" in self.path else 500
+        self.send_response(status)
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"no")
+
+    do_GET = do_POST = do_DELETE = _refuse
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_mcp_servers_url_is_never_logged(launch: Launch, refusing_server: str) -> None:
+    servers = [
+        {"name": "hosted", "transport": "streamable-http",
+         "url": f"{refusing_server}/refuse/{PATH_KEY}/mcp?key={QUERY_KEY}"},
+        {"name": "broken", "transport": "streamable-http",
+         "url": f"{refusing_server}/fail/{PATH_KEY}/mcp?key={QUERY_KEY}"},
+    ]  # fmt: skip
+    service = launch(LOG_LEVEL="INFO", MCP_SERVERS=json.dumps(servers))
+    deadline = time.monotonic() + WAIT
+    while True:
+        sources = httpx.get(f"{service.base_url}/readyz", timeout=5).json().get("toolSources")
+        if sources and all(s["state"] == "unavailable" for s in sources):
+            break
+        assert time.monotonic() < deadline, sources
+        time.sleep(0.1)
+    logs = service.logs()
+    assert "/refuse/" in logs or "hosted" in logs  # the attempts were logged, by name
+    assert PATH_KEY not in logs
+    assert QUERY_KEY not in logs

@@ -19,7 +19,6 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase
 
-from app.store import lost_connection
 from app.store.sqlite_driver import one_trip_dbapi
 
 log = logging.getLogger("chat_bff.store")
@@ -96,6 +95,8 @@ def create_engine(url: str) -> AsyncEngine:
     )
     event.listen(engine.sync_engine, "checkin", _idle_since)
     event.listen(engine.sync_engine, "checkout", _alive_on_checkout)
+    from app.store import lost_connection  # here: it imports asyncpg, which SQLite never uses
+
     lost_connection.watch(engine)
     return engine
 

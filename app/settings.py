@@ -251,10 +251,11 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         default=0, ge=0, description="Model tokens (in + out) per caller per UTC day; 0 disables."
     )
     rate_limit_open_streams: int = Field(
-        default=0,
+        default=256,
         ge=0,
         description="Event streams (GET: a run's events, a conversation's or the queue's feed, "
-        "a resume) one caller may hold open at once on one process; 0 disables.",
+        "a resume) one caller may hold open at once on one process; 0 disables. The default "
+        "leaves room for many tabs and stops one token from holding thousands.",
     )
     rate_limit_roles: Annotated[dict[str, dict[str, int]], NoDecode] = Field(
         default_factory=dict,

@@ -62,3 +62,23 @@ async def test_a_caller_past_the_open_streams_limit_is_429_and_others_are_not(
                     if again == 200:
                         break
                 await asyncio.sleep(0.05)
+
+
+async def test_without_configuration_one_caller_still_cannot_hold_thousands(
+    launch: Launch,
+) -> None:
+    # Nothing set: the default (256) bounds a token that opens feed after feed.
+    service = launch(JWT_SECRET=HS_SECRET)
+    alice = bearer(hs_token(sub="alice"))
+    unbounded = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx.AsyncClient(base_url=service.base_url, timeout=WAIT, limits=unbounded) as http:
+        created = await http.post("/api/conversations", json={}, headers=alice)
+        feed = f"/api/conversations/{created.json()['id']}/events"
+        async with contextlib.AsyncExitStack() as held:
+            statuses = [
+                await held.enter_async_context(opened(http, feed, alice)) for _ in range(256)
+            ]
+            refused = await status_of(http, feed, alice)
+    assert set(statuses) == {200}
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"]["limit"] == "open_streams"

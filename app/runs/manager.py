@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from app.files.attachments import Attachments
 from app.runs.active import ActiveRun, RunRequest, new_run_id
 from app.runs.bus import Bus
 from app.runs.driver import Ending, RunLimits, play, to_the_end
+from app.runs.finished import FinishedRuns
 from app.runs.hooks import NoHooks, RunHooks
 from app.runs.journal import Prepare, RunJournal
 from app.runs.leases import LeaseKeeper
@@ -39,11 +39,6 @@ from app.runs.writer import EventWriter
 from app.usage.book import NoUsage, UsageBook
 
 log = logging.getLogger("chat_bff.runs")
-
-# Recently finished conversation runs stay in memory so a reader that reconnects right
-# after the end is served without the database; bounded, since a long answer holds
-# thousands of events.
-FINISHED_LOGS_KEPT = 64
 
 # Pauses between attempts to store a run's end before it is closed as `failed`.
 END_WRITE_RETRIES = (0.2, 1.0, 3.0)
@@ -80,7 +75,7 @@ class RunManager:
         self._limits = limits
         self._hooks: RunHooks = hooks or NoHooks()
         self._active: dict[str, ActiveRun] = {}
-        self._finished: OrderedDict[str, ActiveRun] = OrderedDict()
+        self._finished = FinishedRuns()
         self._unsettled: dict[str, Unsettled] = {}
         self._stopping = False
         # With a shared bus (Redis), runs are published and followed across instances and
@@ -236,10 +231,7 @@ class RunManager:
             # holds it; kept here it would outlive its request (and, after a burst of
             # streams, scatter survivors that keep the allocator's arenas resident).
             return
-        run.log.keep_json_only()
-        self._finished[run.run_id] = run
-        while len(self._finished) > FINISHED_LOGS_KEPT:
-            self._finished.popitem(last=False)
+        self._finished.add(run)
 
     async def _store_end(
         self, run: ActiveRun, ending: Ending, end: RunEnd, rest: list[SequencedEvent]
@@ -333,9 +325,7 @@ class RunManager:
                 log.warning("could not tell other instances of a purge", exc_info=True)
 
     def _forget_local(self, conversation_id: str) -> None:
-        for run_id, run in list(self._finished.items()):
-            if run.conversation_id == conversation_id:
-                del self._finished[run_id]
+        self._finished.forget(conversation_id)
 
     def local(self, run_id: str) -> ActiveRun | None:
         return self._active.get(run_id) or self._finished.get(run_id)

@@ -33,14 +33,17 @@ async def _conversation(db: Database) -> str:
         return (await tx.conversations.create("alice")).id
 
 
-async def _begin(db: Database, conversation_id: str, run_id: str, text: str) -> None:
-    await RunJournal(db, instance_id="here").begin(
+async def _begin(
+    db: Database, conversation_id: str, run_id: str, text: str, *, user_message_id: str = ""
+) -> list[Message] | None:
+    """Starts the run; the history it runs on."""
+    return await RunJournal(db, instance_id="here").begin(
         owner_id="alice",
         conversation_id=conversation_id,
         run_id=run_id,
         model_id="scripted",
         assistant_message_id=f"msg_{run_id}",
-        user_message=Message(id=f"msg_q_{run_id}", role="user", content=text),
+        user_message=Message(id=user_message_id or f"msg_q_{run_id}", role="user", content=text),
     )
 
 
@@ -87,14 +90,7 @@ async def test_a_run_whose_message_id_is_taken_writes_nothing(db: Database) -> N
         assert await tx.conversations.release_active_run(cid, "run_1")
 
     with pytest.raises(Conflict) as caught:
-        await RunJournal(db, instance_id="here").begin(
-            owner_id="alice",
-            conversation_id=cid,
-            run_id="run_2",
-            model_id="scripted",
-            assistant_message_id="msg_run_2",
-            user_message=Message(id="msg_q_run_1", role="user", content="Again"),
-        )
+        await _begin(db, cid, "run_2", "Again", user_message_id="msg_q_run_1")
 
     assert caught.value.code == "message_id_taken"
     async with db.read() as tx:
@@ -141,16 +137,7 @@ async def test_a_run_started_while_an_answer_is_stored_has_it_in_its_history(
     answer = Message(id="msg_answer", role="assistant", content="Earlier")
     async with db.unit() as tx:
         await tx.messages.append("alice", cid, answer)
-        starting = asyncio.create_task(
-            RunJournal(db, instance_id="here").begin(
-                owner_id="alice",
-                conversation_id=cid,
-                run_id="run_1",
-                model_id="scripted",
-                assistant_message_id="msg_run_1",
-                user_message=Message(id="msg_q", role="user", content="Hello"),
-            )
-        )
+        starting = asyncio.create_task(_begin(db, cid, "run_1", "Hello"))
         await asyncio.sleep(0.3)  # the run's claim waits for this transaction
         await tx.commit()
     history = await starting

@@ -95,9 +95,6 @@ def create_engine(url: str) -> AsyncEngine:
     )
     event.listen(engine.sync_engine, "checkin", _idle_since)
     event.listen(engine.sync_engine, "checkout", _alive_on_checkout)
-    from app.store import lost_connection  # here: it imports asyncpg, which SQLite never uses
-
-    lost_connection.watch(engine)
     return engine
 
 

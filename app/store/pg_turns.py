@@ -28,7 +28,6 @@ from sqlalchemy.util.concurrency import greenlet_spawn
 
 from app.domain.events import SequencedEvent
 from app.domain.messages import Message
-from app.store import lost_connection
 from app.store.observe import Observe, observer
 from app.store.prepared import Prepared
 from app.store.records import ConversationRecord
@@ -167,17 +166,11 @@ class PostgresTurns:
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[_Connection]:
         raw = await self._engine.raw_connection()
-        done = raw.close
         try:
             yield _Connection(raw.driver_connection, observer(raw))
-        except Exception as error:
-            if lost_connection.lost(error):
-                done = raw.invalidate  # not back into the pool: the next user would fail
-                raise lost_connection.unavailable() from error
-            if isinstance(error, asyncpg.PostgresError):
-                raise DBAPIError.instance(
-                    None, None, error, asyncpg.PostgresError, dialect=self._dialect
-                ) from error
-            raise
+        except asyncpg.PostgresError as error:
+            raise DBAPIError.instance(
+                None, None, error, asyncpg.PostgresError, dialect=self._dialect
+            ) from error
         finally:
-            await greenlet_spawn(done)
+            await greenlet_spawn(raw.close)

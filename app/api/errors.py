@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.auth.errors import Unauthorized
-from app.domain.errors import ChatBffError, ProviderError, RateLimited, Unavailable
+from app.domain.errors import ChatBffError, ProviderError, RetryLater
 from app.domain.text import valid_json
 
 log = logging.getLogger("chat_bff.errors")
@@ -82,7 +82,7 @@ def log_provider_failure(exc: ProviderError) -> None:
 
 def retry_after_header(exc: ChatBffError) -> dict[str, str] | None:
     retry_after = getattr(exc, "retry_after", None)
-    if isinstance(exc, RateLimited | ProviderError | Unavailable) and retry_after is not None:
+    if isinstance(exc, RetryLater | ProviderError) and retry_after is not None:
         return {"Retry-After": str(max(1, round(retry_after)))}
     return None
 

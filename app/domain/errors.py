@@ -5,9 +5,10 @@
      +-- ModelNotFound            404  model_not_found
      +-- Conflict                 409  (e.g. a run already active)
      +-- InvalidRequest           400/422
-     +-- RateLimited              429  with retry_after
-          +-- BudgetExceeded          429 budget_exceeded, with the budget and resets_at
-     +-- Unavailable              503  with retry_after (a part of the deployment is out of reach)
+     +-- RetryLater               with retry_after (the Retry-After header)
+          +-- RateLimited             429
+               +-- BudgetExceeded         429 budget_exceeded, with the budget and resets_at
+          +-- Unavailable             503 (a part of the deployment is out of reach)
      +-- ProviderError            upstream failure, already made safe to show
           +-- ProviderAuthError       502 (upstream 401/403: our key, not the caller's fault)
           +-- ProviderRateLimited     429 with retry_after
@@ -72,14 +73,19 @@ class InvalidRequest(ChatBffError):
     code = "invalid_request"
 
 
-class RateLimited(ChatBffError):
-    status = 429
-    code = "rate_limited"
+class RetryLater(ChatBffError):
+    """A refusal that says when to try again: `retry_after` seconds (the `Retry-After`)."""
+
     retryable = True
 
     def __init__(self, message: str, *, retry_after: float | None = None, **extra: Any) -> None:
         super().__init__(message, **extra)
         self.retry_after = retry_after
+
+
+class RateLimited(RetryLater):
+    status = 429
+    code = "rate_limited"
 
 
 class BudgetExceeded(RateLimited):
@@ -89,17 +95,12 @@ class BudgetExceeded(RateLimited):
     code = "budget_exceeded"
 
 
-class Unavailable(ChatBffError):
+class Unavailable(RetryLater):
     """What the request needs is out of reach for now, through no fault of the caller
     (another instance, when the bus between instances is down): 503 with `retry_after`."""
 
     status = 503
     code = "unavailable"
-    retryable = True
-
-    def __init__(self, message: str, *, retry_after: float | None = None, **extra: Any) -> None:
-        super().__init__(message, **extra)
-        self.retry_after = retry_after
 
 
 class ProviderError(ChatBffError):

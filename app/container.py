@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from app.agent.ports import ToolRuntime
 from app.auth.authenticator import AuthConfig, Authenticator
-from app.auth.jwt import JwtVerifier, load_jwks
 from app.auth.stream_tokens import StreamTokens, derive_stream_key
 from app.container_tools import (
     build_mcp_sources,
@@ -109,8 +108,12 @@ def build_authenticator(settings: Settings, db: Database) -> Authenticator:
         settings.jwt_public_key_file.read_text() if settings.jwt_public_key_file else None
     )
     secret = settings.jwt_secret.get_secret_value() if settings.jwt_secret else None
-    verifier = (
-        JwtVerifier(
+    verifier = None
+    if settings.auth_configured:
+        # PyJWT and cryptography (9 MB of a worker) only where bearer JWTs are verified.
+        from app.auth.jwt import JwtVerifier, load_jwks
+
+        verifier = JwtVerifier(
             secret=secret,
             public_key_pem=public_pem,
             jwks=load_jwks(settings.jwt_jwks_file) if settings.jwt_jwks_file else None,
@@ -119,9 +122,6 @@ def build_authenticator(settings: Settings, db: Database) -> Authenticator:
             roles_claim=settings.jwt_roles_claim,
             leeway=settings.jwt_leeway_seconds,
         )
-        if settings.auth_configured
-        else None
-    )
     explicit = settings.stream_token_secret
     key, stable = derive_stream_key(secret, explicit.get_secret_value() if explicit else None)
     if not stable and verifier is not None:

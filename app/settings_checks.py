@@ -13,7 +13,6 @@ import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from pydantic import SecretStr, ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -84,6 +83,8 @@ def check_mcp_servers(text: str) -> None:
 
 
 def check_public_key(pem: str) -> None:
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
     try:
         load_pem_public_key(pem.encode())
     except (ValueError, TypeError):

@@ -17,15 +17,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from app.auth.api_keys import hash_api_key, looks_like_api_key
 from app.auth.errors import Unauthorized
-from app.auth.jwt import JwtVerifier
 from app.auth.stream_tokens import StreamTokens
 from app.domain.identity import Caller
 from app.store.database import Database
+
+if TYPE_CHECKING:
+    from app.auth.jwt import JwtVerifier
 
 log = logging.getLogger("chat_bff.auth")
 

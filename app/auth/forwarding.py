@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import jwt
 from pydantic import SecretStr
 
 from app.domain.identity import Caller, ForwardedIdentity, ForwardMode
@@ -70,4 +69,6 @@ class Forwarder:
         }
         if audience is not None:
             payload["aud"] = audience
+        import jwt  # on the first minted token, not at start-up (it brings cryptography)
+
         return SecretStr(jwt.encode(payload, self._secret.get_secret_value(), algorithm="HS256"))

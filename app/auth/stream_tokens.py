@@ -17,8 +17,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import jwt
-
 from app.auth.errors import Unauthorized
 from app.domain.errors import InvalidRequest
 from app.domain.identity import Caller
@@ -81,9 +79,13 @@ class StreamTokens:
             claims["pfx"] = _normalise_path(path)
         else:
             claims["run"] = run_id
+        import jwt  # on the first stream token: PyJWT brings cryptography, 9 MB of a worker
+
         return StreamToken(jwt.encode(claims, self._key, algorithm="HS256"), now + self._ttl)
 
     def verify(self, token: str, *, method: str, path: str) -> Caller:
+        import jwt
+
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,

@@ -1,9 +1,10 @@
 """What a started service has imported when nothing asks for more: the MCP SDK (servers
 configured), numpy (the router's embedding fallback), openpyxl and pypdf (a workbook or a
-PDF to read) are imported on first use, and asyncpg only where the database is Postgres
-(about 2 MB of idle memory on SQLite, `app/store/database.py`). Together they were about
-a third of the start-up time and 40 MB of idle memory, for features a deployment may never
-touch."""
+PDF to read) are imported on first use, asyncpg only where the database is Postgres
+(about 2 MB of idle memory on SQLite, `app/store/database.py`), and PyJWT with cryptography
+(9 MB) only where bearer JWTs are verified or on the first stream or minted token. Together
+they were about a third of the start-up time and 50 MB of idle memory, for features a
+deployment may never touch."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from app.main import create_app
 with TestClient(create_app()) as client:
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 200
-lazy = ("mcp", "mcp_types", "numpy", "openpyxl", "pypdf", "jsonschema", "asyncpg")
+lazy = (
+    "mcp", "mcp_types", "numpy", "openpyxl", "pypdf", "jsonschema", "asyncpg",
+    "jwt", "cryptography",
+)
 print(json.dumps(sorted(m for m in lazy if m in sys.modules)))
 """
 

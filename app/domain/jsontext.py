@@ -7,6 +7,9 @@ came back changed on reload. Everywhere JSON text enters the service (a request 
 model's tool arguments, a tool message or function_call_output a client sends) it is read
 by `loads`, which refuses them as the parse error they are: a body is `invalid_json`, tool
 arguments are "not valid JSON" on the tool card, a tool output stays the text it was.
+A number too large for a float (`1e999`, or four hundred digits before a `.5`) is the
+same infinity spelled as a number: Python's parser made it `inf` silently (a 500 at the
+Postgres write, `null` on reload from SQLite), so it is refused the same way.
 
 `depth` measures how deeply a value nests: pydantic refuses to encode more than 255 levels
 and Python's recursion gives out near 1,000, so a request body nested a few hundred levels
@@ -16,6 +19,7 @@ deep (a client tool's schema) was accepted and then failed its run with an inter
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 
@@ -24,8 +28,15 @@ def _refuse_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise json.JSONDecodeError(f"{text[:20]} is too large for a number", text, 0)
+    return value
+
+
 # Stateless; built once because `json.loads` with an option builds a decoder per call.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def decode(data: bytes) -> str:

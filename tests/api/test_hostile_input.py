@@ -3,7 +3,8 @@ clear 4xx with the machine-readable error body, never a 500, on SQLite and Postg
 
 `NaN` / `Infinity` are not JSON (RFC 8259) though Python's parser takes them: Postgres
 JSONB refuses them and no JSON encoder may write them back, so a body holding one (a
-client tool's schema, a tool result) is `invalid_json`, and nothing is stored.
+client tool's schema, a tool result) is `invalid_json`, and nothing is stored. So is a
+number too large for a float, which Python's parser silently made the same infinity.
 
 A body nested a few hundred levels deep parsed, then its run failed with an internal error
 (pydantic encodes at most 255 levels): it is refused up front, saying how deep is too deep.
@@ -81,6 +82,21 @@ async def test_non_finite_numbers_are_invalid_json_on_the_openai_surface(
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"
     assert error["code"] == "invalid_json"
+
+
+@pytest.mark.parametrize("number", [b"1e999", b"-1e999", b"1" + b"0" * 400 + b".5"])
+async def test_a_number_too_large_for_a_float_is_invalid_json_and_nothing_is_stored(
+    base: str, number: bytes
+) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        response = await http.post(
+            CONVERSATIONS, content=b'{"metadata": {"n": ' + number + b"}}", headers=JSON
+        )
+        listed = (await http.get(CONVERSATIONS)).json()
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert listed["data"] == []
 
 
 async def test_a_nan_tool_result_is_invalid_json(base: str) -> None:

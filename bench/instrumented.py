@@ -5,9 +5,9 @@ app, plus `GET /__bench/sql`: how many statements went to the database
 (`before_cursor_execute` on every Engine, and the observer that a turn's statements sent
 on the driver's own connection are told of, `app.store.observe`; an `executemany` counts
 once, as one round trip), by leading SQL verb (a WITH that writes, by the first write
-inside it) and by statement text (its first 90 characters), and how many commits. The
-app has no such hook of its own, so the benchmark brings it; counting costs one dict
-increment per statement.
+inside it) and by statement text (its first 90 characters), how many commits and how
+many database connections were opened. The app has no such hook of its own, so the
+benchmark brings it; counting costs one dict increment per statement.
 """
 
 from __future__ import annotations
@@ -61,12 +61,17 @@ def _on_commit(_conn: Any) -> None:
     COUNTS["commits"] += 1
 
 
+def _on_connect(_dbapi_connection: Any, _record: Any) -> None:
+    COUNTS["connects"] += 1
+
+
 def create() -> ASGIApp:
     from app.main import create_app
 
     event.listen(Engine, "before_cursor_execute", _on_execute)
     event.listen(Engine, "commit", _on_commit)
     event.listen(Pool, "checkout", _observe)
+    event.listen(Pool, "connect", _on_connect)
     inner = create_app()
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:

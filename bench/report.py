@@ -262,6 +262,7 @@ def persisted_rows(rows: Rows, i3: dict[str, Any], size: dict[str, Any]) -> None
     )
     rows.add("  write statements per run", pad(cols3("load", "writes_per_run")))
     rows.add("  all statements per run", pad(cols3("load", "statements_per_run")))
+    rows.add("  database connections opened", pad(cols3("load", "connects")))
     rows.add("DB commits / 50 chunks", pad(cols3("load", "commits_per_50_chunks")), d=2)
     rows.add(
         "  run_events rows / batches (DB side)",

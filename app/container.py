@@ -61,6 +61,7 @@ from app.usage.writer import UsageWriter
 
 if TYPE_CHECKING:
     from app.mcp.sources import McpSources
+    from app.runs.redis_outage import RedisOutage
 
 log = logging.getLogger("chat_bff")
 
@@ -140,7 +141,19 @@ def build_authenticator(settings: Settings, db: Database) -> Authenticator:
     )
 
 
-def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
+def build_redis_outage(settings: Settings) -> RedisOutage | None:
+    """One breaker for the process's Redis (`REDIS_URL`), shared by the limiter and the
+    bus: a hang either one noticed spares the other the timeout too."""
+    if not settings.redis_url:
+        return None
+    from app.runs.redis_outage import RedisOutage
+
+    return RedisOutage(settings.redis_retry_seconds)
+
+
+def build_limiter(
+    settings: Settings, metrics: Metrics, outage: RedisOutage | None = None
+) -> Limiter:
     backend: LimitBackend
     if settings.redis_url:
         from app.limits.redis_backend import RedisBackend
@@ -150,6 +163,7 @@ def build_limiter(settings: Settings, metrics: Metrics) -> Limiter:
             pool_size=settings.redis_pool_size,
             pool_timeout=settings.redis_pool_timeout_seconds,
             timeout=settings.redis_timeout_seconds,
+            outage=outage,
         )
     else:
         backend = MemoryBackend()
@@ -175,12 +189,14 @@ def announcer(bus: Bus) -> Callable[[Collection[str]], Awaitable[None]]:
     return announce
 
 
-def build_bus(settings: Settings) -> Bus:
+def build_bus(settings: Settings, outage: RedisOutage | None = None) -> Bus:
     """Redis pub/sub between instances when `REDIS_URL` is set, else this process alone."""
     if settings.redis_url:
         from app.runs.redis_bus import RedisBus
 
-        return RedisBus.from_url(settings.redis_url, timeout=settings.redis_timeout_seconds)
+        return RedisBus.from_url(
+            settings.redis_url, timeout=settings.redis_timeout_seconds, outage=outage
+        )
     return LocalBus()
 
 
@@ -267,10 +283,11 @@ async def build_services(
         offer_capabilities(settings, tool_catalog.registry)
     tool_runtime, background = build_tool_runtime(settings, tool_catalog, db)
     tools: ToolRuntime = tool_runtime
-    limits = build_limiter(settings, metrics)
+    redis_outage = build_redis_outage(settings)
+    limits = build_limiter(settings, metrics, redis_outage)
     files = build_files(settings, db)
     attachments = Attachments(files)
-    bus = build_bus(settings)
+    bus = build_bus(settings, redis_outage)
     db.announce = announcer(bus)
     router = build_router(settings, tool_catalog)
     usage = UsageBook(

@@ -107,6 +107,14 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         description="Connect and reply timeout of one Redis command; past it Redis counts "
         "as down (checks let requests through).",
     )
+    redis_retry_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        le=300,
+        description="After Redis did not answer (timeout, connection refused), calls skip it "
+        "for this long (limit checks let requests through at once, the bus's readers use the "
+        "database), then one call tries it again.",
+    )
     cors_origins: JsonList = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, ge=1, description="Request body size cap.")
     heartbeat_seconds: float = Field(default=15.0, gt=0, description="SSE heartbeat interval.")

@@ -10,7 +10,9 @@ for one, then fails with `BackendBusy`, which the limiter answers with 503. With
 opens connections until the pool refuses, and a refusal that looked like "Redis is down"
 let the whole flood through. Each command is tried once with a socket timeout
 (`REDIS_TIMEOUT_SECONDS`): a Redis that is down or hangs is `BackendUnavailable` quickly,
-and a timed-out rate script is not run twice.
+and a timed-out rate script is not run twice. After such a failure the calls skip Redis for
+`REDIS_RETRY_SECONDS` (`app.runs.redis_outage`): `BackendUnavailable` at once, without
+each request waiting out the timeout of a Redis that hangs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import MaxConnectionsError, RedisError
 
 from app.limits.backends import BackendBusy, BackendUnavailable
+from app.runs.redis_outage import RedisOutage
 
 
 class ConnectionGate:
@@ -107,10 +110,16 @@ return v
 
 class RedisBackend:
     def __init__(
-        self, client: Redis, *, namespace: str = "chatbff:limits:", pool_timeout: float = 1.0
+        self,
+        client: Redis,
+        *,
+        namespace: str = "chatbff:limits:",
+        pool_timeout: float = 1.0,
+        outage: RedisOutage | None = None,
     ) -> None:
         self._redis = client
         self._ns = namespace
+        self._outage = outage or RedisOutage(0.0)
         self._gate = ConnectionGate(client.connection_pool.max_connections, pool_timeout)
         self._rate = client.register_script(_RATE)
         self._acquire = client.register_script(_ACQUIRE)
@@ -119,7 +128,13 @@ class RedisBackend:
 
     @classmethod
     def from_url(
-        cls, url: str, *, pool_size: int = 50, pool_timeout: float = 1.0, timeout: float = 1.0
+        cls,
+        url: str,
+        *,
+        pool_size: int = 50,
+        pool_timeout: float = 1.0,
+        timeout: float = 1.0,
+        outage: RedisOutage | None = None,
     ) -> RedisBackend:
         client = Redis.from_url(
             url,
@@ -128,19 +143,20 @@ class RedisBackend:
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
         )
-        return cls(client, pool_timeout=pool_timeout)
+        return cls(client, pool_timeout=pool_timeout, outage=outage)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[None]:
         """A turn on one of the pool's connections; errors mapped to ours. The pool's own
-        refusal (something else used the client's connections) is busy too, not down."""
-        async with self._gate.turn():
-            try:
+        refusal (something else used the client's connections) is busy too, not down. While
+        Redis is skipped, no turn is waited for."""
+        try:
+            async with self._outage.call(), self._gate.turn():
                 yield
-            except MaxConnectionsError as exc:
-                raise BackendBusy(type(exc).__name__) from exc
-            except (RedisError, OSError) as exc:
-                raise BackendUnavailable(type(exc).__name__) from exc
+        except MaxConnectionsError as exc:
+            raise BackendBusy(type(exc).__name__) from exc
+        except (RedisError, OSError) as exc:
+            raise BackendUnavailable(type(exc).__name__) from exc
 
     async def rate(self, key: str, limit: int, period: float) -> float:
         async with self._connection():

@@ -11,7 +11,10 @@ because a subscriber's Redis output buffer overflowed (Redis then closes the con
 is gone. The listener sees the broken connection, tells every local subscriber `GAP` (so
 each reads what it missed from the database, as after any gap) and reconnects with backoff,
 subscribing again to every topic still held. Publishing never blocks a run for long: one
-try with the socket timeout, errors to the caller.
+try with the socket timeout, errors to the caller; after a publish or a subscription that
+Redis did not answer, publishing fails at once and subscribing does not wait for Redis's
+confirmation for `REDIS_RETRY_SECONDS` (`app.runs.redis_outage`), so a Redis that hangs
+does not hold every commit's announcement and every reader for the whole timeout.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from app.runs.bus import Subscription
+from app.runs.redis_outage import RedisOutage
 
 log = logging.getLogger("chat_bff.runs")
 
@@ -43,8 +47,15 @@ class RedisBus:
 
     shared = True
 
-    def __init__(self, client: Redis, *, prefix: str = "chatbff:bus:0:") -> None:
+    def __init__(
+        self,
+        client: Redis,
+        *,
+        prefix: str = "chatbff:bus:0:",
+        outage: RedisOutage | None = None,
+    ) -> None:
         self._client = client
+        self._outage = outage or RedisOutage(0.0)
         self._prefix = prefix
         self._topics: dict[str, set[Subscription]] = {}
         self._confirming: dict[str, list[asyncio.Future[None]]] = {}
@@ -55,7 +66,14 @@ class RedisBus:
         self._closed = False
 
     @classmethod
-    def from_url(cls, url: str, *, timeout: float, prefix: str | None = None) -> RedisBus:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        timeout: float,
+        prefix: str | None = None,
+        outage: RedisOutage | None = None,
+    ) -> RedisBus:
         """A bus on `url`. Pub/sub channels ignore Redis's database numbers, so the
         default prefix carries the URL's: deployments kept apart by database number stay
         apart on the bus too."""
@@ -66,14 +84,15 @@ class RedisBus:
             retry=Retry(NoBackoff(), 0),  # a broken connection is ours to notice (GAP)
         )
         db = client.connection_pool.connection_kwargs.get("db", 0)
-        bus = cls(client, prefix=prefix or f"chatbff:bus:{db}:")
+        bus = cls(client, prefix=prefix or f"chatbff:bus:{db}:", outage=outage)
         bus._timeout = timeout
         return bus
 
     # -- the Bus protocol -------------------------------------------------------------
 
     async def publish(self, topic: str, message: bytes) -> None:
-        await self._client.publish(self._prefix + topic, message)
+        async with self._outage.call():
+            await self._client.publish(self._prefix + topic, message)
 
     @asynccontextmanager
     async def subscribe(self, topic: str) -> AsyncIterator[Subscription]:
@@ -117,8 +136,13 @@ class RedisBus:
         try:
             pubsub = await self._connected()
             await pubsub.subscribe(channel)
+            if self._outage.open:  # it would not confirm in time: read the log instead
+                return
             async with asyncio.timeout(self._timeout):
                 await confirmed
+        except TimeoutError:
+            self._outage.failed("TimeoutError")
+            log.warning("bus: Redis did not confirm a subscription", extra={"topic": topic})
         except Exception:
             log.warning("bus: could not subscribe", extra={"topic": topic}, exc_info=True)
         finally:
@@ -196,6 +220,7 @@ class RedisBus:
         self._tell_gap()
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        self._outage.answered()  # whatever it says, Redis is there
         channel = _text(message["channel"])
         kind = message["type"]
         if kind == "subscribe":

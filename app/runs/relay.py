@@ -82,9 +82,12 @@ class Relay:
         async for batch in run.log.follow(0):
             try:
                 await self._bus.publish(topic, encode(batch))
-            except Exception:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001
                 # Readers elsewhere find the hole and fill it from the database.
-                log.warning("could not publish run events", extra={"run_id": run.run_id})
+                log.warning(
+                    "could not publish run events",
+                    extra={"run_id": run.run_id, "error_type": type(exc).__name__},
+                )
 
     # -- requests to whichever instance runs something --------------------------------
 

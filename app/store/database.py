@@ -174,8 +174,11 @@ async def announce(to: Announce | None, topics: set[str]) -> None:
         return
     try:
         await to(topics)
-    except Exception:  # noqa: BLE001
-        log.warning("could not announce committed changes", extra={"topics": sorted(topics)})
+    except Exception as exc:  # noqa: BLE001
+        log.warning(
+            "could not announce committed changes",
+            extra={"topics": sorted(topics), "error_type": type(exc).__name__},
+        )
 
 
 class Database:

@@ -1,0 +1,156 @@
+"""The Redis circuit breaker: a call Redis did not answer opens it for the retry window
+(calls meanwhile are skipped, not made), then one call probes while the others still
+skip; an answer closes it, a failure opens it again. Our own pool being full says nothing
+about Redis. With a hung Redis of the test's own (SIGSTOP), the limiter and the bus skip
+it after the first timeout."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import MaxConnectionsError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from app.limits.backends import BackendUnavailable
+from app.limits.redis_backend import RedisBackend
+from app.runs.redis_bus import RedisBus
+from app.runs.redis_outage import RedisOutage, RedisSkipped
+from tests.e2e.redis_server import own_redis
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def fail(outage: RedisOutage, error: Exception) -> None:
+    with pytest.raises(type(error)):
+        async with outage.call():
+            raise error
+
+
+async def answer(outage: RedisOutage) -> None:
+    async with outage.call():
+        pass
+
+
+async def test_a_timeout_skips_redis_for_the_window_then_one_call_probes() -> None:
+    clock = Clock()
+    outage = RedisOutage(2.0, clock=clock)
+    await answer(outage)
+    await fail(outage, RedisTimeoutError("hung"))
+    assert outage.open
+    with pytest.raises(RedisSkipped):
+        await answer(outage)
+
+    clock.now += 2.0
+    probe_in = asyncio.Event()
+    probe_out = asyncio.Event()
+
+    async def probe() -> None:
+        async with outage.call():
+            probe_in.set()
+            await probe_out.wait()
+
+    probing = asyncio.create_task(probe())
+    await probe_in.wait()
+    with pytest.raises(RedisSkipped):  # one probe at a time: the others still skip
+        await answer(outage)
+    probe_out.set()
+    await probing
+    assert not outage.open
+    await answer(outage)
+
+
+async def test_a_failed_probe_opens_it_for_another_window() -> None:
+    clock = Clock()
+    outage = RedisOutage(2.0, clock=clock)
+    await fail(outage, ConnectionRefusedError())
+    clock.now += 2.5
+    await fail(outage, RedisTimeoutError("still hung"))
+    clock.now += 1.0
+    assert outage.open
+    with pytest.raises(RedisSkipped):
+        await answer(outage)
+
+
+async def test_what_redis_did_not_cause_gives_no_verdict() -> None:
+    clock = Clock()
+    outage = RedisOutage(2.0, clock=clock)
+    await fail(outage, MaxConnectionsError("our pool is full"))
+    await fail(outage, ValueError("a bug of ours"))
+    assert not outage.open
+
+    await fail(outage, RedisTimeoutError("hung"))
+    clock.now += 2.0
+    await fail(outage, MaxConnectionsError("our pool is full"))  # the probe: no verdict
+    assert outage.open is False  # the next call probes again
+    await answer(outage)
+    assert not outage.open
+
+
+async def test_the_limiter_and_the_bus_skip_a_hung_redis_after_its_first_timeout() -> None:
+    with own_redis() as redis:
+        outage = RedisOutage(120.0)
+        backend = RedisBackend.from_url(redis.url, timeout=0.5, outage=outage)
+        bus = RedisBus.from_url(redis.url, timeout=0.5, prefix="test:", outage=outage)
+        try:
+            await bus.publish("run:1", b"up")
+            assert await backend.rate("rpm:u", 10, 60) == 0
+            redis.hang()
+            with pytest.raises(BackendUnavailable, match="TimeoutError"):
+                await backend.rate("rpm:u", 10, 60)
+            with pytest.raises(RedisSkipped):  # the bus heard of it: no wait of its own
+                await bus.publish("run:1", b"hung")
+            with pytest.raises(BackendUnavailable, match="RedisSkipped"):
+                await backend.rate("rpm:u", 10, 60)
+        finally:
+            redis.resume()
+            await bus.aclose()
+            await backend.aclose()
+
+
+async def test_a_bus_alone_skips_after_a_publish_that_timed_out() -> None:
+    with own_redis() as redis:
+        bus = RedisBus(
+            Redis.from_url(redis.url, socket_timeout=0.5), prefix="test:", outage=RedisOutage(120.0)
+        )
+        try:
+            await bus.publish("run:1", b"up")
+            redis.hang()
+            with pytest.raises(RedisTimeoutError):
+                await bus.publish("run:1", b"hung")
+            with pytest.raises(RedisSkipped):
+                await bus.publish("run:1", b"hung")
+        finally:
+            redis.resume()
+            await bus.aclose()
+
+
+async def test_the_bus_hearing_from_redis_again_closes_the_circuit() -> None:
+    with own_redis() as redis:
+        outage = RedisOutage(120.0)
+        bus = RedisBus.from_url(redis.url, timeout=0.5, prefix="test:", outage=outage)
+        try:
+            async with bus.subscribe("run:1"):
+                redis.hang()
+                with pytest.raises(RedisTimeoutError):
+                    await bus.publish("run:1", b"hung")
+                assert outage.open
+                redis.resume()
+                async with bus.subscribe("run:2"):  # confirmed once Redis answers
+                    pass
+                for _ in range(100):
+                    if not outage.open:
+                        break
+                    await asyncio.sleep(0.05)
+                assert not outage.open
+                await bus.publish("run:1", b"back")
+        finally:
+            redis.resume()
+            await bus.aclose()

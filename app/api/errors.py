@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from app.auth.errors import Unauthorized
 from app.domain.errors import ChatBffError, ProviderError, RetryLater
@@ -137,6 +138,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request)
         code = {
             400: "invalid_request",  # a body FastAPI could not parse (JSON too deep, bad form)
             404: "not_found",
@@ -146,15 +150,33 @@ def install_error_handlers(app: FastAPI) -> None:
             413: "payload_too_large",
         }.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
-        return error_response(
-            request, exc.status_code, code, message, headers=dict(exc.headers or {})
-        )
+        return error_response(request, exc.status_code, code, message, headers=headers)
 
     app.add_exception_handler(ChatBffError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     # Anything else reaches `RequestContextMiddleware`, which answers 500 with the
     # request id and keeps the connection (see app.api.middleware).
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at the request's path, for a 405's `Allow`.
+
+    Starlette's router answers 405 from the first route whose path matched, so its `Allow`
+    named that route's methods alone: `GET` for `/api/conversations/{id}`, which also takes
+    PATCH and DELETE (each method is a route of its own here). Asked of every route with
+    each method in turn, through `matches` alone (FastAPI nests included routers)."""
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    )
 
 
 def log_failure(exc: Unauthorized, request: Request) -> None:

@@ -10,6 +10,7 @@ import logging
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,7 @@ from app.runs.typed_answers import TypedAnswers
 from app.settings import Settings
 from app.store.database import Database
 from app.store.db import create_engine
-from app.store.migrate import upgrade_database
+from app.store.migrate import upgrade_on_start
 from app.toolruntime.approvals import ApprovalService
 from app.toolruntime.background import BackgroundJobs
 from app.toolruntime.proposals import ProposalService
@@ -265,16 +266,22 @@ async def build_services(
 ) -> Services:
     metrics = metrics or Metrics()
     catalog = catalog_from_settings(settings)
-    built = dict(providers) if providers is not None else build_providers(settings, catalog)
+    engine = create_engine(settings.database_url)
+    # A database behind the schema is upgraded by a child process while the providers
+    # (their SDKs' imports) are built here, on the other core.
+    upgrade: AbstractAsyncContextManager[None] = (
+        upgrade_on_start(engine, settings.database_url, database_migrations(settings))
+        if settings.migrate_on_start
+        else nullcontext()
+    )
+    async with upgrade:
+        built = dict(providers) if providers is not None else build_providers(settings, catalog)
     built = instrument(built, metrics)  # latency, TTFT, tokens, errors per model call
     if catalog.offline:
         log.warning(
             "no provider key configured: serving the offline scripted model",
             extra={"model": catalog.default_id},
         )
-    engine = create_engine(settings.database_url)
-    if settings.migrate_on_start:
-        await upgrade_database(engine, database_migrations(settings))
     db = Database(engine)
     tool_catalog = build_tool_catalog(settings)
     mcp = build_mcp_sources(settings, tool_catalog.registry)

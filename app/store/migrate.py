@@ -13,12 +13,19 @@ have run them before: Alembic must resolve every revision a database records, or
 refuses to migrate at all). So switching a tool package off never fails a start-up and
 never drops its tables; a fresh database gets only what is switched on.
 
-`upgrade_database(engine, migrations)` is what start-up (`MIGRATE_ON_START`) and
-`chat-bff migrate` call; the container decides the `Migrations` from settings. It runs
-Alembic on a connection of the service's own engine, so the URL, driver and SQLite
-pragmas are the service's. On Postgres a session-level advisory lock serialises
-concurrent starters: with several workers booting at once, one migrates and the others
-wait, then find the database at head and do nothing.
+`upgrade_database(engine, migrations)` is what `chat-bff migrate` calls; the container
+decides the `Migrations` from settings. It runs Alembic on a connection of the service's
+own engine, so the URL, driver and SQLite pragmas are the service's. On Postgres a
+session-level advisory lock serialises concurrent starters: with several workers booting
+at once, one migrates and the others wait, then find the database at head and do nothing.
+
+Start-up (`MIGRATE_ON_START`) calls `upgrade_on_start`, which keeps Alembic out of the
+worker: Alembic, Mako and the revision scripts are about 19 MB of heap that a process
+keeps once it has run them. A database at head (the usual start) is read with one query
+against the heads of the revision files (read as text, `script_heads`); one behind is
+upgraded by `upgrade_database` in a child process (`app.store.migrate_child`) while the
+rest of start-up goes on (the database is a file or a server: `create_engine` takes no
+in-memory SQLite).
 
 The core scripts live in `migrations/` at the repository root (`alembic.ini` there serves
 the `alembic` command line for authoring new revisions); a built wheel carries them inside
@@ -28,22 +35,32 @@ Tool packages carry their own `migrations/` package, so they ship with their cod
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import importlib
+import json
+import logging
+import os
 import pkgutil
-from collections.abc import Sequence
+import re
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.store.db import Base
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+log = logging.getLogger("alembic.runtime.migration")
 
 # Inside the package when it is installed from a wheel (setup.py maps the repository's
 # `migrations/` to `app/migrations`); beside the package in a checkout. Never the working
@@ -93,6 +110,8 @@ def _locations(migrations: Migrations) -> list[Path]:
 
 
 def alembic_config(migrations: Migrations = CORE_ONLY) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     config.set_main_option("path_separator", "newline")
@@ -103,6 +122,8 @@ def alembic_config(migrations: Migrations = CORE_ONLY) -> Config:
 def head_revisions(migrations: Migrations = CORE_ONLY) -> tuple[str, ...]:
     """The revisions an up-to-date database records: the core's head and the head of
     each applied directory (sorted)."""
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config(migrations))
     wanted = {(migrations_dir() / "versions").resolve(), *(p.resolve() for p in migrations.apply)}
     heads = [head for head in script.get_heads() if _directory(script, head) in wanted]
@@ -120,6 +141,8 @@ def _run(
     revisions: Sequence[str],
     migrations: Migrations,
 ) -> None:
+    from alembic import command
+
     config = alembic_config(migrations)
     config.attributes["connection"] = connection
     for revision in revisions:
@@ -181,8 +204,126 @@ async def downgrade_database(
 async def current_revisions(engine: AsyncEngine) -> tuple[str, ...]:
     """The revisions the database records (sorted), empty when it was never migrated."""
 
+    from alembic.runtime.migration import MigrationContext
+
     def read(connection: Connection) -> tuple[str, ...]:
         return tuple(sorted(MigrationContext.configure(connection).get_current_heads()))
 
     async with engine.connect() as conn:
         return await conn.run_sync(read)
+
+
+# The files Alembic reads as revisions (its own pattern, `alembic.script.base`).
+_REVISION_FILE = re.compile(r"(?!\.\#|__init__)(.*\.py)$")
+
+
+def script_heads(migrations: Migrations = CORE_ONLY) -> tuple[str, ...]:
+    """`head_revisions` without importing Alembic: each revision file's `revision` and
+    `down_revision` assignments read as text. A head is a revision no other revision
+    names as its `down_revision`, as in Alembic's `get_heads()`."""
+    wanted = {(migrations_dir() / "versions").resolve(), *(p.resolve() for p in migrations.apply)}
+    where: dict[str, Path] = {}
+    below: set[str] = set()
+    for directory in _locations(migrations):
+        for path in sorted(directory.glob("*.py")):
+            if not _REVISION_FILE.match(path.name):
+                continue
+            names = _assignments(path)
+            revision = names.get("revision")
+            if not isinstance(revision, str):
+                continue
+            where[revision] = directory
+            down = names.get("down_revision")
+            below.update([down] if isinstance(down, str) else down or ())
+    return tuple(sorted(r for r, d in where.items() if r not in below and d in wanted))
+
+
+def _assignments(path: Path) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets: list[ast.expr]
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        elif isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in {"revision", "down_revision"}:
+                found[target.id] = ast.literal_eval(value)
+    return found
+
+
+async def recorded_revisions(engine: AsyncEngine) -> set[str]:
+    """The revisions `alembic_version` records, read with plain SQL (empty without the
+    table): `current_revisions` without Alembic."""
+    async with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            found = await conn.scalar(text("SELECT to_regclass('alembic_version') IS NOT NULL"))
+        else:
+            found = await conn.scalar(
+                text(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+                )
+            )
+        if not found:
+            return set()
+        return set((await conn.scalars(text("SELECT version_num FROM alembic_version"))).all())
+
+
+@asynccontextmanager
+async def upgrade_on_start(
+    engine: AsyncEngine, url: str, migrations: Migrations
+) -> AsyncIterator[None]:
+    """Bring the database to head at start-up without Alembic entering this process's
+    memory (see the module's docstring). A child process upgrades while the body runs
+    (other start-up work, on another core); leaving the body waits for it."""
+    if set(script_heads(migrations)) <= await recorded_revisions(engine):
+        yield
+        return
+    child = await _spawn(url, migrations)
+    try:
+        yield
+        assert child.stderr is not None
+        err = await child.stderr.read()
+        await child.wait()
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    lines = err.decode(errors="replace").splitlines()
+    if child.returncode != 0:
+        tail = "\n".join(lines[-30:])
+        raise RuntimeError(f"database migration failed (exit {child.returncode}):\n{tail}")
+    for line in lines:  # Alembic's own lines ("Running upgrade ..."), in this log
+        if line.strip():
+            log.info(line)
+    # Connections opened before the schema changed hold nothing worth keeping.
+    await engine.dispose()
+
+
+async def _spawn(url: str, migrations: Migrations) -> asyncio.subprocess.Process:
+    order = {
+        "url": url,
+        "apply": [str(p) for p in migrations.apply],
+        "known": [str(p) for p in migrations.known],
+    }
+    env = dict(os.environ)
+    # This checkout's `app`, whatever else the interpreter would find first.
+    root = str(_PACKAGE.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app.store.migrate_child",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert child.stdin is not None
+    # The URL travels on stdin: a command line is readable by every local user.
+    child.stdin.write(json.dumps(order).encode())
+    await child.stdin.drain()
+    child.stdin.close()
+    return child

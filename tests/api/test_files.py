@@ -100,6 +100,19 @@ async def test_every_supported_kind_is_recognised(api: ApiClient) -> None:
         assert response.json()["media_type"] == expected
 
 
+async def test_every_kind_downloads_as_a_type_the_openapi_document_names(api: ApiClient) -> None:
+    # A generated client picks its decoder from the documented types: the document named
+    # only application/octet-stream, which no download answers with.
+    operation = api.app.openapi()["paths"]["/api/files/{file_id}/content"]["get"]
+    documented = set(operation["responses"]["200"]["content"])
+    samples_by_kind = [samples.pdf(["one"]), samples.CSV_QUOTED, b'{"a": 1}', samples.png()]
+    for data in samples_by_kind:
+        file_id = (await _upload(api, "upload.bin", data)).json()["id"]
+        content = await api.get(f"/api/files/{file_id}/content")
+        assert content.status_code == 200
+        assert content.headers["content-type"].split(";")[0] in documented
+
+
 async def test_a_windows_csv_and_json_lines_are_accepted_as_what_they_are(
     api: ApiClient,
 ) -> None:

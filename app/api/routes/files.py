@@ -13,7 +13,7 @@ from app.api.deps import CallerDep, FilesDep
 from app.api.routing import api_router
 from app.api.schemas.files import FileOut
 from app.api.uploads import read_file_part
-from app.domain.files import SUPPORTED_LIST
+from app.domain.files import MEDIA_TYPES, SUPPORTED_LIST
 
 router = api_router(prefix="/api/files", tags=["files"])
 
@@ -74,7 +74,12 @@ async def get_file(file_id: FileId, files: FilesDep, caller: CallerDep) -> FileO
     "/{file_id}/content",
     response_class=StreamingResponse,
     summary="A file's bytes.",
-    responses={200: {"content": {"application/octet-stream": {}}}, **NOT_FOUND},
+    # The bytes go out as the type they were stored as, so each of those is documented:
+    # `application/octet-stream` named none a download answers with.
+    responses={
+        200: {"content": {media_type: {} for media_type in MEDIA_TYPES.values()}},
+        **NOT_FOUND,
+    },
 )
 async def get_file_content(file_id: FileId, files: FilesDep, caller: CallerDep) -> Response:
     record, body = await files.content(caller.user_id, file_id)

@@ -5,7 +5,10 @@ OpenTelemetry whether a request is traced, and solves the route's dependencies a
 (cache keys, scope checks, query parameters and cookies read for each level) before it
 validates the body. For a route of the simplest shape (one JSON body model, the request,
 dependencies that each take only the request, a `Response` returned) that is a fifth of
-what `/api/chat` and `/v1/chat/completions` cost before their first token.
+what `/api/chat` and `/v1/chat/completions` cost before their first token. Path parameters
+of plain text (`str`, no constraint: their validation can refuse or change nothing) are
+taken from the path as FastAPI would give them, so a conversation's turn
+(`POST /api/conversations/{id}/messages`) goes this way too.
 
 `direct_handler` serves such a route's ordinary request itself: the body read and parsed,
 validated by the route's own field, each dependency called with the request, the endpoint
@@ -40,17 +43,21 @@ def _telemetry_probe() -> Callable[[], object] | None:
     return probe
 
 
-def _request_alone(dependant: Dependant) -> bool:
+def _plain_text(field: Any) -> bool:
+    """A path parameter FastAPI passes on as the path's text: a `str` with no constraint,
+    so its validation can refuse nothing and change nothing."""
+    info = field.field_info
+    return info.annotation is str and not info.metadata and field.alias == field.name
+
+
+def _request_alone(dependant: Dependant, *, path: bool = False) -> bool:
     """Takes the request and no other parameter FastAPI would read or make for it (the
-    body and sub-dependencies are the callers' to check)."""
+    body and sub-dependencies are the callers' to check); with `path`, also path
+    parameters of plain text (`_plain_text`)."""
     return (
         dependant.request_param_name is not None
-        and not (
-            dependant.path_params
-            or dependant.query_params
-            or dependant.header_params
-            or dependant.cookie_params
-        )
+        and all(path and _plain_text(p) for p in dependant.path_params)
+        and not (dependant.query_params or dependant.header_params or dependant.cookie_params)
         and dependant.websocket_param_name is None
         and dependant.http_connection_param_name is None
         and dependant.response_param_name is None
@@ -90,7 +97,7 @@ def direct_shape(dependant: Dependant, body_field: Any, embed_body_fields: bool)
         and not embed_body_fields
         and len(dependant.body_params) == 1
         and not isinstance(body_field.field_info, fastapi_params.Form)
-        and _request_alone(dependant)
+        and _request_alone(dependant, path=True)
         and all(_takes_only_request(d) for d in dependant.dependencies)
     )
 
@@ -119,6 +126,7 @@ def direct_handler(
     if traced is None:
         return fallback
     body_name = dependant.body_params[0].name
+    path_names = [p.name for p in dependant.path_params]
     request_name = dependant.request_param_name
     dependencies: list[tuple[str, Callable[[Request], Coroutine[Any, Any, Any]], bool]] = [
         (d.name, d.call, d.use_cache)
@@ -144,6 +152,10 @@ def direct_handler(
         if errors:
             return await fallback(request)
         values: dict[str, Any] = {body_name: body}
+        if path_names:
+            given = request.path_params
+            for name in path_names:
+                values[name] = given[name]
         solved: dict[Any, Any] = {}  # one call a request per dependency, as FastAPI caches
         for name, dependency, cached in dependencies:
             if cached and dependency in solved:

@@ -314,3 +314,77 @@ async def test_the_direct_path_answers_every_request_as_fastapi_does(
     assert direct_usage == solver_usage
     statuses = {answer["status"] for answer in direct_answers}
     assert {200, 401, 413, 429} <= statuses  # the corpus reached what it means to reach
+
+
+SEND = {"content": "Hi"}
+_JWT = re.compile(r"eyJ[\w-]*\.[\w-]*\.[\w-]*")
+SEND_CORPUS = [
+    Case("ordinary"),
+    Case("streamed", body=lambda ok: json.dumps({**ok, "stream": True}).encode()),
+    Case("typed parts", body=_raw(b'{"content": [{"type": "text", "data": {"text": "Hi"}}]}')),
+    Case("no content type", headers=[]),
+    Case("text/plain", headers=_ct("text/plain")),
+    Case("empty body", body=_raw(b"")),
+    Case("truncated", body=lambda ok: json.dumps(ok).encode()[:-1]),
+    Case("wrong type", body=_raw(b'{"content": 5}')),
+    Case("empty content", body=_raw(b'{"content": ""}')),
+    Case("unknown field", body=_with(unknown_field=1)),
+    Case("NUL", body=lambda ok: json.dumps(ok).replace("Hi", "H\\u0000").encode()),
+    Case("no auth", auth="none"),
+    Case("expired token", auth="expired"),
+    Case("no auth, bad body", auth="none", body=_raw(b"{")),
+]
+
+
+async def _sent(api: ApiClient, sub: str, case: Case, cid: str | None) -> dict[str, Any]:
+    """`case` sent to a new conversation of the caller's (or to `cid`)."""
+    valid = _tokens(sub)["valid"]
+    if cid is None:
+        created = await api.post("/api/conversations", json={"title": case.name}, headers=valid)
+        assert created.status_code == 201, created.text
+        cid = str(created.json()["id"])
+    url = f"/api/conversations/{cid}/messages"
+    headers = [*case.headers, *_tokens(sub)[case.auth].items()]
+    response = await api.request(case.method, url, content=case.body(SEND), headers=headers)
+    seen = {name: response.headers.get(name) for name in COMPARED_HEADERS}
+    if seen["x-request-id"] is not None:
+        seen["x-request-id"] = "<generated>" if seen["x-request-id"] else ""
+    body = _JWT.sub("<token>", _normal(response.text, sub))  # a run's stream token
+    return {"status": response.status_code, "headers": seen, "body": body}
+
+
+async def test_a_route_with_a_path_parameter_answers_on_the_direct_path_as_fastapi_does(
+    make_api: MakeApi, app_settings: Settings, solver_calls: list[str]
+) -> None:
+    """`POST /api/conversations/{id}/messages` (a body and a path parameter of plain text)
+    goes past FastAPI's solver too, with the same answers: a conversation run's start
+    costs no more than a stateless turn's in the request's handling."""
+    settings = app_settings.model_copy(update={"jwt_secret": SecretStr(HS_SECRET)})
+    answers: dict[str, list[dict[str, Any]]] = {}
+    solved: dict[str, list[bool]] = {}
+    async with AsyncExitStack() as stack:
+        for name in ("direct", "solver"):
+            api = await stack.enter_async_context(make_api(settings))
+            with pytest.MonkeyPatch.context() as patch:
+                if name == "solver":  # its handlers (built at a route's first request)
+                    patch.setattr(direct_handler, "_telemetry_probe", lambda: None)
+                sub = f"caller-{name}"
+                other = await api.post("/api/conversations", json={}, headers=_tokens("x")["valid"])
+                cases: list[tuple[Case, str | None]] = [(case, None) for case in SEND_CORPUS]
+                cases += [(SEND_CORPUS[0], str(other.json()["id"])), (SEND_CORPUS[0], "conv_no")]
+                answers[name], solved[name] = [], []
+                for case, cid in cases:
+                    before = len(solver_calls)
+                    answers[name].append(await _sent(api, sub, case, cid))
+                    solved[name].append(any(p.endswith("/messages") for p in solver_calls[before:]))
+    assert solved["solver"][0]
+    assert not solved["direct"][0]  # the ordinary send went past the solver
+    names = [case.name for case in SEND_CORPUS] + ["someone else's", "missing"]
+    differences = [
+        (case, mine, theirs)
+        for case, mine, theirs in zip(names, answers["direct"], answers["solver"], strict=True)
+        if mine != theirs
+    ]
+    assert differences == [], "\n".join(map(str, differences))
+    statuses = {answer["status"] for answer in answers["direct"]}
+    assert {200, 202, 400, 401, 404, 422} <= statuses

@@ -18,7 +18,8 @@ cancelling its task (`_Stop`) rather than an anyio scope around it, each send un
 `asyncio.timeout` (sse-starlette's anyio scope there left the task's anyio state behind
 for the rest of the stream), and the send lock an `asyncio.Lock` (anyio's makes a 528-byte
 deque block up front; asyncio's only when a second sender waits). The service runs on
-asyncio only.
+asyncio only. The heartbeat's and the sends' timeouts are `app.domain.deadlines.timeout`,
+`asyncio.timeout` on one heap per loop, so an open stream holds no timer of the loop's.
 
 What goes on the wire, and when, is unchanged; only how the waiting is arranged differs.
 A response that uses what this does not arrange (HEAD, a `data_sender_callable`, a
@@ -37,6 +38,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from app.api.handoff import take_handoff
 from app.api.stream_head import FailedBeforeOutput, HeldHead
+from app.domain import deadlines
 
 # Private parts of sse-starlette 3.7: its per-loop shutdown watcher and two methods of
 # the response. A release without them serves every stream with sse-starlette's own four
@@ -196,7 +198,7 @@ class LeanEventSourceResponse(EventSourceResponse):
         try:
             while self.active:
                 try:
-                    async with asyncio.timeout(interval):
+                    async with deadlines.timeout(interval):
                         message = await receive()
                 except TimeoutError:
                     await self._heartbeat(send)
@@ -218,7 +220,7 @@ class LeanEventSourceResponse(EventSourceResponse):
         stream, as nothing reads it again."""
         if self.raw_headers:
             self.raw_headers = []
-        deadline = asyncio.timeout(self.send_timeout)
+        deadline = deadlines.timeout(self.send_timeout)
         try:
             async with deadline:
                 await send(message)

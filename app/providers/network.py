@@ -31,6 +31,9 @@ from typing import Any, cast
 import httpcore2
 from httpcore2._utils import is_socket_readable
 
+from app.domain import deadlines
+from app.domain.deadlines import Deadline
+
 _HIGH_WATER = 64 * 1024  # bytes read ahead of the reader before reading pauses
 
 
@@ -107,7 +110,7 @@ class _Protocol(asyncio.Protocol):
             self._buffer.append(rest)
         return data
 
-    def arm(self, timeout: float | None) -> tuple[asyncio.Future[None], asyncio.TimerHandle | None]:
+    def arm(self, timeout: float | None) -> tuple[asyncio.Future[None], Deadline | None]:
         """A future the next data (or end, or error) resolves, failing with TimeoutError
         after `timeout`, and its timer: the reader awaits it itself and then calls
         `disarm`, so a parked read holds no coroutine of the protocol's."""
@@ -117,10 +120,10 @@ class _Protocol(asyncio.Protocol):
             transport.resume_reading()
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
-        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+        timer = None if timeout is None else deadlines.call_later(timeout, _expire, waiter)
         return waiter, timer
 
-    def disarm(self, timer: asyncio.TimerHandle | None) -> None:
+    def disarm(self, timer: Deadline | None) -> None:
         self._waiter = None
         if timer is not None:
             timer.cancel()
@@ -130,7 +133,7 @@ class _Protocol(asyncio.Protocol):
             return
         loop = asyncio.get_running_loop()
         drained = self._drained = loop.create_future()
-        timer = None if timeout is None else loop.call_later(timeout, _expire, drained)
+        timer = None if timeout is None else deadlines.call_later(timeout, _expire, drained)
         try:
             await drained
         finally:

@@ -18,6 +18,7 @@ from app.agent.context import fit_history
 from app.agent.loop import Agent
 from app.agent.ports import ToolRuntime, ToolSelector
 from app.agent.turn import TurnOptions
+from app.domain import deadlines
 from app.domain.errors import ChatBffError
 from app.domain.events import ErrorEvent, PartUpdate, RunStart, RunStatus, UsageInfo
 from app.domain.messages import Message
@@ -148,7 +149,7 @@ async def play(
     try:
         if run.cancel_requested:
             raise StoppedBeforeStart
-        async with asyncio.timeout(limits.run_timeout):
+        async with deadlines.timeout(limits.run_timeout):
             result = await agent.run(history)
         status, message = result.status, result.message
         if result.note:

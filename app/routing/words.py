@@ -20,14 +20,12 @@ The English plural is not a form: `tool` never matches `tools`.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-
-import snowballstemmer
+from functools import cache, lru_cache
+from typing import Any
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-я]")
 _RU_TAIL = "аеиоуыэюяйь"
-_RU = snowballstemmer.stemmer("russian")
 FUZZY_MIN_LENGTH = 6
 
 
@@ -40,8 +38,18 @@ def words(text: str) -> list[str]:
 def key(word: str) -> str:
     """What a word is compared as: itself, or its stem when it is Russian."""
     if _CYRILLIC.search(word):
-        return "ru:" + str(_RU.stemWord(word))
+        return "ru:" + str(_russian().stemWord(word))
     return word
+
+
+@cache
+def _russian() -> Any:
+    # On the first Russian word: snowballstemmer's package imports all its languages'
+    # stemmers (2.9 MB of a worker), and a deployment whose tools and requests hold no
+    # Russian never needs one.
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("russian")
 
 
 def keys(text: str) -> list[str]:
@@ -80,7 +88,7 @@ def _russian_forms(word: str) -> set[str]:
         spellings.append(word[:-1] + "ить")  # удали -> удалить
     found: set[str] = set()
     for spelling in spellings:
-        stem = str(_RU.stemWord(spelling))
+        stem = str(_russian().stemWord(spelling))
         found.add("ru:" + stem)
         while len(stem) > 3 and stem[-1] in _RU_TAIL:
             stem = stem[:-1]

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from app.observability.memory import Trimmer, long_lived, serving_collector
+from app.observability.memory import Trimmer, long_lived, serving_collector, task_registry
 
 # The service's modules are about a million objects that live as long as the process
 # (see `long_lived`).
@@ -19,6 +19,7 @@ with long_lived():
 
     from app.api.drain import Drain, GracefulShutdown
     from app.api.errors import install_auth_error_handler, install_error_handlers
+    from app.api.http_protocol import server_tables
     from app.api.middleware import install_middlewares
     from app.api.openapi import install_openapi
     from app.api.operation_ids import operation_id
@@ -48,6 +49,7 @@ with long_lived():
         workspace_undo,
     )
     from app.api.routes import metrics as metrics_route
+    from app.api.sse_lean import shutdown_tables
     from app.api.streaming import StreamConfig
     from app.container import build_services
     from app.observability.logging import configure_logging
@@ -80,7 +82,11 @@ def create_app(
             drain, services.runs.manager.shutdown, budget=settings.shutdown_timeout_seconds
         ).install()
         # Heap freed by a burst of streams goes back to the system, collected first.
-        trimmer = Trimmer(streams=lambda: (drain.open_streams, drain.closed_streams))
+        # and the sets that grew with the burst are rebuilt at their size.
+        trimmer = Trimmer(
+            streams=lambda: (drain.open_streams, drain.closed_streams),
+            tables=lambda: [*task_registry(), *server_tables(), *shutdown_tables()],
+        )
         trimmer.start()
         try:
             with serving_collector():

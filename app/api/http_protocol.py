@@ -17,9 +17,11 @@ benchmarks); uvicorn's own `--http httptools` serves the same.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any, Generic, TypeVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
 T = TypeVar("T")
 
@@ -73,10 +75,24 @@ class Pipeline(list[T], Generic[T]):
         self.insert(0, item)
 
 
+# The server whose connections this protocol serves (one a worker), for `server_tables`.
+_server: weakref.ref[ServerState] | None = None
+
+
+def server_tables() -> list[set[Any]]:
+    """uvicorn's sets of open connections and of request tasks, which keep the table of
+    a burst's peak (`app.observability.memory.compact` rebuilds them)."""
+    state = None if _server is None else _server()
+    return [] if state is None else [state.connections, state.tasks]
+
+
 class LeanHttpToolsProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pipeline = Pipeline()  # type: ignore[assignment]  # the deque's uses only
+        global _server
+        if _server is None or _server() is not self.server_state:
+            _server = weakref.ref(self.server_state)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

@@ -56,6 +56,14 @@ else:
     )
 
 
+def shutdown_tables() -> list[set[Any]]:
+    """sse-starlette's set of this loop's open streams (their `_Stop`s), which keeps
+    the table of a burst's peak (`app.observability.memory.compact` rebuilds it)."""
+    if not LEAN_AVAILABLE:
+        return []
+    return [_get_shutdown_state().events]
+
+
 class _Stop:
     """Cancels the streaming task, once, while it streams: the watcher calls `set()` when
     the client is gone, and so does sse-starlette's shutdown watcher (it takes this for

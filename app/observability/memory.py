@@ -47,10 +47,16 @@ import contextlib
 import ctypes
 import gc
 import logging
-from collections.abc import Callable, Iterator
+import sys
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 log = logging.getLogger("chat_bff.memory")
 
+
+# A table smaller than this is left as it is (`compact`): 512 entries' worth of a set.
+_COMPACT_FROM_BYTES = 16 * 1024
 
 # Young-generation threshold while serving (CPython's default is 700); see below.
 YOUNG_COLLECTION_EVERY = 50_000
@@ -123,6 +129,16 @@ def glibc_heap() -> tuple[Callable[[], MallInfo2], Callable[[], object]] | None:
     return mallinfo2, (lambda: trim(0))
 
 
+def task_registry() -> list[Table]:
+    """asyncio's registry of live tasks, a weak set (`_all_tasks` in CPython 3.11,
+    `_scheduled_tasks` from 3.12); empty where it is neither."""
+    for name in ("_scheduled_tasks", "_all_tasks"):
+        found = getattr(asyncio.tasks, name, None)
+        if isinstance(found, weakref.WeakSet):
+            return [found]
+    return []
+
+
 def _glibc() -> tuple[Callable[[], int], Callable[[], object]] | None:
     """(free bytes in the heap, trim) where glibc has both; None elsewhere."""
     found = glibc_heap()
@@ -143,6 +159,7 @@ class Trimmer:
         collect: Callable[[], object] = gc.collect,
         streams: Callable[[], tuple[int, int]] | None = None,
         burst_streams: int = 256,
+        tables: Callable[[], Iterable[Table]] | None = None,
     ) -> None:
         self._free = int(free_mb * 1024 * 1024)
         self._collect_above = int(collect_mb * 1024 * 1024)
@@ -153,6 +170,7 @@ class Trimmer:
             self._glibc = None
         self._streams = streams  # (open now, closed since start-up)
         self._burst = burst_streams
+        self._tables = tables  # the sets that grow with the open streams
         self._closed_at_collection = 0
         self._task: asyncio.Task[None] | None = None
 
@@ -187,6 +205,8 @@ class Trimmer:
         if ended < self._burst or open_now * 4 > ended:
             return False
         self._collect()
+        if self._tables is not None:
+            compact(self._tables())
         self._closed_at_collection = closed
         return True
 
@@ -205,6 +225,48 @@ class Trimmer:
             # threshold is trimmed at every check: debug, not a line every 30 s.
             log.debug("returned free heap memory", extra={"free_bytes_before": held})
         return low
+
+
+Table = set[Any] | dict[Any, Any] | weakref.WeakSet[Any]
+
+
+def compact(tables: Iterable[Table]) -> int:
+    """Rebuild in place each table whose slots far outnumber its entries; how many were.
+
+    A set or dict never shrinks as entries leave it: asyncio's registry of tasks (three an
+    open stream) and uvicorn's sets of connections and of request tasks kept the table of
+    a burst's peak, 0.5-1 MB each after 5,000 streams, big enough for glibc to map each on
+    its own (`mmapped` +3 MB after they closed, `bench.memory --probe DIR`). Rebuilt, the
+    same entries take a table their size, and the big one is unmapped. It runs in the
+    event loop, so nothing adds or removes an entry meanwhile; a weak set being iterated
+    is left alone, and the collector is off, so no weak reference's callback runs between
+    the emptying and the refilling."""
+    rebuilt = 0
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for table in tables:
+            if isinstance(table, weakref.WeakSet):
+                if table._iterating or table._pending_removals:  # type: ignore[attr-defined]
+                    continue
+                data: set[Any] | dict[Any, Any] = table.data  # type: ignore[attr-defined]
+            else:
+                data = table
+            if sys.getsizeof(data) < _COMPACT_FROM_BYTES or len(data) * 128 > sys.getsizeof(data):
+                continue
+            if isinstance(data, dict):
+                items = list(data.items())
+                data.clear()
+                data.update(items)
+            else:
+                entries = list(data)
+                data.clear()
+                data.update(entries)
+            rebuilt += 1
+    finally:
+        if was_enabled:
+            gc.enable()
+    return rebuilt
 
 
 @contextlib.contextmanager

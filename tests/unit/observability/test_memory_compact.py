@@ -1,0 +1,103 @@
+"""Sets and dicts that grew with a burst of streams are rebuilt at their size once it ended:
+the same entries, the same objects, a table their size instead of the burst's."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import weakref
+from typing import Any
+
+from app.observability.memory import Trimmer, compact, task_registry
+
+
+class Item:
+    pass
+
+
+def test_a_set_grown_by_a_burst_is_rebuilt_at_its_size_with_the_same_entries() -> None:
+    table = set(range(20_000))
+    for i in range(3, 20_000):
+        table.discard(i)
+    grown = sys.getsizeof(table)
+    assert compact([table]) == 1
+    assert table == {0, 1, 2}
+    assert sys.getsizeof(table) * 50 < grown
+
+
+def test_a_dict_keeps_its_order() -> None:
+    table = {i: str(i) for i in range(20_000)}
+    for i in range(10, 20_000):
+        del table[i]
+    grown = sys.getsizeof(table)
+    assert compact([table]) == 1
+    assert list(table.items()) == [(i, str(i)) for i in range(10)]
+    assert sys.getsizeof(table) * 50 < grown
+
+
+def test_a_weak_set_keeps_its_live_entries_and_still_drops_the_dead() -> None:
+    kept = [Item() for _ in range(3)]
+    burst = [Item() for _ in range(20_000)]
+    table: weakref.WeakSet[Item] = weakref.WeakSet([*kept, *burst])
+    del burst
+    grown = sys.getsizeof(table.data)  # type: ignore[attr-defined]
+    assert compact([table]) == 1
+    assert set(table) == set(kept)
+    assert sys.getsizeof(table.data) * 50 < grown  # type: ignore[attr-defined]
+    kept.pop()
+    assert len(table) == 2  # the weak references' callbacks still reach the table
+
+
+def test_a_weak_set_being_iterated_and_small_or_full_tables_are_left_alone() -> None:
+    items = [Item() for _ in range(20_000)]
+    iterated: weakref.WeakSet[Item] = weakref.WeakSet(items)
+    walking = iter(iterated)
+    next(walking)
+    del items[10:]
+    small = {1, 2, 3}
+    full = set(range(20_000))
+    assert compact([iterated, small, full]) == 0
+    del walking
+
+
+async def test_an_ended_burst_has_its_tables_rebuilt_after_the_collection() -> None:
+    table = set(range(20_000))
+    counts = {"open": 1000, "closed": 0}
+    order: list[str] = []
+    checked = asyncio.Event()
+
+    def streams() -> tuple[int, int]:
+        checked.set()
+        return counts["open"], counts["closed"]
+
+    def tables() -> list[Any]:
+        order.append("tables")
+        return [table]
+
+    trimmer = Trimmer(
+        free_mb=0,
+        every_seconds=0.01,
+        streams=streams,
+        collect=lambda: order.append("collect"),
+        allocator=None,
+        tables=tables,
+    )
+    trimmer.start()
+    try:
+        await asyncio.wait_for(checked.wait(), 30)
+        assert order == []  # the burst is open: nothing is rebuilt under it
+        table.difference_update(range(3, 20_000))
+        counts.update(open=0, closed=1000)
+        for _ in range(3):
+            checked.clear()
+            await asyncio.wait_for(checked.wait(), 30)
+    finally:
+        await trimmer.stop()
+    assert order == ["collect", "tables"]
+    assert sys.getsizeof(table) < 1024
+
+
+async def test_asyncio_registry_of_tasks_is_found() -> None:
+    registry = task_registry()
+    assert len(registry) == 1
+    assert asyncio.current_task() in registry[0]

@@ -127,7 +127,7 @@ class Agent:
             request = ModelRequest(
                 model=self.model.upstream_model,
                 messages=fitted,
-                max_output_tokens=self.options.max_output_tokens or self.model.max_output_tokens,
+                max_output_tokens=self.model.output_cap(self.options.max_output_tokens),
                 **only_given(
                     tools=[*server_specs, *client_specs],
                     tool_choice=self.options.tool_choice if offers_tools else None,

@@ -18,7 +18,7 @@ class TurnOptions:
     max_iterations: int = 8
     client_tools: Sequence[ToolSpec] = ()
     tool_choice: ToolChoice | None = None
-    max_output_tokens: int | None = None
+    max_output_tokens: int | None = None  # the client's ask; the model's cap bounds it
     temperature: float | None = None
     parallel_tool_calls: bool | None = None
     generation: GenerationOptions = field(default_factory=no_options)

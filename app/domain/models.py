@@ -60,6 +60,12 @@ class ModelInfo(BaseModel):
         "without a price is counted in tokens only.",
     )
 
+    def output_cap(self, asked: int | None) -> int:
+        """The output tokens to ask this model for: what the client asked, never above the
+        catalogue's cap (a larger ask went upstream as sent, where the provider refused it
+        or it overran the context the history was fitted to), the cap when nothing was."""
+        return self.max_output_tokens if asked is None else min(asked, self.max_output_tokens)
+
 
 class Catalog:
     def __init__(self, models: list[ModelInfo], default_id: str) -> None:

@@ -115,7 +115,11 @@ class FailoverProvider:
         reset: StreamReset | None = None  # announced when the replacement's first event comes
         for position, (index, info, provider) in enumerate(candidates):
             last = position == len(candidates) - 1
-            upstream = {"model": info.upstream_model}
+            # A fallback's own cap bounds the output asked of it, as the primary's did.
+            upstream = {
+                "model": info.upstream_model,
+                "max_output_tokens": info.output_cap(request.max_output_tokens),
+            }
             call = request if index == 0 else request.model_copy(update=upstream)
             started = False
             events = provider.stream(call)

@@ -12,6 +12,7 @@ from app.settings import Settings
 from tests.api.sse_frames import parse
 from tests.fakes.anthropic_upstream import AnthropicUpstream, MessageSpec, Text
 from tests.fakes.db import ApiClient, MakeApi
+from tests.fakes.failover import behind_fakes, catalogue
 from tests.fakes.openai_upstream import Completion, FakeOpenAIUpstream, server_error
 
 
@@ -68,3 +69,29 @@ async def test_a_healthy_primary_answers_alone(
     assert body["message"]["metadata"]["model"] == "gpt-main"
     assert "fallback_from" not in body["message"]["metadata"]
     assert anthropic_upstream.requests == []
+
+
+async def test_a_fallback_is_asked_for_no_more_output_than_its_own_cap(
+    make_api: MakeApi,
+    app_settings: Settings,
+    openai_upstream: FakeOpenAIUpstream,
+    anthropic_upstream: AnthropicUpstream,
+) -> None:
+    # The primary may write 16000 tokens, the backup 4096 (the default): the ask the
+    # primary took went to the backup unchanged, past what the backup may write.
+    settings = behind_fakes(
+        app_settings,
+        openai_upstream,
+        anthropic_upstream,
+        models_json=catalogue(max_output_tokens=16_000),
+    )
+    openai_upstream.enqueue(server_error())
+    anthropic_upstream.message(MessageSpec(blocks=[Text("Claude stepped in.")]))
+    ask = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 10_000}
+
+    async with make_api(settings) as api:
+        response = await api.post("/api/chat", json=ask)
+
+    assert response.status_code == 200, response.text
+    assert openai_upstream.request_bodies()[0]["max_tokens"] == 10_000
+    assert anthropic_upstream.requests[0].json["max_tokens"] == 4096

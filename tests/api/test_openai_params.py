@@ -299,6 +299,21 @@ async def test_an_anthropic_refusal_is_marked_on_the_native_chat(
     assert body["message"]["metadata"]["refusal"].startswith(REFUSED)
 
 
+async def test_an_ask_above_the_models_output_cap_goes_upstream_at_the_cap(
+    sdk: AsyncOpenAI, openai_upstream: FakeOpenAIUpstream, anthropic_upstream: AnthropicUpstream
+) -> None:
+    # Both catalogue entries keep the default cap of 4096: a larger ask went upstream as
+    # sent, where the provider refused it or it overran the context fitted to the cap.
+    openai_upstream.enqueue(Completion(text="Fine."))
+    anthropic_upstream.message(MessageSpec(blocks=[Text("Fine.")]))
+
+    await sdk.chat.completions.create(model="gpt", messages=ASK, max_tokens=10**30)
+    await sdk.chat.completions.create(model="claude", messages=ASK, max_completion_tokens=50_000)
+
+    assert openai_upstream.request_bodies()[-1]["max_tokens"] == 4096
+    assert anthropic_body(anthropic_upstream)["max_tokens"] == 4096
+
+
 def test_requests_that_set_no_options_share_one_and_others_keep_their_own() -> None:
     # A run (and its stream) holds its request's options to its end: ~1 KB each, and
     # nearly no request sets any.

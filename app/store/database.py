@@ -13,6 +13,9 @@ short unit of work and call repositories on it.
 Keep units short: open one per write, never hold one across a stream (it would pin a
 pooled connection for minutes). A unit that must decide mid-way (the run claim) calls
 `tx.commit()` / `tx.rollback()` itself.
+
+A unit whose connection the database ended, or could not open, raises `Unavailable`
+(`database_unavailable`, see app.store.lost_connection): the caller answers 503, retry.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.store.db import answers, session_factory
+from app.store.lost_connection import reported_unavailable
 from app.store.repos.api_keys import ApiKeyRepo
 from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.audit import AuditPage, list_audit, record_audit
@@ -207,14 +211,16 @@ class Database:
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Tx]:
         """A session for reads; anything not committed explicitly is rolled back."""
-        async with self.sessions() as session:
-            yield Tx(session)
+        with reported_unavailable():
+            async with self.sessions() as session:
+                yield Tx(session)
 
     @asynccontextmanager
     async def unit(self) -> AsyncIterator[Tx]:
         """A unit that decides itself: nothing is kept unless it calls `tx.commit()`."""
-        async with self.sessions() as session:
-            yield Tx(session, self.announce)
+        with reported_unavailable():
+            async with self.sessions() as session:
+                yield Tx(session, self.announce)
 
     @asynccontextmanager
     async def standalone(self) -> AsyncIterator[Tx]:
@@ -222,15 +228,17 @@ class Database:
         INSERT) or reads that need no common snapshot. Two round trips fewer on Postgres
         (no BEGIN, no COMMIT or ROLLBACK). Call `tx.commit()` after a write all the same:
         it announces what was written, and on SQLite it commits."""
-        async with self._standalone() as session:
-            yield Tx(session, self.announce)
+        with reported_unavailable():
+            async with self._standalone() as session:
+                yield Tx(session, self.announce)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
         """One transaction: committed when the block ends, rolled back when it raises."""
-        async with self.sessions.begin() as session:
-            tx = Tx(session, self.announce)
-            yield tx
+        with reported_unavailable():
+            async with self.sessions.begin() as session:
+                tx = Tx(session, self.announce)
+                yield tx
         await tx.announce()
 
     async def told(self, topics: set[str]) -> None:

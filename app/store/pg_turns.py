@@ -28,6 +28,7 @@ from sqlalchemy.util.concurrency import greenlet_spawn
 
 from app.domain.events import SequencedEvent
 from app.domain.messages import Message
+from app.store.lost_connection import database_unavailable, reported_unavailable
 from app.store.observe import Observe, observer
 from app.store.prepared import Prepared
 from app.store.records import ConversationRecord
@@ -165,12 +166,18 @@ class PostgresTurns:
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[_Connection]:
-        raw = await self._engine.raw_connection()
-        try:
-            yield _Connection(raw.driver_connection, observer(raw))
-        except asyncpg.PostgresError as error:
-            raise DBAPIError.instance(
-                None, None, error, asyncpg.PostgresError, dialect=self._dialect
-            ) from error
-        finally:
-            await greenlet_spawn(raw.close)
+        with reported_unavailable():
+            raw = await self._engine.raw_connection()
+            driver = raw.driver_connection
+            try:
+                yield _Connection(driver, observer(raw))
+            except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                if driver is not None and driver.is_closed():  # SQLAlchemy's test of its end
+                    raise database_unavailable() from error
+                if not isinstance(error, asyncpg.PostgresError):
+                    raise
+                raise DBAPIError.instance(
+                    None, None, error, asyncpg.PostgresError, dialect=self._dialect
+                ) from error
+            finally:
+                await greenlet_spawn(raw.close)

@@ -122,10 +122,12 @@ async def _kill_pubsub_connections(via: RedisBus, of: RedisBus) -> None:
 
 
 class Forwarder:
-    """A TCP port in front of the test Redis that can go down and come back."""
+    """A TCP port in front of the test Redis (or of `target`, another port on 127.0.0.1)
+    that can go down and come back."""
 
-    def __init__(self) -> None:
+    def __init__(self, target: int = 6379) -> None:
         self.port = free_port()
+        self.target = target
         self._server: asyncio.Server | None = None
         self._writers: list[asyncio.StreamWriter] = []
 
@@ -141,7 +143,7 @@ class Forwarder:
         await self._server.wait_closed()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", 6379)
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target)
         self._writers += [writer, upstream_writer]
 
         async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

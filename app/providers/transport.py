@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextlib import contextmanager, suppress
@@ -122,7 +123,7 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
         self._max_connections = max_connections
         self._max_idle = max_keepalive_connections
         self._keepalive_expiry = keepalive_expiry
-        self._ssl_context = httpx2.create_ssl_context()
+        self._ssl_context: ssl.SSLContext | None = None  # made for the first https origin
         self._socket_options = keepalive_socket_options()
         # Sockets without anyio's per-stream events and per-read scopes (`network`).
         self._network_backend = network_backend or LeanBackend()
@@ -206,7 +207,7 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
                 self._open += 1
                 return UpstreamConnection(
                     origin=origin,
-                    ssl_context=self._ssl_context,
+                    ssl_context=self._tls() if origin.scheme == b"https" else None,
                     keepalive_expiry=self._keepalive_expiry,
                     socket_options=self._socket_options,
                     network_backend=self._network_backend,
@@ -215,6 +216,13 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
             if self._idle_count and await self._close_one_idle():
                 continue  # full of idle connections to other origins: one made room
             await self._wait()
+
+    def _tls(self) -> ssl.SSLContext:
+        # On the first https connection, not at start-up: loading the CA bundle is about
+        # 1.4 MB of a worker, and a plain-http upstream (a local model server) never needs it.
+        if self._ssl_context is None:
+            self._ssl_context = httpx2.create_ssl_context()
+        return self._ssl_context
 
     async def _take_idle(self, origin: httpcore2.Origin) -> httpcore2.AsyncHTTPConnection | None:
         stack = self._idle.get(_key(origin))

@@ -173,3 +173,31 @@ async def test_a_failed_upstream_request_is_freed_without_a_garbage_collection(
             assert freed() is None
         finally:
             gc.enable()
+
+
+async def test_the_ca_bundle_is_loaded_for_the_first_https_origin_only(
+    openai_upstream: FakeOpenAIUpstream, unused_tcp_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain-http upstream (a local model server, the bench's) never loads the CA bundle,
+    about 1.4 MB of a worker; an https one loads it once, on its first connection."""
+    made: list[object] = []
+    real = httpx2.create_ssl_context
+
+    def counted() -> object:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(httpx2, "create_ssl_context", counted)
+    pool = UpstreamPool(max_connections=4, max_keepalive_connections=4)
+    async with httpx2.AsyncClient(transport=pool, timeout=httpx2.Timeout(5)) as client:
+        openai_upstream.enqueue(Completion(text="plain"))
+        plain = openai_upstream.base_url + "/chat/completions"
+        response = await client.post(plain, json={"model": "m", "stream": True})
+        assert response.status_code == 200
+        assert made == []
+        # Nothing listens there: the connect fails, after the pool has made the context.
+        secure = f"https://127.0.0.1:{unused_tcp_port}/v1/chat/completions"
+        for _ in range(2):
+            with pytest.raises(httpx2.ConnectError):
+                await client.post(secure, json={"model": "m", "stream": True})
+        assert len(made) == 1

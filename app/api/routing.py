@@ -11,11 +11,15 @@ run's first write) and no encoder may send them back. They are refused as the pa
 they are (`app.domain.jsontext`), so the client gets the 400 `invalid_json` of any bad body.
 
 A body nested deeper than `MAX_DEPTH` is a 400 `invalid_request` saying so: far beyond any
-real tool schema or payload, and well inside what every later encoder of it can write.
+real tool schema or payload, and well inside what every later encoder of it can write; also
+one so deep that Python's parser gives out (a thousand levels), which FastAPI answered with
+a vague "error parsing the body". So are bytes that are not UTF-8 and an integer of more
+digits than Python converts (4,300): the 400 `invalid_json` of any bad body, not that one.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -29,6 +33,7 @@ from app.domain import jsontext
 from app.domain.text import json_text_valid, valid_json
 
 MAX_DEPTH = 100
+TOO_DEEP = f"The JSON body nests deeper than {MAX_DEPTH} levels."
 
 
 class ValidTextRequest(Request):
@@ -46,11 +51,20 @@ class ValidTextRequest(Request):
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            text = jsontext.decode(await self.body())
-            value = jsontext.loads(text)
+            body = await self.body()
+            try:
+                text = jsontext.decode(body)
+                value = jsontext.loads(text)
+            except RecursionError:
+                raise HTTPException(400, TOO_DEEP) from None
+            except json.JSONDecodeError:
+                raise
+            except ValueError as exc:  # not UTF-8; an integer of too many digits
+                # FastAPI answers a JSONDecodeError as invalid JSON, any other error vaguely.
+                raise json.JSONDecodeError(str(exc), "", 0) from exc
             if jsontext.may_nest_deeper(text, MAX_DEPTH) and jsontext.depth(value) > MAX_DEPTH:
                 # FastAPI passes an HTTPException through; any other error becomes a vague 400.
-                raise HTTPException(400, f"The JSON body nests deeper than {MAX_DEPTH} levels.")
+                raise HTTPException(400, TOO_DEEP)
             # Most bodies hold no string to fix: the text says so without a walk.
             self._json = value if json_text_valid(text) else valid_json(value)
         return self._json

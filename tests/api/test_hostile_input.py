@@ -129,6 +129,33 @@ async def test_a_body_nested_too_deep_is_refused_before_any_run(base: str, level
     assert stored["messages"] == []
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"title": "\xff\xfe"}',  # not UTF-8
+        b'{"metadata": {"n": 1' + b"0" * 5000 + b"}}",  # more digits than Python converts
+    ],
+    ids=["not-utf8", "5001-digits"],
+)
+async def test_a_body_python_cannot_read_is_invalid_json(base: str, body: bytes) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        response = await http.post(CONVERSATIONS, content=body, headers=JSON)
+        listed = (await http.get(CONVERSATIONS)).json()
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert listed["data"] == []
+
+
+async def test_a_body_too_deep_for_the_parser_says_how_deep_is_too_deep(base: str) -> None:
+    body = b'{"metadata": {"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}"
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        response = await http.post(CONVERSATIONS, content=body, headers=JSON)
+
+    assert response.status_code == 400
+    assert "deeper than 100 levels" in response.json()["error"]["message"]
+
+
 async def test_a_deeply_nested_but_reasonable_schema_still_runs(base: str) -> None:
     tools = b'[{"type": "function", "function": {"name": "deep", "parameters": %s}}]' % (
         _nested_schema(40)

@@ -248,10 +248,25 @@ class RunJournal:
         async with self._db.read() as tx:
             return await tx.events.after(run_id, seq, limit=REPLAY_BATCH)
 
-    async def renew(self, run_ids: list[str]) -> None:
+    async def renew(self, run_ids: list[str]) -> set[str]:
+        """Renew this instance's leases; returns the runs among them someone asked another
+        instance to cancel (`request_cancel`)."""
         async with self._db.unit() as tx:
             await tx.runs.renew(run_ids, self.instance_id)
+            asked = await tx.runs.cancel_requested(run_ids)
             await tx.commit()
+        return asked
+
+    async def request_cancel(self, owner_id: str, run_id: str) -> None:
+        """Keep a cancel for the instance running the run: the bus's message to it may be
+        lost, this is not (it reads it at its next lease renewal or bus reconnection)."""
+        async with self._db.unit() as tx:
+            await tx.runs.request_cancel(owner_id, run_id)
+            await tx.commit()
+
+    async def cancel_requested(self, run_ids: list[str]) -> set[str]:
+        async with self._db.read() as tx:
+            return await tx.runs.cancel_requested(run_ids)
 
     async def recover_interrupted(
         self, *, lease_seconds: float, held: Collection[str] = ()

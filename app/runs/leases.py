@@ -1,11 +1,11 @@
 """Run leases: how instances sharing a database tell a live run from a dead process's.
 
 Every conversation run row carries the id of the instance running it and a heartbeat.
-This keeper renews the heartbeats of the runs this instance holds, well within the lease,
-and sweeps for runs whose lease lapsed (their process died): those are closed as
-`interrupted`, their partial message kept, and `on_recovered` hears of each (the limits
-free its slot). Starting a second instance therefore never closes the first one's live
-runs.
+This keeper renews the heartbeats of the runs this instance holds, well within the lease
+(and stops those whose row keeps a cancel another instance received), and sweeps for runs
+whose lease lapsed (their process died): those are closed as `interrupted`, their partial
+message kept, and `on_recovered` hears of each (the limits free its slot). Starting a
+second instance therefore never closes the first one's live runs.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Protocol
 
 from app.runs.journal import RunJournal
@@ -30,6 +30,10 @@ class Holder(Protocol):
 
     async def settle(self) -> None:
         """Store what is still unstored of ended runs."""
+        ...
+
+    def cancelled_elsewhere(self, run_ids: Collection[str]) -> None:
+        """Stop these runs: a cancel for them reached another instance."""
         ...
 
 
@@ -83,7 +87,9 @@ class LeaseKeeper:
             await asyncio.sleep(interval)
             try:
                 await self._holder.settle()
-                await self._journal.renew(self._holder.held())
+                # A cancel another instance received is applied here at the latest, when
+                # its message on the bus was lost.
+                self._holder.cancelled_elsewhere(await self._journal.renew(self._holder.held()))
                 closed = await self.recover()
                 if closed:
                     log.warning("closed runs of a stopped instance", extra={"runs": closed})

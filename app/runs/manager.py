@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,13 @@ class RunManager:
         self._relay: Relay | None = None
         self._remote: RemoteFollower | None = None
         if bus is not None and bus.shared:
-            self._relay = Relay(bus, local=self.local, stop=_stop, forget=self._forget_local)
+            self._relay = Relay(
+                bus,
+                local=self.local,
+                stop=_stop,
+                forget=self._forget_local,
+                recheck=self._cancels_kept,
+            )
             self._remote = RemoteFollower(
                 journal, bus, self._relay.request, self.local, lambda: self._stopping
             )
@@ -365,6 +371,18 @@ class RunManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(run.task)
         return run.status
+
+    def cancelled_elsewhere(self, run_ids: Collection[str]) -> None:
+        """Stop the runs running here that a cancel received elsewhere asked to stop."""
+        for run_id in run_ids:
+            run = self._active.get(run_id)
+            if run is not None and run.task is not None and not run.task.done():
+                _stop(run)
+
+    async def _cancels_kept(self) -> None:
+        """The bus may have lost cancels meant for this instance (its connection broke):
+        apply those kept on the runs' rows."""
+        self.cancelled_elsewhere(await self._journal.cancel_requested(self.held()))
 
     async def start(self) -> int:
         """Close what dead processes left running and keep this instance's leases."""

@@ -9,7 +9,11 @@ the owner publishes what came after the reader's position on the run's topic aga
 
 Every instance listens on `control`, where requests that must reach whichever instance
 runs something are broadcast: `cancel` (the owner stops the run), `catchup` (above) and
-`forget` (a purged conversation's finished logs leave every instance's memory).
+`forget` (a purged conversation's finished logs leave every instance's memory). Pub/sub
+loses what is published while a listener's connection is down; a lost `catchup` or
+`forget` costs a reader a database read, but a lost `cancel` would let the run go on, so
+its sender also keeps it on the run's row, which the owner reads when its control
+subscription reports a gap (`recheck`) and at each lease renewal.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from app.domain.events import RUN_EVENT_ADAPTER, SequencedEvent
@@ -61,11 +65,13 @@ class Relay:
         local: Callable[[str], ActiveRun | None],
         stop: Callable[[ActiveRun], None],
         forget: Callable[[str], None],
+        recheck: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._bus = bus
         self._local = local
         self._stop = stop
         self._forget = forget
+        self._recheck = recheck
         self._carriers: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Task[None] | None = None
 
@@ -113,10 +119,13 @@ class Relay:
         async with self._bus.subscribe(CONTROL) as messages:
             ready.set()
             async for message in messages:
-                if not isinstance(message, bytes):
-                    continue  # a lost request: its sender falls back on the database
                 try:
-                    await self._handle(json.loads(message))
+                    if isinstance(message, bytes):
+                        await self._handle(json.loads(message))
+                    elif self._recheck is not None:
+                        # Requests may have been lost (the connection broke, or came back):
+                        # a cancel is kept in the database too, read it there.
+                        await self._recheck()
                 except Exception:
                     log.exception("could not handle a run control message")
 

@@ -35,7 +35,7 @@ from app.store.records import RunRecord
 IDLE_SECONDS = 1.0
 # While a hole is open, the owner is asked again and the database read this often.
 HOLE_SECONDS = 0.05
-# How long a cancel sent to another instance's run is waited for.
+# How long a cancel sent to another instance's run is waited for (then 503 run_unreachable).
 CANCEL_WAIT_SECONDS = 10.0
 # When a cancel could not be sent (the bus is down), the caller is told to retry after this.
 UNREACHABLE_RETRY_SECONDS = 2.0
@@ -163,20 +163,20 @@ class RemoteFollower:
     async def cancel(
         self, owner_id: str, run_id: str, conversation_id: str | None, record: RunRecord
     ) -> RunStatus:
-        """Ask the instance that runs it to stop the run; its final status (or `running`
-        when the owner did not stop it in time)."""
+        """Ask the instance that runs it to stop the run; its final status. The request is
+        kept on the run's row before it is published, so a message the bus loses (the
+        owner's connection was down) still reaches the owner: when its connection is back
+        and at its next lease renewal. When the owner does not confirm in time, or the bus
+        is down here, the answer is 503 `run_unreachable` (the cancel stands; sending it
+        again gives the final status)."""
+        await self._journal.request_cancel(owner_id, run_id)
         async with self._bus.subscribe(run_topic(run_id)) as messages:
             try:
                 await self._request("cancel", run_id=run_id, owner_id=owner_id)
             except Exception as exc:
-                # The bus is down: the stop cannot reach the run, which goes on. Say so
-                # (503, retry) rather than fail as if the service had a bug.
-                raise Unavailable(
-                    "The instance running this run cannot be reached right now; "
-                    "send the cancel again shortly.",
-                    code="run_unreachable",
-                    retry_after=UNREACHABLE_RETRY_SECONDS,
-                ) from exc
+                # The bus is down: the run stops when its owner next renews its lease.
+                # Say so (503, retry) rather than fail as if the service had a bug.
+                raise _unreachable() from exc
             deadline = time.monotonic() + CANCEL_WAIT_SECONDS
             while time.monotonic() < deadline:
                 message = await _next(messages, 0.25)
@@ -186,7 +186,17 @@ class RemoteFollower:
                 found = await self._journal.get_run(owner_id, run_id, conversation_id)
                 if found is None or found.status != "running":
                     return _status(found if found is not None else record)
-        return _status(record)
+        raise _unreachable()
+
+
+def _unreachable() -> Unavailable:
+    return Unavailable(
+        "The instance running this run has not confirmed the cancel yet; it is kept and "
+        "the run stops when that instance next checks. Send the cancel again shortly for "
+        "the run's final status.",
+        code="run_unreachable",
+        retry_after=UNREACHABLE_RETRY_SECONDS,
+    )
 
 
 async def _next(messages: Subscription, wait: float) -> Message | None:

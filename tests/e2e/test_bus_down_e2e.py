@@ -1,6 +1,10 @@
 """Two instances on one Postgres whose Redis (the bus between them) goes away mid-run: a
 cancel sent to the instance that does not run the run cannot reach its owner, and says so
-with a retryable 503 instead of a 500; once Redis is back the same cancel stops the run."""
+with a retryable 503 instead of a 500; once Redis is back the same cancel stops the run.
+When only the owner's connection is down, the cancel published meanwhile is lost on the
+bus but kept on the run's row: the owner applies it once its bus reconnects, or at its
+next lease renewal if it stays cut off; the sender says 503 while it is not applied,
+never `running` as if nothing had been asked."""
 
 from __future__ import annotations
 
@@ -70,3 +74,81 @@ async def listening_again(channel: str, instances: int) -> None:
     finally:
         await client.aclose()
     raise AssertionError(f"{channel} never had {instances} subscribers again")
+
+
+VERY_LONG = Completion(text=" ".join(f"token{i}" for i in range(600)), delay=0.05)  # 30 s
+
+
+def split_bus(
+    openai_upstream: FakeOpenAIUpstream, postgres_url: str, redis: Forwarder, **extra: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Settings of an owner reaching Redis through `redis` (which can go down) and of
+    another instance reaching it directly, on one bus of their own."""
+    db = 12
+    common = shared(openai_upstream, postgres_url) | extra
+    direct = reachable_redis_url().rsplit("/", 1)[0]
+    return (
+        common | {"REDIS_URL": f"redis://127.0.0.1:{redis.port}/{db}"},
+        common | {"REDIS_URL": f"{direct}/{db}"},
+    )
+
+
+async def test_a_cancel_published_while_the_owner_reconnects_reaches_it_once_back(
+    launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str
+) -> None:
+    redis = Forwarder()
+    await redis.up()
+    # Leases far longer than the test: the owner learns of the cancel from its bus alone.
+    owner, other = split_bus(openai_upstream, postgres_url, redis, RUN_LEASE_SECONDS="900")
+    a, b = launch(**owner), launch(**other)
+    openai_upstream.enqueue(VERY_LONG)
+    try:
+        async with (
+            httpx.AsyncClient(base_url=a.base_url, timeout=30) as on_a,
+            httpx.AsyncClient(base_url=b.base_url, timeout=30) as on_b,
+        ):
+            cid, run_id, url = await start_run(on_a)
+            await read_events(on_a, url, limit=3)
+            await redis.down()  # a's Redis connections drop; b's bus is fine
+
+            cancel = f"/api/conversations/{cid}/runs/{run_id}/cancel"
+            unconfirmed = await on_b.post(cancel)  # published; a hears nothing
+
+            assert unconfirmed.status_code == 503, unconfirmed.text
+            assert unconfirmed.json()["error"]["code"] == "run_unreachable"
+            assert int(unconfirmed.headers["Retry-After"]) >= 1
+            await redis.up()
+            frames = await read_events(on_a, url)
+            again = await on_b.post(cancel)
+    finally:
+        await redis.down()
+    assert frames[-1].event == "run_end" and frames[-1].data["status"] == "cancelled"
+    assert again.status_code == 200 and again.json()["status"] == "cancelled", again.text
+
+
+async def test_a_cancel_the_owner_never_heard_stops_the_run_at_its_lease_renewal(
+    launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str
+) -> None:
+    redis = Forwarder()
+    await redis.up()
+    # A lease renewed every second: well within the sender's wait for the run's end.
+    owner, other = split_bus(openai_upstream, postgres_url, redis, RUN_LEASE_SECONDS="3")
+    a, b = launch(**owner), launch(**other)
+    openai_upstream.enqueue(VERY_LONG)
+    try:
+        async with (
+            httpx.AsyncClient(base_url=a.base_url, timeout=30) as on_a,
+            httpx.AsyncClient(base_url=b.base_url, timeout=30) as on_b,
+        ):
+            cid, run_id, url = await start_run(on_a)
+            await read_events(on_a, url, limit=3)
+            await redis.down()  # and stays down: a never hears the cancel on the bus
+
+            cancelled = await on_b.post(f"/api/conversations/{cid}/runs/{run_id}/cancel")
+
+            assert cancelled.status_code == 200, cancelled.text
+            assert cancelled.json()["status"] == "cancelled", cancelled.text
+            frames = await read_events(on_a, url)
+    finally:
+        await redis.down()
+    assert frames[-1].event == "run_end" and frames[-1].data["status"] == "cancelled"

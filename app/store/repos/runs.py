@@ -36,7 +36,7 @@ def to_record(row: RunRow) -> RunRecord:
     )
 
 
-_LEASE = ("instance_id", "heartbeat_at")
+_LEASE = ("instance_id", "heartbeat_at", "cancel_requested_at")
 
 
 def run_end_values(
@@ -82,6 +82,7 @@ def new_run_row(
         "options": options,
         "instance_id": instance_id,
         "heartbeat_at": now,
+        "cancel_requested_at": None,
     }
 
 
@@ -175,6 +176,28 @@ class RunRepo:
             .values(heartbeat_at=utcnow())
             .execution_options(synchronize_session=False)
         )
+
+    async def request_cancel(self, owner_id: str, run_id: str) -> None:
+        """Keep a cancel of the caller's running run for the instance running it."""
+        await self._session.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id, RunRow.owner_id == owner_id, RunRow.status == "running")
+            .values(cancel_requested_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+
+    async def cancel_requested(self, run_ids: Collection[str]) -> set[str]:
+        """The runs among these that someone asked to cancel (on any instance)."""
+        if not run_ids:
+            return set()
+        found = await self._session.scalars(
+            select(RunRow.id).where(
+                RunRow.id.in_(list(run_ids)),
+                RunRow.status == "running",
+                RunRow.cancel_requested_at.is_not(None),
+            )
+        )
+        return set(found)
 
     async def latest_options(self, owner_id: str, conversation_id: str) -> dict[str, Any]:
         """The options of the conversation's newest run that had any (client tools)."""

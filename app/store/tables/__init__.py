@@ -4,6 +4,7 @@
     core.py      conversations, messages, runs, run events, audit log   (0001_core)
                  and a conversation's next message position  (0012_conversation_next_position)
                  and run events stored one row per batch      (0013_event_batches)
+                 and cancels asked for on another instance (0014_run_cancel_requests)
     tools.py     tool approvals, proposals and their batches            (0002_tools)
                  and the questions tools ask mid-call              (0009_elicitations)
     identity.py  API keys                                               (0003_identity)

@@ -111,6 +111,9 @@ class RunRow(Base):
     # is older than the lease belongs to a dead process and is closed as interrupted.
     instance_id: Mapped[str | None] = mapped_column(String(64))
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A cancel received by another instance, kept until the one running it reads it (the
+    # bus's message may be lost while its connection is down). 0014_run_cancel_requests.
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class RunEventRow(Base):

@@ -212,7 +212,7 @@ class LeanStream(httpcore2.AsyncNetworkStream):
     ) -> httpcore2.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(timeout):
+            async with deadlines.timeout(timeout):
                 transport = await loop.start_tls(
                     self._transport,
                     self._protocol,
@@ -263,7 +263,7 @@ class LeanBackend(httpcore2.AsyncNetworkBackend):
         loop = asyncio.get_running_loop()
         local = None if local_address is None else (local_address, 0)
         try:
-            async with asyncio.timeout(timeout):
+            async with deadlines.timeout(timeout):
                 transport, protocol = await loop.create_connection(
                     _Protocol, host, port, local_addr=local
                 )
@@ -281,7 +281,7 @@ class LeanBackend(httpcore2.AsyncNetworkBackend):
     ) -> httpcore2.AsyncNetworkStream:
         loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(timeout):
+            async with deadlines.timeout(timeout):
                 transport, protocol = await loop.create_unix_connection(_Protocol, path)
         except TimeoutError as exc:
             raise httpcore2.ConnectTimeout(f"timed out connecting to {path}") from exc

@@ -28,7 +28,6 @@ when the environment names one.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 from collections import deque
@@ -40,6 +39,7 @@ import anyio
 import httpcore2
 import httpx2
 
+from app.domain import deadlines
 from app.providers.connection import HeaderChecks, UpstreamConnection
 from app.providers.network import LeanBackend
 
@@ -155,9 +155,9 @@ class UpstreamPool(httpx2.AsyncBaseTransport):
             connection = self._ready(origin)
             if connection is None:
                 try:
-                    # asyncio's timeout: an anyio scope would leave its state on the run's
-                    # task (a weak reference, a map entry) for as long as the stream is open.
-                    async with asyncio.timeout(timeout):
+                    # asyncio's timeout (on the shared deadline heap): an anyio scope would
+                    # leave its state on the run's task for as long as the stream is open.
+                    async with deadlines.timeout(timeout):
                         connection = await self._acquire(origin)
                 except TimeoutError:
                     raise httpx2.PoolTimeout("no upstream connection became free in time") from None

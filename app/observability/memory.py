@@ -170,12 +170,12 @@ class Trimmer:
             self._glibc = None
         self._streams = streams  # (open now, closed since start-up)
         self._burst = burst_streams
-        self._tables = tables  # the sets that grow with the open streams
+        self._tables = tables  # the sets that grow with the open streams, compacted each check
         self._closed_at_collection = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._glibc is None and self._streams is None:
+        if self._glibc is None and self._streams is None and self._tables is None:
             return
         # The least free heap since the last collection: start-up's, to begin with.
         low = self._glibc[0]() if self._glibc is not None else 0
@@ -193,6 +193,8 @@ class Trimmer:
         while True:
             await asyncio.sleep(self._every)
             collected = self._collect_ended_burst()
+            if self._tables is not None:
+                compact(self._tables())  # looks at each table's size; rebuilds few
             if self._glibc is not None:
                 low = await self._trim(low, collected)
 
@@ -205,8 +207,6 @@ class Trimmer:
         if ended < self._burst or open_now * 4 > ended:
             return False
         self._collect()
-        if self._tables is not None:
-            compact(self._tables())
         self._closed_at_collection = closed
         return True
 

@@ -60,40 +60,30 @@ def test_a_weak_set_being_iterated_and_small_or_full_tables_are_left_alone() -> 
     del walking
 
 
-async def test_an_ended_burst_has_its_tables_rebuilt_after_the_collection() -> None:
+async def test_the_trimmer_rebuilds_a_table_once_a_burst_has_left_it() -> None:
     table = set(range(20_000))
-    counts = {"open": 1000, "closed": 0}
-    order: list[str] = []
+    grown = sys.getsizeof(table)
     checked = asyncio.Event()
 
-    def streams() -> tuple[int, int]:
-        checked.set()
-        return counts["open"], counts["closed"]
-
     def tables() -> list[Any]:
-        order.append("tables")
+        checked.set()
         return [table]
 
-    trimmer = Trimmer(
-        free_mb=0,
-        every_seconds=0.01,
-        streams=streams,
-        collect=lambda: order.append("collect"),
-        allocator=None,
-        tables=tables,
-    )
-    trimmer.start()
-    try:
-        await asyncio.wait_for(checked.wait(), 30)
-        assert order == []  # the burst is open: nothing is rebuilt under it
-        table.difference_update(range(3, 20_000))
-        counts.update(open=0, closed=1000)
-        for _ in range(3):
+    async def checks(n: int) -> None:
+        for _ in range(n):
             checked.clear()
             await asyncio.wait_for(checked.wait(), 30)
+
+    trimmer = Trimmer(free_mb=0, every_seconds=0.01, allocator=None, tables=tables)
+    trimmer.start()
+    try:
+        await checks(2)
+        assert sys.getsizeof(table) == grown  # the burst is open: its table is its size
+        table.difference_update(range(3, 20_000))
+        await checks(2)
     finally:
         await trimmer.stop()
-    assert order == ["collect", "tables"]
+    assert table == {0, 1, 2}
     assert sys.getsizeof(table) < 1024
 
 

@@ -36,12 +36,22 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+# SQLite's page cache for the one connection, in KiB (its default is 2,000). The cache
+# fills with the pages a burst of runs writes (their usage rows) and keeps them for the
+# life of the process: after 5,000 streams closed SQLite held 2.5 MB against 0.77 MB
+# before them (`sqlite3_memory_used`, `bench.memory --probe DIR`). The pages a run reads
+# and writes are the tables' and indexes' last leaves and inner nodes, a few dozen; a page
+# not cached is read again from the operating system's file cache.
+SQLITE_CACHE_KIB = 512
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
     cursor.close()
 
 

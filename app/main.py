@@ -52,6 +52,8 @@ with long_lived():
     from app.api.sse_lean import shutdown_tables
     from app.api.streaming import StreamConfig
     from app.container import build_services
+    from app.domain.redaction import url_secrets
+    from app.mcp.config import parse_servers
     from app.observability.logging import configure_logging
     from app.observability.metrics import Metrics
     from app.providers.base import Provider
@@ -176,7 +178,13 @@ def _secrets(settings: Settings) -> list[str]:
         settings.jwt_secret,
         settings.stream_token_secret,
     ]
-    return [v.get_secret_value() for v in values if v is not None]
+    found = [v.get_secret_value() for v in values if v is not None]
+    # A key in a provider's or an MCP server's URL (gateways and hosted MCP servers take
+    # it in the path or query), which the SDKs' loggers print with every request.
+    urls = [settings.openai_base_url, settings.anthropic_base_url]
+    if settings.mcp_servers is not None:
+        urls += [s.url for s in parse_servers(settings.mcp_servers.get_secret_value())]
+    return found + [part for url in urls if url for part in url_secrets(url)]
 
 
 def __getattr__(name: str) -> Any:

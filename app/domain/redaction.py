@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit
 
 REDACTED = "[redacted]"
 
@@ -45,7 +46,16 @@ SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
     # Credentials in a URL's userinfo: scheme://user:password@host.
     re.compile(r"://(?P<secret>[^/\s@]+)@"),
+    # Query parameters that carry a credential though their name does not say so
+    # (Google-style `?key=`, signed URLs' `sig=` / `signature=`).
+    re.compile(r"(?i)[?&](?:key|sig|signature)=(?P<secret>[^\s\"'&#]{4,})"),
 )
+
+# A configured URL's path segment or query value with a run of letters and digits this
+# long, mixing both, is taken for a key; query values under these names are keys whatever
+# their length.
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{12,}")
+_QUERY_NAMES = frozenset({"key", "sig", "signature"})
 
 # Field names whose value is a secret whatever it looks like (log `extra=` fields, dict keys).
 _SECRET_NAME = re.compile(r"(?i)(secret|token|password|passwd|api_?key|authorization|cookie)")
@@ -65,6 +75,39 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for pattern in SECRET_PATTERNS:
         text = pattern.sub(_hide, text)
     return text
+
+
+def _key_shaped(text: str) -> bool:
+    """A run of letters and digits long enough to be a key: `v1`, `deployments`,
+    `gpt-4o-mini-2024-07-18` are not, `k7f3a09c1d2e4b5a6` (a gateway's key in the path) or
+    a UUID is."""
+    return any(
+        any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+        for run in _ALNUM_RUN.findall(text)
+    )
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of a configured URL that may be a credential, to scrub verbatim.
+
+    Hosted MCP servers and provider gateways often take their key in the URL's path or
+    query, where it has no secret shape; the HTTP clients and SDKs write the URL of every
+    request to their loggers (the Anthropic SDK at DEBUG). So the log filter is given the
+    userinfo, every key-shaped path segment, and every query value that is key-shaped or
+    named like a credential, in their raw and decoded spelling."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = [parts.password] if parts.password else []
+    found += [s for s in parts.path.split("/") if _key_shaped(unquote_plus(s))]
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        name = unquote_plus(name)
+        if is_secret_name(name) or name.lower() in _QUERY_NAMES or _key_shaped(value):
+            found.append(value)
+    spelled = {spelling for value in found for spelling in (value, unquote_plus(value))}
+    return sorted(v for v in spelled if len(v) >= MIN_SECRET_LENGTH)
 
 
 def is_secret_name(name: str) -> bool:

@@ -1,7 +1,8 @@
 """An MCP server's URL is part of the deployment's secrets (`MCP_SERVERS` is a secret
-setting): many hosted MCP servers take their key in the URL's path or query. A real
-process at the default log level talks to such a server that refuses it (401) and to one
-that answers 500; the URL's secret parts appear in no log line."""
+setting): many hosted MCP servers take their key in the URL's path or query, and so do some
+provider gateways. A real process talks to such servers that refuse it (401) or answer 500;
+the URL's secret parts appear in no log line, at the default level or at DEBUG, where the
+Anthropic SDK writes the full URL of every request."""
 
 from __future__ import annotations
 
@@ -69,3 +70,34 @@ def test_an_mcp_servers_url_is_never_logged(launch: Launch, refusing_server: str
     assert "/refuse/" in logs or "hosted" in logs  # the attempts were logged, by name
     assert PATH_KEY not in logs
     assert QUERY_KEY not in logs
+
+
+def test_a_providers_url_is_never_logged_even_at_debug(
+    launch: Launch, refusing_server: str
+) -> None:
+    catalogue = [
+        {"id": "claude", "provider": "anthropic", "upstream_model": "claude-haiku-4-5"},
+        {"id": "gpt", "provider": "openai", "upstream_model": "gpt-4o-mini"},
+    ]
+    service = launch(
+        LOG_LEVEL="DEBUG",
+        ANTHROPIC_API_KEY="sk-ant-e2e-not-a-real-key",
+        ANTHROPIC_BASE_URL=f"{refusing_server}/refuse/{PATH_KEY}?key={QUERY_KEY}",
+        OPENAI_API_KEY="sk-e2e-not-a-real-key",
+        OPENAI_BASE_URL=f"{refusing_server}/fail/{PATH_KEY}/v1?key={QUERY_KEY}",
+        PROVIDER_MAX_RETRIES="0",
+        MODELS_JSON=json.dumps(catalogue),
+        DEFAULT_MODEL="claude",
+    )
+    answers = []
+    ask = [{"role": "user", "content": "x"}]
+    for model in ("claude", "gpt"):
+        for stream in (False, True):
+            body = {"model": model, "stream": stream, "messages": ask}
+            answers.append(httpx.post(f"{service.base_url}/api/chat", json=body, timeout=30).text)
+    service.stop()
+    logs = service.logs()
+    assert "/v1/messages" in logs  # the SDK's DEBUG lines with the URL were written
+    for text in (logs, *answers):
+        assert PATH_KEY not in text
+        assert QUERY_KEY not in text

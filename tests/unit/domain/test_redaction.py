@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.domain.redaction import REDACTED, is_secret_name, redact, redact_value
+from app.domain.redaction import REDACTED, is_secret_name, redact, redact_value, url_secrets
 
 R = REDACTED
 
@@ -30,6 +30,11 @@ R = REDACTED
             "url https://x.test/?api_key=hunter2hunter2&n=1",
             f"url https://x.test/?api_key={R}&n=1",
             id="query-parameter",
+        ),
+        pytest.param(
+            "GET https://x.test/v1?key=AIzaSyA-12&sig=s1gn&n=1",
+            f"GET https://x.test/v1?key={R}&sig={R}&n=1",
+            id="key-and-signature-query-parameters",
         ),
         pytest.param('{"password": "hunter2hunter2"}', f'{{"password": "{R}"}}', id="json-pair"),
         pytest.param("x-api-key: abcd1234", f"x-api-key: {R}", id="api-key-header"),
@@ -76,3 +81,12 @@ def test_values_under_secret_names_and_secret_text_in_nested_values_are_replaced
         "token": R,
         "detail": {"nested": f"uses {R}", "items": [R, 3]},
     }
+
+
+def test_a_configured_urls_key_parts_are_secrets_and_its_plain_parts_are_not() -> None:
+    url = (
+        "https://u:pw99@gw.test/v1/k7f3a09c1d2e4b5a6/deployments/gpt-4o-mini-2024-07-18"
+        "?api-version=2024-06-01&key=short&token=a%2Bb%3D"
+    )
+    assert url_secrets(url) == ["a%2Bb%3D", "a+b=", "k7f3a09c1d2e4b5a6", "pw99", "short"]
+    assert url_secrets("https://api.openai.com/v1") == []

@@ -1,6 +1,7 @@
 """A Redis that hangs (stopped: it accepts connections and answers nothing) under a real
 process: the first call that meets it waits out the timeout, the requests after it skip
-Redis (the limits let them through at once, the bus's announcements fail at once)
+Redis (the limits let them through at once, the bus's announcements and a run's
+published events fail at once)
 instead of each waiting the timeout again."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from tests.e2e.conftest import Launch
 from tests.e2e.redis_server import own_redis
+from tests.e2e.test_resume_e2e import read_events, start_run
 
 pytestmark = pytest.mark.e2e
 
@@ -42,6 +44,10 @@ async def test_requests_stop_paying_the_timeout_of_a_hung_redis(launch: Launch) 
                 assert (await http.get("/api/conversations")).status_code == 200
             for _ in range(3):  # each a limit check and a commit announced on the bus
                 assert (await http.post("/api/conversations", json={})).status_code == 201
+            # A run: its commits announced and its events published on the bus.
+            _, _, url = await start_run(http)
+            frames = await read_events(http, url)
+            assert frames[-1].event == "run_end" and frames[-1].data["status"] == "completed"
             redis.resume()
     waited = timeouts(service.logs())
     assert len(waited) == 1, waited

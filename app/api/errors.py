@@ -174,7 +174,10 @@ def allowed_methods(request: Request) -> str:
         method
         for method in _METHODS
         if any(
-            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+            # HEAD is served as GET (app.api.middleware)
+            route.matches({**request.scope, "method": "GET" if method == "HEAD" else method})[0]
+            is Match.FULL
+            for route in routes
         )
     )
 

@@ -20,6 +20,10 @@ FastAPI's routing layers (`app.api.known_routes`).
 A streaming response is served by the context middleware itself, once the layers under
 it have returned (`app.api.handoff`): an open stream does not hold their frames.
 
+HEAD is served as GET (RFC 9110: a server that serves GET serves HEAD): the routes take
+the request as a GET, and the HTTP server, which still sees a HEAD, sends the headers
+alone. FastAPI's routes answer GET only, so a HEAD (`curl -I`, an uptime monitor) was 405.
+
 Once the `Drain` (app.api.drain) has begun, new requests get 503 `shutting_down` with
 `Retry-After` and `Connection: close`, while requests already in flight finish; the
 context middleware also tells the drain how many SSE responses are open.
@@ -119,7 +123,8 @@ class _Exchange:
         self.request_id = (
             incoming if incoming and _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         )
-        self.scope = scope
+        self.scope = scope  # the scope the routes get (and leave their entries in)
+        self.method: str = scope["method"]  # as the client sent it
         self._send = send
         self._metrics = metrics
         self._drain = drain
@@ -157,7 +162,7 @@ class _Exchange:
             if self._drain is not None:
                 self._drain.stream_closed()
         elapsed = time.perf_counter() - self.began
-        method = self.scope.get("method", "GET")
+        method = self.method
         route = _route_template(self.scope)
         self._metrics.observe_request(
             method if method in _METHODS else "OTHER", route, self.status, elapsed
@@ -201,6 +206,8 @@ class RequestContextMiddleware:
         exchange = _Exchange(scope, send, self.metrics, self.drain)
         scope.setdefault("state", {})["request_id"] = exchange.request_id
         handoff = scope[HANDOFF_KEY] = Handoff()  # a stream is served here (app.api.handoff)
+        if scope["method"] == "HEAD":  # the routes see a GET; the server still a HEAD
+            scope = exchange.scope = {**scope, "method": "GET"}
         tokens = (
             request_id_var.set(exchange.request_id),
             user_id_var.set(None),

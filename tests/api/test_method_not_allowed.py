@@ -2,7 +2,10 @@
 path does serve (RFC 9110 15.5.6), over real HTTP: a client (or a generated SDK's retry
 logic) reads `Allow` to learn what it may send. Starlette's router named only the first
 matching route's methods, so `/api/conversations/{id}` answered `Allow: GET` though it
-also takes PATCH and DELETE."""
+also takes PATCH and DELETE.
+
+HEAD is served wherever GET is (RFC 9110 9.3.2), with GET's status and headers and no
+body: FastAPI's routes take GET alone, so `curl -I` or an uptime monitor's HEAD got 405."""
 
 from __future__ import annotations
 
@@ -24,12 +27,12 @@ async def base(api: ApiClient) -> AsyncIterator[str]:
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
-        ("PUT", "/api/conversations/conv_1", "DELETE, GET, PATCH"),
-        ("POST", "/api/conversations/conv_1", "DELETE, GET, PATCH"),
-        ("PUT", "/api/conversations", "GET, POST"),
-        ("DELETE", "/api/approvals/appr_1", "GET, POST"),
-        ("PATCH", "/api/files/file_1", "DELETE, GET"),
-        ("PUT", "/v1/conversations/conv_1", "DELETE, GET, POST"),
+        ("PUT", "/api/conversations/conv_1", "DELETE, GET, HEAD, PATCH"),
+        ("POST", "/api/conversations/conv_1", "DELETE, GET, HEAD, PATCH"),
+        ("PUT", "/api/conversations", "GET, HEAD, POST"),
+        ("DELETE", "/api/approvals/appr_1", "GET, HEAD, POST"),
+        ("PATCH", "/api/files/file_1", "DELETE, GET, HEAD"),
+        ("PUT", "/v1/conversations/conv_1", "DELETE, GET, HEAD, POST"),
     ],
 )
 async def test_a_method_the_path_does_not_serve_is_405_naming_every_method_it_does(
@@ -41,3 +44,39 @@ async def test_a_method_the_path_does_not_serve_is_405_naming_every_method_it_do
     assert response.status_code == 405
     assert response.headers["allow"] == allowed
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+async def test_head_answers_as_get_does_without_a_body(base: str) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        conversation_id = (await http.post("/api/conversations", json={"title": "t"})).json()["id"]
+        url = f"/api/conversations/{conversation_id}"
+        got, head = await http.get(url), await http.head(url)
+        health = await http.head("/healthz")
+        missing = await http.head("/api/conversations/conv_nope")
+
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-type"] == got.headers["content-type"]
+    assert head.headers["content-length"] == got.headers["content-length"]
+    assert (health.status_code, health.content) == (200, b"")
+    assert missing.status_code == 404
+
+
+async def test_head_of_a_finished_runs_events_answers_and_the_stream_still_reads(
+    base: str,
+) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        conversation_id = (await http.post("/api/conversations", json={})).json()["id"]
+        sent = await http.post(
+            f"/api/conversations/{conversation_id}/messages",
+            json={"content": "hi"},
+            headers={"accept": "text/event-stream"},
+        )
+        run_id = sent.text.split('"run_id":"', 1)[1].split('"', 1)[0]
+        url = f"/api/conversations/{conversation_id}/runs/{run_id}/events"
+        heads = [await http.head(url) for _ in range(5)]
+        replay = await http.get(url)
+
+    assert all((h.status_code, h.content) == (200, b"") for h in heads)
+    assert heads[0].headers["content-type"].startswith("text/event-stream")
+    assert replay.status_code == 200
+    assert replay.text.rstrip().endswith("}") and "event: run_end" in replay.text

@@ -113,7 +113,13 @@ class _Heap:
             self.arm(loop, entries[0][0])  # none armed, or a callback armed a later one
 
 
-_heaps: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Heap] = weakref.WeakKeyDictionary()
+# Each loop's heap, held weakly on both sides: an armed heap holds its loop through the
+# timer, so a strong value would keep every loop that ended with a deadline pending (or a
+# cancelled one not yet dropped) alive for the process. The loop's armed timer and the
+# deadlines themselves keep a heap alive; a heap with neither has nothing to fire.
+_heaps: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, weakref.ref[_Heap]] = (
+    weakref.WeakKeyDictionary()
+)
 _order = itertools.count()
 
 
@@ -121,9 +127,11 @@ def call_at(when: float, callback: Callable[..., object], *args: Any) -> Deadlin
     """`loop.call_at` on the running loop's shared heap: `callback(*args)` at `when`
     (the loop's clock) unless the returned deadline is cancelled first."""
     loop = asyncio.get_running_loop()
-    heap = _heaps.get(loop)
+    ref = _heaps.get(loop)
+    heap = None if ref is None else ref()
     if heap is None:
-        heap = _heaps[loop] = _Heap()
+        heap = _Heap()
+        _heaps[loop] = weakref.ref(heap)
     deadline = Deadline((when, next(_order), callback, args, heap))
     heap.push(loop, deadline)
     return deadline
@@ -136,7 +144,8 @@ def call_later(delay: float, callback: Callable[..., object], *args: Any) -> Dea
 def counts() -> tuple[int, int]:
     """(deadlines live, deadlines held) on the running loop's heap: what is held beyond
     the live ones is cancelled ones not yet dropped."""
-    heap = _heaps.get(asyncio.get_running_loop())
+    ref = _heaps.get(asyncio.get_running_loop())
+    heap = None if ref is None else ref()
     if heap is None:
         return 0, 0
     return len(heap.entries) - heap.cancelled, len(heap.entries)

@@ -166,3 +166,26 @@ async def test_a_timeout_is_entered_once_inside_a_task() -> None:
     with pytest.raises(RuntimeError):
         async with cm:
             pass
+
+
+@pytest.mark.parametrize("pending", [True, False], ids=["deadline-pending", "deadline-cancelled"])
+def test_a_closed_loop_is_let_go_with_deadlines_left_on_its_heap(pending: bool) -> None:
+    """A loop that closes with its heap's timer armed (a deadline pending, or a cancelled
+    one not yet dropped) is freed: the heap kept the loop alive through that timer, and a
+    table of heaps keyed weakly by loop kept every such loop, and what its deadlines held
+    (tasks, coroutines), for the life of the process: one per test, or per `asyncio.run`."""
+    import gc
+    import weakref
+
+    async def leave_one() -> None:
+        deadline = deadlines.call_later(60, print, "never")
+        if not pending:
+            deadline.cancel()
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(leave_one())
+    loop.close()
+    gone = weakref.ref(loop)
+    del loop
+    gc.collect()
+    assert gone() is None

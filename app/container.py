@@ -247,6 +247,7 @@ def build_files(settings: Settings, db: Database) -> Files:
         DirectoryFileStore(settings.files_dir),
         FileLimits(
             max_bytes=settings.upload_max_bytes,
+            quota_bytes=settings.upload_quota_bytes,
             upload_timeout_seconds=settings.upload_timeout_seconds,
             extract_timeout_seconds=settings.extract_timeout_seconds,
             extract_concurrency=settings.extract_concurrency,

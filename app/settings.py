@@ -130,6 +130,13 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         le=1024 * 1024 * 1024,
         description="Largest file accepted, uploaded or inline as a data URL (413 past it).",
     )
+    upload_quota_bytes: int = Field(
+        default=1024 * 1024 * 1024,
+        ge=1,
+        description="All of one user's stored files together (uploads and data URLs); an "
+        "upload that would pass it is refused with 413 upload_quota_exceeded. Deleting "
+        "files (or purging the conversations that carry them) frees room.",
+    )
     upload_timeout_seconds: float = Field(
         default=120.0,
         gt=0,

@@ -12,7 +12,8 @@ the client's Content-Type. Each kind has one media type:
     jpeg   image/jpeg                                                           image
 
 Refusals are errors with their own status so every surface answers them alike:
-`FileTooLarge` 413 (the limit in the message), `UnsupportedFileType` 415 (the supported
+`FileTooLarge` 413 (the limit in the message), `UploadQuotaExceeded` 413 (the owner's
+stored files would pass their quota), `UnsupportedFileType` 415 (the supported
 list in the message), `FileRejected` 422 (a supported kind whose content is unsafe or
 broken, such as an archive bomb dressed as a spreadsheet).
 """
@@ -58,6 +59,22 @@ class FileTooLarge(ChatBffError):
         super().__init__(
             f"The file is larger than the limit of {megabytes(limit)} ({limit} bytes).",
             limit_bytes=limit,
+        )
+
+
+class UploadQuotaExceeded(ChatBffError):
+    """The owner's stored files plus this one would pass the per-user quota: one user must
+    not fill the disk and the database that everyone's files share."""
+
+    status = 413
+    code = "upload_quota_exceeded"
+
+    def __init__(self, quota: int, used: int) -> None:
+        super().__init__(
+            f"Your stored files would pass your quota of {megabytes(quota)} ({quota} bytes); "
+            f"{used} bytes are stored. Delete files to make room.",
+            quota_bytes=quota,
+            used_bytes=used,
         )
 
 

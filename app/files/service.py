@@ -26,6 +26,7 @@ from app.domain.files import (
     FileKind,
     FileRecord,
     FileTooLarge,
+    UploadQuotaExceeded,
     UploadTimeout,
 )
 from app.domain.text import valid_text
@@ -42,6 +43,7 @@ log = logging.getLogger("chat_bff.files")
 @dataclass(frozen=True)
 class FileLimits:
     max_bytes: int = 10 * 1024 * 1024
+    quota_bytes: int = 1024 * 1024 * 1024  # all of one owner's stored files
     upload_timeout_seconds: float = 120.0
     extract_timeout_seconds: float = 20.0
     extract_concurrency: int = 2
@@ -56,11 +58,12 @@ def clean_name(name: str | None) -> str:
 
 
 class _Counted:
-    """Chunks written through, with the cap, the digest and the first bytes kept."""
+    """Chunks written through, with the caps, the digest and the first bytes kept."""
 
-    def __init__(self, writer: BlobWriter, max_bytes: int) -> None:
+    def __init__(self, writer: BlobWriter, max_bytes: int, quota: _Quota) -> None:
         self.writer = writer
         self.max_bytes = max_bytes
+        self.quota = quota
         self.size = 0
         self.digest = hashlib.sha256()
         self.head = b""
@@ -69,12 +72,23 @@ class _Counted:
         self.size += len(chunk)
         if self.size > self.max_bytes:
             raise FileTooLarge(self.max_bytes)
+        self.quota.check(self.size)
         if len(self.head) < HEAD_BYTES:
             self.head += chunk[: HEAD_BYTES - len(self.head)]
             if len(self.head) >= HEAD_BYTES:
                 refuse_early(self.head)
         self.digest.update(chunk)
         await self.writer.write(chunk)
+
+
+@dataclass(frozen=True)
+class _Quota:
+    limit: int
+    used: int
+
+    def check(self, size: int) -> None:
+        if self.used + size > self.limit:
+            raise UploadQuotaExceeded(self.limit, self.used)
 
 
 class Files:
@@ -89,10 +103,16 @@ class Files:
     async def upload(
         self, owner_id: str, name: str | None, chunks: AsyncIterable[bytes]
     ) -> FileRecord:
-        """Store a stream as the owner's file; refused uploads leave nothing behind."""
+        """Store a stream as the owner's file; refused uploads leave nothing behind.
+
+        The quota is checked as the bytes arrive, against what the owner had stored when
+        the upload began (so a file that cannot fit is refused early), and again in the
+        transaction that records it (so uploads running side by side cannot pass it)."""
+        async with self.db.read() as tx:
+            used = await tx.files.stored_bytes(owner_id)
         file_id = new_file_id()
         writer = await self.store.writer(file_id)
-        counted = _Counted(writer, self.limits.max_bytes)
+        counted = _Counted(writer, self.limits.max_bytes, _Quota(self.limits.quota_bytes, used))
         try:
             async with asyncio.timeout(self.limits.upload_timeout_seconds):
                 async for chunk in chunks:
@@ -120,6 +140,8 @@ class Files:
         kind = await asyncio.to_thread(sniff, data, self.limits.archive)
         text = await self._extract(kind, data)
         async with self.db.write() as tx:
+            used = await tx.files.stored_bytes(owner_id, lock=True)
+            _Quota(self.limits.quota_bytes, used).check(counted.size)
             record = await tx.files.create(
                 file_id=file_id,
                 owner_id=owner_id,

@@ -52,7 +52,11 @@ _UPLOAD_BODY: dict[str, Any] = {
     responses={
         400: {"description": "`invalid_upload`: not multipart, or no part named `file`."},
         408: {"description": "`upload_timeout`: the upload took too long."},
-        413: {"description": "`file_too_large`: over the limit (named in the message)."},
+        413: {
+            "description": "`file_too_large`: over the limit (named in the message); "
+            "`upload_quota_exceeded`: the caller's stored files would pass their quota "
+            "(`quota_bytes`, `used_bytes`; delete files to make room)."
+        },
         415: {"description": "`unsupported_file_type`: the message lists what is accepted."},
         422: {"description": "`file_rejected`: unreadable, or an archive bomb."},
     },

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Text, cast, delete, select, update
+from sqlalchemy import Text, cast, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
@@ -65,6 +65,18 @@ class FileRepo:
         self._session.add(row)
         await self._session.flush()
         return _record(row)
+
+    async def stored_bytes(self, owner_id: str, *, lock: bool = False) -> int:
+        """The size of all the owner's files. `lock` (Postgres) holds the owner's quota
+        until the transaction ends, so two uploads side by side are counted one after
+        the other (SQLite runs one write transaction at a time already)."""
+        if lock and self._session.get_bind().dialect.name == "postgresql":
+            key = func.hashtextextended(f"files:{owner_id}", 0)
+            await self._session.execute(select(func.pg_advisory_xact_lock(key)))
+        total = await self._session.scalar(
+            select(func.coalesce(func.sum(FileRow.size), 0)).where(FileRow.owner_id == owner_id)
+        )
+        return int(total or 0)
 
     async def _row(self, owner_id: str, file_id: str) -> FileRow:
         row = await self._session.scalar(

@@ -6,7 +6,8 @@ reach for a moment, not a bug: `reported_unavailable()` turns those errors into
     Postgres ended the backend (restart, failover,    DBAPIError with connection_invalidated
       pg_terminate_backend, crash) under a session    (SQLAlchemy's own verdict)
     ... under the turn path's own asyncpg calls       the driver connection is closed
-    the server is starting, shutting down, full       SQLSTATE 08xxx, 57P01-03, 57P05, 53300
+    the server is starting, shutting down, full       SQLSTATE 08xxx but 08P01, 57P01-03,
+                                                      57P05, 53300
     nothing listens / the network drops the connect   OSError raised inside the pool
 
 Only an `Exception` is translated, never a `BaseException`: a task cancelled during a
@@ -32,8 +33,12 @@ RETRY_AFTER_SECONDS = 1.0
 
 # SQLSTATEs of a connection lost or refused: class 08 (connection exception), the server
 # shutting down (57P01 admin, 57P02 crash), starting up (57P03), an idle session ended
-# (57P05), and no connection slot left (53300).
+# (57P05), and no connection slot left (53300). Not 08P01 (protocol violation): Postgres
+# answers a bind message that does not match its statement, or a malformed one, with it
+# as an ERROR on a connection that goes on, a bug to report as one; when the server did
+# end the connection, the closed connection says so (`connection_invalidated`).
 _LOST_STATES = frozenset({"57P01", "57P02", "57P03", "57P05", "53300"})
+_NOT_LOST_STATES = frozenset({"08P01"})
 
 
 def database_unavailable() -> Unavailable:
@@ -66,7 +71,9 @@ def _says_lost(error: BaseException) -> bool:
     if isinstance(error, DBAPIError) and error.connection_invalidated:
         return True
     state = getattr(error, "sqlstate", None)
-    return isinstance(state, str) and (state.startswith("08") or state in _LOST_STATES)
+    if not isinstance(state, str) or state in _NOT_LOST_STATES:
+        return False
+    return state.startswith("08") or state in _LOST_STATES
 
 
 def _causes(error: BaseException) -> Iterator[BaseException]:

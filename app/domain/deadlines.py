@@ -90,6 +90,12 @@ class _Heap:
 
     def fire(self, loop: asyncio.AbstractEventLoop) -> None:
         self.timer = None
+        try:
+            self._run_due(loop)
+        finally:  # a SystemExit or KeyboardInterrupt leaves the rest armed all the same
+            self._rearm(loop)
+
+    def _run_due(self, loop: asyncio.AbstractEventLoop) -> None:
         entries = self.entries
         due = loop.time() + _EARLY
         while entries and entries[0][0] <= due:
@@ -102,10 +108,15 @@ class _Heap:
             deadline[_ARGS] = ()
             try:
                 callback(*args)
-            except Exception as exc:  # noqa: BLE001 - reported as the loop reports a timer's
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - reported as asyncio reports a handle's
                 loop.call_exception_handler(
                     {"message": f"Exception in deadline callback {callback!r}", "exception": exc}
                 )
+
+    def _rearm(self, loop: asyncio.AbstractEventLoop) -> None:
+        entries = self.entries
         while entries and entries[0][_CALLBACK] is None:  # cancelled, now at the top
             heapq.heappop(entries)
             self.cancelled -= 1

@@ -104,6 +104,28 @@ async def test_a_failing_callback_is_reported_and_the_others_still_fire() -> Non
     assert isinstance(reported[0]["exception"], ValueError)
 
 
+async def test_a_callback_raising_a_base_exception_leaves_the_later_deadlines_armed() -> None:
+    """A callback that raises a BaseException the loop reports (a CancelledError, say:
+    asyncio reports every one but SystemExit and KeyboardInterrupt) is reported too, and
+    the deadlines due after it still fire: it went out of the heap's timer callback with
+    no timer armed for them, so they waited for some later deadline to be made."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    fired: list[int] = []
+
+    def cancelled() -> None:
+        raise asyncio.CancelledError
+
+    deadlines.call_later(0.01, cancelled)
+    deadlines.call_later(0.01, fired.append, 1)
+    deadlines.call_later(0.03, fired.append, 2)
+    await asyncio.sleep(0.1)
+    assert fired == [1, 2]
+    assert isinstance(reported[0]["exception"], asyncio.CancelledError)
+    assert deadlines.counts() == (0, 0)
+
+
 async def test_timeout_expires_as_asyncio_timeout_does() -> None:
     with pytest.raises(TimeoutError):
         async with deadlines.timeout(0.01) as cm:

@@ -29,7 +29,7 @@ import json
 from string import Formatter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from app.domain.identity import ForwardedIdentity
 from app.tools.base import DEFAULT_SCOPE_ARGS, Policy, ToolFailure
@@ -73,6 +73,18 @@ class McpServerConfig(_Strict):
     user_headers: dict[str, str] = Field(default_factory=dict)
     forward_identity: Literal["minted", "bearer"] = "minted"
     audience: str | None = None
+
+    @field_validator("headers", "user_headers")
+    @classmethod
+    def _header_values(cls, headers: dict[str, str]) -> dict[str, str]:
+        """Values as HTTP sends them: the spaces and line break around a key pasted or read
+        from a file (`$(cat key)`) are not part of it, and the HTTP client refuses such a
+        value with an error that quotes it, which went to the log and to /readyz. A control
+        character inside a value is refused here, by the header's name alone."""
+        for name, value in headers.items():
+            if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value.strip()):
+                raise ValueError(f"header {name!r}: its value holds a control character")
+        return {name: value.strip() for name, value in headers.items()}
 
     @model_validator(mode="after")
     def _transport_fields(self) -> McpServerConfig:

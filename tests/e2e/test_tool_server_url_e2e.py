@@ -2,7 +2,9 @@
 setting): many hosted MCP servers take their key in the URL's path or query, and so do some
 provider gateways. A real process talks to such servers that refuse it (401) or answer 500;
 the URL's secret parts appear in no log line, at the default level or at DEBUG, where the
-Anthropic SDK writes the full URL of every request."""
+Anthropic SDK writes the full URL of every request. A header value with the spaces or the
+line break of a pasted or file-read key is sent trimmed, not refused by the HTTP client
+with an error that quoted the key in the log and in /readyz."""
 
 from __future__ import annotations
 
@@ -99,5 +101,37 @@ def test_a_providers_url_is_never_logged_even_at_debug(
     logs = service.logs()
     assert "/v1/messages" in logs  # the SDK's DEBUG lines with the URL were written
     for text in (logs, *answers):
+        assert PATH_KEY not in text
+        assert QUERY_KEY not in text
+
+
+def test_an_mcp_headers_key_with_a_line_break_is_sent_trimmed_and_never_shown(
+    launch: Launch,
+) -> None:
+    from tests.mcp.conftest import HttpServer
+
+    server = HttpServer()
+    server.start()
+    try:
+        servers = [
+            {"name": "filed", "transport": "streamable-http", "url": server.url,
+             "headers": {"X-Api-Key": f"{PATH_KEY}\n"}},
+            {"name": "pasted", "transport": "streamable-http", "url": server.url,
+             "headers": {"Authorization": f" Token {QUERY_KEY} "}},
+        ]  # fmt: skip
+        service = launch(LOG_LEVEL="INFO", MCP_SERVERS=json.dumps(servers))
+        deadline = time.monotonic() + WAIT
+        while True:
+            ready = httpx.get(f"{service.base_url}/readyz", timeout=5).text
+            sources = json.loads(ready).get("toolSources")
+            if sources and all(s["state"] != "connecting" for s in sources):
+                break
+            assert time.monotonic() < deadline, sources
+            time.sleep(0.1)
+        service.stop()
+    finally:
+        server.stop()
+    assert [s["state"] for s in sources] == ["connected", "connected"], sources
+    for text in (service.logs(), ready):
         assert PATH_KEY not in text
         assert QUERY_KEY not in text

@@ -77,6 +77,12 @@ def cases(tmp_path: Path) -> list[Case]:
     leaky_file = tmp_path / "leaky.json"
     leaky_file.write_text(f"not json {VALUE}")
     entry = {"id": "m", "provider": VALUE, "upstream_model": "x", "api_key": OPENAI_KEY}
+    broken_header = {
+        "name": "hosted",
+        "transport": "streamable-http",
+        "url": "http://127.0.0.1:9/mcp",
+        "headers": {"X-Api-Key": f"{VALUE}\r\nX-Injected: 1"},
+    }
     found: list[Case] = [
         ("production-no-auth", {"ENVIRONMENT": "production", "JWT_SECRET": None}, "JWT_SECRET"),
         (
@@ -117,6 +123,7 @@ def cases(tmp_path: Path) -> list[Case]:
             "RATE_LIMIT_ROLES",
         ),
         ("list-item-type", {"CORS_ORIGINS": "[1]"}, "CORS_ORIGINS"),
+        ("mcp-header-control", {"MCP_SERVERS": json.dumps([broken_header])}, "MCP_SERVERS"),
     ]
     found += [(f"json-{n.lower()}", {n: f'["a", {VALUE}]'}, n) for n in JSON_SETTINGS]
     found += [(f"range-{n.lower()}", {n: v}, n) for n, v in numbers_out_of_range().items()]

@@ -314,6 +314,16 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
     def _parse_json(cls, value: Any) -> Any:
         return json_setting(value) if isinstance(value, str) else value
 
+    @field_validator("openai_api_key", "anthropic_api_key", mode="before")
+    @classmethod
+    def _key(cls, value: Any) -> Any:
+        """A key read from a file (`$(cat key)`, a mounted secret) ends in a line break,
+        which the HTTP client refuses to send: every model call failed as "could not be
+        reached", with the key in the client's error at DEBUG."""
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        return value.strip() if isinstance(value, str) else value
+
     @field_validator(*TEXT_CHECKS)
     @classmethod
     def _text(cls, value: Any, info: ValidationInfo) -> Any:

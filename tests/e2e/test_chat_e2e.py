@@ -246,3 +246,24 @@ async def test_a_stream_asked_to_continue_keeps_the_upstream_call_after_a_hang_u
 
     log = openai_upstream.wait_for_stream_end(timeout=5.0)
     assert log.outcome == "completed"
+
+
+async def test_a_provider_key_read_from_a_file_is_sent_without_its_line_break(
+    launch: Launch, anthropic_upstream: AnthropicUpstream
+) -> None:
+    catalogue = [{"id": "claude-test", "provider": "anthropic", "upstream_model": "claude-x"}]
+    service = launch(
+        ANTHROPIC_API_KEY="gateway-key-0123456789\n",
+        ANTHROPIC_BASE_URL=anthropic_upstream.base_url,
+        MODELS_JSON=json.dumps(catalogue),
+        DEFAULT_MODEL="claude-test",
+        PROVIDER_MAX_RETRIES="0",
+    )
+    anthropic_upstream.message(MessageSpec([Text("Hello from Claude.")]))
+    async with httpx.AsyncClient(base_url=service.base_url, timeout=10) as client:
+        answer = await client.post("/api/chat", json={"messages": ask()})
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"] == "Hello from Claude."
+    sent = set(anthropic_upstream.requests[0].headers.values())
+    assert sent & {"gateway-key-0123456789", "Bearer gateway-key-0123456789"}

@@ -124,6 +124,23 @@ async def test_items_page_with_after_limit_and_order(sdk: openai.AsyncOpenAI) ->
     assert texts == [f"m{i}" for i in range(6)]
 
 
+async def test_a_bad_item_is_a_400_naming_it_under_items(sdk: openai.AsyncOpenAI) -> None:
+    # The items came in `items`; the error named `input[0]`, a field this body has not,
+    # and a missing role read "has an unknown role None".
+    conversation = await sdk.conversations.create()
+    no_role: Any = [{"type": "message", "content": "hi"}]
+
+    with pytest.raises(openai.BadRequestError) as created:
+        await sdk.conversations.create(items=no_role)
+    with pytest.raises(openai.BadRequestError) as added:
+        await sdk.conversations.items.create(conversation.id, items=no_role)
+
+    for raised in (created.value, added.value):
+        error: Any = raised.body
+        assert error["param"] == "items[0]"
+        assert "no `role`" in error["message"]
+
+
 async def test_another_users_or_unknown_ids_are_404(sdk: openai.AsyncOpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         await sdk.conversations.retrieve("conv_nope")

@@ -45,7 +45,7 @@ ItemId = Annotated[str, Path(max_length=512, description="Item id.")]
 
 
 def _messages(raw: list[dict[str, object]]) -> list[Message]:
-    messages = messages_from_responses_input(raw, None)
+    messages = messages_from_responses_input(raw, None, field="items")
     if any(m.role not in ("user", "assistant") for m in messages):
         raise InvalidRequest("Only user and assistant messages can be added.", param="items")
     return messages

@@ -63,8 +63,11 @@ def _bad(where: str, problem: str) -> InvalidRequest:
 # --- input -------------------------------------------------------------------------------
 
 
-def messages_from_responses_input(input_value: Any, instructions: str | None) -> list[Message]:
-    """`instructions` + `input` (a string or a list of items) as our messages."""
+def messages_from_responses_input(
+    input_value: Any, instructions: str | None, *, field: str = "input"
+) -> list[Message]:
+    """`instructions` + `input` (a string or a list of items) as our messages; `field` is
+    the body field the items came in, which an error names (`items` for Conversations)."""
     out: list[Message] = []
     if instructions:
         out.append(Message(role="system", content=instructions))
@@ -74,7 +77,7 @@ def messages_from_responses_input(input_value: Any, instructions: str | None) ->
     if not isinstance(input_value, list):
         raise _bad("input", "must be a string or an array of input items")
     for index, item in enumerate(input_value):
-        _append_item(out, item, f"input[{index}]")
+        _append_item(out, item, f"{field}[{index}]")
     return out
 
 
@@ -158,6 +161,8 @@ def _append_message(out: list[Message], item: Mapping[str, Any], where: str) -> 
         text = _plain_text(content, where)
         if text:
             _assistant_tail(out).append(text_part(text))
+    elif role is None:
+        raise _bad(where, "has no `role` (user, assistant, system or developer)")
     else:
         raise _bad(where, f"has an unknown role {role!r}")
 

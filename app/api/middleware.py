@@ -21,8 +21,9 @@ A streaming response is served by the context middleware itself, once the layers
 it have returned (`app.api.handoff`): an open stream does not hold their frames.
 
 HEAD is served as GET (RFC 9110: a server that serves GET serves HEAD): the routes take
-the request as a GET, and the HTTP server, which still sees a HEAD, sends the headers
-alone. FastAPI's routes answer GET only, so a HEAD (`curl -I`, an uptime monitor) was 405.
+the request as a GET, and the answer ends at its headers: the HTTP server, which still
+sees a HEAD, sends no body, and a stream is told the client left. FastAPI's routes
+answer GET only, so a HEAD (`curl -I`, an uptime monitor) was 405.
 
 Once the `Drain` (app.api.drain) has begun, new requests get 503 `shutting_down` with
 `Retry-After` and `Connection: close`, while requests already in flight finish; the
@@ -132,8 +133,11 @@ class _Exchange:
         self.status = 500
         self.streaming = False
         self.responded = False
+        self.ended = False  # a HEAD's answer ends at its headers
 
     async def send(self, message: Message) -> None:
+        if self.ended:
+            return
         if message["type"] == "http.response.start":
             self.responded = True
             self.status = int(message["status"])
@@ -145,6 +149,15 @@ class _Exchange:
                 self._metrics.stream_opened()
                 if self._drain is not None:
                     self._drain.stream_opened()
+            if self.method == "HEAD":
+                # The headers are the whole answer. Ended here, the server's `receive`
+                # says the client is done, so a stream (a follow stream never ends by
+                # itself) stops instead of running on, body unsent, with a keep-alive
+                # client's next request queued behind it.
+                await self._send(message)
+                self.ended = True
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
         await self._send(message)
 
     async def answer(

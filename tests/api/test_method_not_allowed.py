@@ -80,3 +80,30 @@ async def test_head_of_a_finished_runs_events_answers_and_the_stream_still_reads
     assert heads[0].headers["content-type"].startswith("text/event-stream")
     assert replay.status_code == 200
     assert replay.text.rstrip().endswith("}") and "event: run_end" in replay.text
+
+
+async def test_head_of_an_open_stream_ends_at_its_headers_and_frees_the_connection(
+    base: str,
+) -> None:
+    # A conversation's follow stream stays open until the client leaves. A HEAD of it is
+    # answered with the headers alone and ends there: the stream stops, and a keep-alive
+    # client's next request on the same connection is served (it waited forever before).
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(base_url=base, timeout=5, limits=limits) as http:
+        conversation_id = (await http.post("/api/conversations", json={})).json()["id"]
+        head = await http.head(f"/api/conversations/{conversation_id}/events")
+        after = await http.get(f"/api/conversations/{conversation_id}")
+        streams = (await http.get("/metrics")).text
+
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-type"].startswith("text/event-stream")
+    assert after.status_code == 200
+    assert after.json()["id"] == conversation_id
+    assert _open_streams(streams) == 0
+
+
+def _open_streams(metrics: str) -> float:
+    for line in metrics.splitlines():
+        if line.startswith("chatbff_active_streams "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError("no active-streams gauge in /metrics")

@@ -55,6 +55,17 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _unicode_lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _sqlite_functions(dbapi_connection: Any, _record: Any) -> None:
+    """SQLite's own lower() folds ASCII alone, so a case-insensitive match (a conversation
+    search's `q`, the example graph's names) missed "Über" for "über" where Postgres found
+    it: lower() is Python's instead, Unicode-wide like Postgres'."""
+    dbapi_connection.create_function("lower", 1, _unicode_lower, deterministic=True)
+
+
 # A NUL escape not preceded by an escaped backslash, i.e. a real U+0000 in a string.
 _NUL_IN_JSON = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
@@ -92,6 +103,7 @@ def create_engine(url: str) -> AsyncEngine:
         )
         sync_engine: Engine = engine.sync_engine
         event.listen(sync_engine, "connect", _sqlite_pragmas)
+        event.listen(sync_engine, "connect", _sqlite_functions)
         return engine
     engine = create_async_engine(
         url,

@@ -154,6 +154,19 @@ async def test_list_searches_titles(api: AsyncClient) -> None:
     assert [c["id"] for c in page["data"]] == [hit]
 
 
+async def test_list_searches_titles_ignoring_case_beyond_ascii(api: AsyncClient) -> None:
+    # SQLite's own lower() folds ASCII alone: "ÜBER" missed "Über" there, not on Postgres.
+    hit = (await _create(api, title="Über Straße Ærø"))["id"]
+    await _create(api, title="Tax return")
+
+    found = [
+        [c["id"] for c in (await api.get(URL, params={"q": q})).json()["data"]]
+        for q in ("über", "ÜBER", "æRØ")
+    ]
+
+    assert found == [[hit], [hit], [hit]]
+
+
 async def test_list_never_shows_another_users_conversations(
     api: AsyncClient, api_services: Services
 ) -> None:

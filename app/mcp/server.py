@@ -4,7 +4,8 @@ A supervising task owns the connection (the SDK's transports must be entered and
 one task): it connects, lists the tools and mounts them into the registry as
 `<server>__<tool>`, then watches. It re-lists when the server says its tools changed (a
 `subscriptions/listen` stream on 2026-07-28 connections, the `tools/list_changed`
-notification on older ones), pings it now and then, and when the connection is lost it
+notification on older ones), probes it now and then (`server/discover` on 2026-07-28, where
+`ping` is gone; `ping` on older ones), and when the connection is lost it
 unmounts the tools (they leave the catalogue), logs a line and reconnects with backoff.
 
 A call runs on the caller's task and races the connection: a server that dies mid-call
@@ -28,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CONNECTION_CLOSED, Implementation, Tool, ToolListChangedNotification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from app.mcp.asking import decline_mid_call
 from app.mcp.calling import Connection
@@ -199,7 +201,7 @@ class McpServer:
             if exc.code == CONNECTION_CLOSED:
                 raise
             log.info("MCP server has no change stream", extra={"mcp_server": self.name})
-        await asyncio.Event().wait()  # nothing more to hear; pings watch the connection
+        await asyncio.Event().wait()  # nothing more to hear; probes watch the connection
 
     async def _watch(self, client: Client) -> None:
         listener = asyncio.create_task(self._listen(client))
@@ -226,11 +228,26 @@ class McpServer:
                         await self._mount(client)
                 elif not done:
                     async with asyncio.timeout(self.config.connect_timeout):
-                        await client.send_ping()
+                        await self._probe(client)
         finally:
             listener.cancel()
             with contextlib.suppress(BaseException):
                 await listener
+
+    @staticmethod
+    async def _probe(client: Client) -> None:
+        """Ask the server the cheapest thing it must answer; raises when it cannot.
+
+        2026-07-28 removed `ping`: such a server answers it `Method not found` (over HTTP a
+        404), which would mark a healthy server down at every probe. Its `server/discover`,
+        at the version the connection runs, is what the connection began with and what
+        every such server answers. Connections on the older handshake still ping.
+        """
+        version = client.protocol_version
+        if version in MODERN_PROTOCOL_VERSIONS:
+            await client.session.send_discover(version)
+        else:
+            await client.session.send_ping()
 
     # -- mounting ----------------------------------------------------------------------
 

@@ -6,10 +6,13 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp.client.session import ClientSession
 
 from tests.mcp.conftest import HttpServer, Mount, free_port, http_config, stdio_config
 
@@ -76,6 +79,72 @@ async def test_an_http_server_that_dies_mid_call_is_an_error_result_then_comes_b
     assert gone.status == "error"
 
     http_server.start()  # the same port: the service reconnects by itself
+    await _until(lambda: "web__add" in mounted.names(), timeout=20)
+    assert (await mounted.outcome("web__add", {"a": 1, "b": 2})).result == {"result": 3}
+
+
+def _count_probes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The liveness requests the service sends from now on (answered or not): `ping`, or
+    `server/discover` once connected (the connect-time probe of `auto` is one too)."""
+    sent: list[str] = []
+    for method in ("send_ping", "send_discover"):
+        original = getattr(ClientSession, method)
+
+        async def counted(
+            self: ClientSession, *a: Any, _o: Any = original, _m: str = method, **kw: Any
+        ) -> Any:
+            sent.append(_m)
+            return await _o(self, *a, **kw)
+
+        monkeypatch.setattr(ClientSession, method, counted)
+    return sent
+
+
+@pytest.mark.parametrize("handshake", ["auto", "legacy"])
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_a_healthy_server_stays_mounted_across_liveness_probes(
+    mount: Mount,
+    http_server: HttpServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    transport: str,
+    handshake: str,
+) -> None:
+    # 2026-07-28 removed `ping` (a server answers it "Method not found", over HTTP a 404):
+    # probing with it took a healthy server's tools out at every probe until it reconnected.
+    config = http_config(http_server) if transport == "http" else stdio_config()
+    config = config.model_copy(update={"ping_seconds": 0.05, "handshake": handshake})
+    mounted = await mount(config)
+    prefix = config.name
+    probes = _count_probes(monkeypatch)
+
+    calls = 0
+    while len(probes) < 5:  # several probes, each between tool calls
+        outcome = await mounted.outcome(f"{prefix}__add", {"a": calls, "b": 1})
+        assert outcome.result == {"result": calls + 1}, outcome.result
+        assert mounted.sources.status()[0]["state"] == "connected"
+        calls += 1
+
+    assert set(probes) == {"send_discover" if handshake == "auto" else "send_ping"}
+    assert "MCP server unavailable" not in caplog.text
+
+
+async def test_a_server_that_stops_answering_is_found_out_by_the_probe(
+    mount: Mount, http_server: HttpServer
+) -> None:
+    # Frozen, not dead: its sockets stay open (the change stream too), only the probe
+    # notices. It must still notice on 2026-07-28 connections, which have no `ping`.
+    mounted = await mount(http_config(http_server, ping_seconds=0.05, connect_timeout=2))
+    assert http_server.proc is not None
+    assert "web__add" in mounted.names()
+
+    os.kill(http_server.proc.pid, signal.SIGSTOP)
+    try:
+        await _until(lambda: mounted.sources.status()[0]["state"] == "unavailable")
+        assert mounted.sources.status()[0]["error"] == "timed out"
+        assert "web__add" not in mounted.names()
+    finally:
+        os.kill(http_server.proc.pid, signal.SIGCONT)
     await _until(lambda: "web__add" in mounted.names(), timeout=20)
     assert (await mounted.outcome("web__add", {"a": 1, "b": 2})).result == {"result": 3}
 

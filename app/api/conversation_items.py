@@ -17,7 +17,8 @@ order, each with an id that stays the same on every read:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from app.api.encoders.responses_objects import SERVER_LABEL, dumps, output_text, result_text
@@ -29,6 +30,49 @@ Item = dict[str, Any]
 
 def items_of(history: list[Message], is_server_tool: Callable[[str], bool]) -> list[Item]:
     return [item for message in history for item in _items(message, is_server_tool)]
+
+
+def ordered_items(
+    messages: Iterable[Message], is_server_tool: Callable[[str], bool], order: str
+) -> list[Item]:
+    """The items of `messages` (already in `order`), each message's own in `order` too."""
+    out: list[Item] = []
+    for message in messages:
+        own = list(_items(message, is_server_tool))
+        out += own if order == "asc" else own[::-1]
+    return out
+
+
+_BLOCK = re.compile(r"(.+)_[0-9]+", re.DOTALL)
+
+
+def cursor_messages(after: str) -> set[str]:
+    """Ids of the messages whose own item id `after` may be: the message itself, or for
+    `<id>_<n>` the message whose n-th text block it is. (A tool call's item ids are not a
+    message's: those the caller finds in the whole history.)"""
+    ids = {after}
+    block = _BLOCK.fullmatch(after)
+    if block is not None:
+        ids.add(block.group(1))
+    return ids
+
+
+def past_cursor(
+    found: list[tuple[int, Message]],
+    after: str,
+    order: str,
+    is_server_tool: Callable[[str], bool],
+) -> tuple[int, list[Item]] | None:
+    """Of the messages `found` (position, message), the first in `order` that has the item
+    `after`: its position and its items that come after that item in `order`; None when
+    none has it."""
+    ranked = sorted(found, key=lambda pair: pair[0], reverse=order != "asc")
+    for position, message in ranked:
+        own = ordered_items([message], is_server_tool, order)
+        ids = [item["id"] for item in own]
+        if after in ids:
+            return position, own[ids.index(after) + 1 :]
+    return None
 
 
 def _items(message: Message, is_server_tool: Callable[[str], bool]) -> Iterator[Item]:

@@ -21,7 +21,14 @@ from typing import Annotated, Literal
 
 from fastapi import Path, Query
 
-from app.api.conversation_items import Item, items_of, page
+from app.api.conversation_items import (
+    Item,
+    cursor_messages,
+    items_of,
+    ordered_items,
+    page,
+    past_cursor,
+)
 from app.api.deps import CallerDep, DbDep, FilesDep, RunsDep, ToolCatalogDep
 from app.api.routes.conversations import delete_conversation
 from app.api.routing import api_router
@@ -114,9 +121,46 @@ async def list_items_v1(
     limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
     order: Annotated[Literal["asc", "desc"], Query(description="asc: oldest first.")] = "desc",
 ) -> ItemListV1:
-    items = await _items(db, caller, tools, conversation_id)
-    chunk, more = page(items, after=after, limit=limit, order=order)
+    chunk, more = await _page(db, caller, tools, conversation_id, after, limit, order)
     return ItemListV1.of(chunk, more)
+
+
+async def _page(
+    db: DbDep,
+    caller: CallerDep,
+    tools: ToolCatalogDep,
+    cid: str,
+    after: str | None,
+    limit: int,
+    order: str,
+) -> tuple[list[Item], bool]:
+    """A page read by keyset on (conversation, position): the cursor's own message, then
+    the messages past it in `order` until the page and one more item are there (a message
+    may yield no item or several). Only a cursor that is not a message's own item (a tool
+    call's, or none at all) takes the whole history, as every page once did."""
+    owner, descending = caller.user_id, order == "desc"
+    collected: list[Item] = []
+    beyond: int | None = None
+    async with db.read() as tx:
+        await tx.messages.check(owner, cid)
+        if after is not None:
+            found = await tx.messages.current_of(owner, cid, cursor_messages(after))
+            pairs = [(r.position, r.message) for r in found]
+            start = past_cursor(pairs, after, order, tools.knows)
+            if start is None:
+                history = await tx.messages.history(owner, cid, checked=True)
+                return page(items_of(history, tools.knows), after=after, limit=limit, order=order)
+            beyond, collected = start
+        while len(collected) <= limit:
+            want = limit + 1 - len(collected)
+            batch = await tx.messages.window(
+                owner, cid, beyond=beyond, descending=descending, limit=want
+            )
+            collected += ordered_items([r.message for r in batch], tools.knows, order)
+            if len(batch) < want:
+                break
+            beyond = batch[-1].position
+    return collected[:limit], len(collected) > limit
 
 
 @router.post("/{conversation_id}/items", response_model=ItemListV1, summary="Add items (OpenAI).")

@@ -7,6 +7,7 @@ model or a UI sees is the non-superseded rows in order.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import Select, Update, and_, insert, select, update
@@ -23,6 +24,7 @@ from app.store.repos.turn_statements import (
     HISTORY,
     INSERT_FEED_ENTRY,
     INSERT_MESSAGE,
+    MESSAGES,
     USAGE,
     RunClose,
     RunStart,
@@ -261,6 +263,48 @@ class MessageRepo:
         """The conversation as a model or a UI should see it: current versions, in order."""
         records = await self.records(owner_id, conversation_id, checked=checked)
         return [r.message for r in records]
+
+    async def check(self, owner_id: str, conversation_id: str) -> None:
+        """NotFound unless the conversation is the owner's."""
+        await self._check_conversation(owner_id, conversation_id)
+
+    async def current_of(
+        self, owner_id: str, conversation_id: str, ids: Collection[str]
+    ) -> list[MessageRecord]:
+        """The current versions among the messages `ids`, in order (by primary key)."""
+        rows = await self._session.execute(
+            select(MESSAGES)
+            .where(
+                MESSAGES.c.conversation_id == conversation_id,
+                MESSAGES.c.owner_id == owner_id,
+                MESSAGES.c.id.in_(list(ids)),
+                MESSAGES.c.superseded_at.is_(None),
+            )
+            .order_by(MESSAGES.c.position)
+        )
+        return [core_record(r) for r in rows]
+
+    async def window(
+        self,
+        owner_id: str,
+        conversation_id: str,
+        *,
+        beyond: int | None,
+        descending: bool,
+        limit: int,
+    ) -> list[MessageRecord]:
+        """Up to `limit` current versions past the position `beyond` (none: from the
+        start), oldest first or newest first: a keyset read on (conversation, position)."""
+        query = select(MESSAGES).where(
+            MESSAGES.c.conversation_id == conversation_id,
+            MESSAGES.c.owner_id == owner_id,
+            MESSAGES.c.superseded_at.is_(None),
+        )
+        position = MESSAGES.c.position
+        if beyond is not None:
+            query = query.where(position < beyond if descending else position > beyond)
+        ordered = query.order_by(position.desc() if descending else position).limit(limit)
+        return [core_record(r) for r in await self._session.execute(ordered)]
 
     async def supersede(
         self,

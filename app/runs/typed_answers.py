@@ -7,14 +7,16 @@ pending, unexpired, bound to the stored call) and audited as decided by typing. 
 message itself is still stored and answered, so the model continues from the decided
 card. Anything else, a negated or longer reply, or two approvals waiting at once (which
 one would "yes" mean?), decides nothing: the message goes to the model and the approvals
-stay pending.
+stay pending. A database out of reach while deciding (`Unavailable`) is no such answer:
+the reply is refused with 503 and Retry-After rather than sent to the model as text with
+the approval left pending, so the client's retry of the same "yes" decides it.
 """
 
 from __future__ import annotations
 
 import logging
 
-from app.domain.errors import ChatBffError
+from app.domain.errors import ChatBffError, Unavailable
 from app.domain.identity import Caller
 from app.domain.intent import typed_decision
 from app.domain.parts import Part, TextPart
@@ -39,6 +41,8 @@ class TypedAnswers:
             return False
         try:
             await self._approvals.decide(caller, pending[0].id, decision, via="typed")
+        except Unavailable:
+            raise  # out of reach for a moment, not an answer: 503, the client sends it again
         except ChatBffError as exc:  # decided or expired meanwhile: the model gets the text
             log.info("a typed answer decided nothing", extra={"code": exc.code})
             return False

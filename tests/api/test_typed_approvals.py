@@ -10,9 +10,11 @@ import pytest
 from sqlalchemy import select
 
 from app.settings import Settings
+from app.store.repos.approvals import ApprovalRepo
 from app.store.tables.core import AuditRow
 from tests.api.test_approvals import ADA, create, node_names, say
 from tests.fakes.db import ApiClient, MakeApi
+from tests.support.lost_database import lose_connection_in
 
 
 @pytest.fixture
@@ -125,3 +127,27 @@ async def test_a_yes_in_another_conversation_decides_nothing_here(client: ApiCli
 
     assert (await _approval(client, approval_id))["status"] == "pending"
     assert await node_names(client) == ["Ada Lovelace", "Analytical Engine"]
+
+
+async def test_a_typed_yes_while_the_database_is_out_of_reach_is_a_503_and_its_retry_decides(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid, approval_id = await _waiting_delete(client)
+
+    with monkeypatch.context() as outage:
+        lose_connection_in(outage, ApprovalRepo, "claim")
+        refused = await client.post(f"/api/conversations/{cid}/messages", json={"content": "yes"})
+
+    # Not sent to the model as text with the approval left pending: refused, to retry.
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "database_unavailable"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert (await _approval(client, approval_id))["status"] == "pending"
+    messages = (await client.get(f"/api/conversations/{cid}")).json()["messages"]
+    assert "yes" not in [m["content"] for m in messages if m["role"] == "user"]
+
+    frames = await say(client, cid, "yes")
+
+    assert frames[-1].data["status"] == "completed"
+    assert (await _approval(client, approval_id))["status"] == "approved"
+    assert await node_names(client) == ["Analytical Engine"]

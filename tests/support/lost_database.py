@@ -1,0 +1,30 @@
+"""The database ending a connection under one statement, without a real server: the
+repository method raises what SQLAlchemy raises then (a DBAPIError with
+`connection_invalidated`), and the unit of work around it reports `Unavailable`
+(`database_unavailable`) as it does for a restart or a failover, on SQLite and Postgres
+alike."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import pytest
+from sqlalchemy.exc import DBAPIError
+
+
+def connection_ended() -> DBAPIError:
+    return DBAPIError(
+        "SELECT 1",
+        None,
+        ConnectionResetError("the server closed the connection"),
+        connection_invalidated=True,
+    )
+
+
+def lose_connection_in(monkeypatch: pytest.MonkeyPatch, repo: type, method: str) -> None:
+    """Every call of `repo.method` meets a connection the database just ended."""
+
+    async def ended(*args: Any, **kwargs: Any) -> NoReturn:
+        raise connection_ended()
+
+    monkeypatch.setattr(repo, method, ended)

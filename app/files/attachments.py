@@ -11,7 +11,9 @@
 `for_model` (in the run, before the history is fitted): a document part becomes a text
 part holding the document's extracted text (cached with the file), cut to this turn's
 share of the context budget; an image part gets its bytes as a data URL for vision
-models. What was cut is reported so the stream can say so.
+models. What was cut is reported so the stream can say so. A file that cannot be read
+becomes a note telling the model so; a database out of reach (`Unavailable`) is not the
+file's fault, so it ends the run with the retryable `database_unavailable` instead.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes
 
-from app.domain.errors import ChatBffError, InvalidRequest, NotFound
+from app.domain.errors import ChatBffError, InvalidRequest, NotFound, Unavailable
 from app.domain.files import FileRecord, FileTooLarge, is_image
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
@@ -167,6 +169,8 @@ class Attachments:
                     )
                 )
             extraction = await self.files.text_of(record)
+        except Unavailable:
+            raise  # the database, not the file: the run fails retryable, the file is fine
         except (ChatBffError, KeyError, OSError) as exc:
             log.warning("attachment unreadable", extra={"file_id": record.id, "error": str(exc)})
             return _note(f"[Attached file {record.name} could not be read.]")

@@ -121,6 +121,24 @@ def _reserve(request: RunRequest) -> int:
     return min(4096, request.model.max_output_tokens)
 
 
+async def _expanded(
+    request: RunRequest, history: list[Message], attachments: Attachments | None
+) -> tuple[list[Message], list[str], Exception | None]:
+    """The history with its attachments expanded for the model, and the documents cut.
+    A failure (the database out of reach) is returned, for the turn to end with it after
+    run_start: raised out of `play`, the run would never send run_end and its readers
+    would wait for ever."""
+    if attachments is None:
+        return history, [], None
+    try:
+        expanded = await attachments.for_model(
+            request.caller.user_id, history, request.model, _reserve(request)
+        )
+    except Exception as exc:  # noqa: BLE001 - raised again inside the turn
+        return history, [], exc
+    return expanded.messages, expanded.cut, None
+
+
 async def play(
     run: ActiveRun,
     request: RunRequest,
@@ -139,14 +157,11 @@ async def play(
     status: RunStatus = "failed"
     error: dict[str, Any] | None = None
     message: Message
-    cut: list[str] = []
-    if attachments is not None:
-        expanded = await attachments.for_model(
-            request.caller.user_id, history, request.model, _reserve(request)
-        )
-        history, cut = expanded.messages, expanded.cut
+    history, cut, unexpanded = await _expanded(request, history, attachments)
     await _announce(run, request, history, cut)
     try:
+        if unexpanded is not None:
+            raise unexpanded
         if run.cancel_requested:
             raise StoppedBeforeStart
         async with deadlines.timeout(limits.run_timeout):

@@ -4,6 +4,7 @@ stored like uploads, and a document cut to fit the context is announced on the s
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from typing import Any
@@ -15,10 +16,12 @@ from app.domain.messages import Message
 from app.domain.parts import FilePart
 from app.providers.scripted import Script, ScriptedProvider, ScriptedTurn
 from app.settings import Settings
-from tests.api.sse_frames import parse
+from app.store.repos.files import FileRepo
+from tests.api.sse_frames import Frame, parse
 from tests.api.test_openai_compat import sdk_for
 from tests.fakes.db import ApiClient, MakeApi
 from tests.files import samples
+from tests.support.lost_database import lose_connection_in
 
 REPORT = ["Risk one: supply chain delays", "Risk two: currency exposure (FX)"]
 VISION = {
@@ -249,6 +252,43 @@ async def test_a_conversation_turn_stores_the_reference_and_sends_the_text(
     assert stored[1]["data"]["id"] == file_id
     assert stored[1]["data"]["mimeType"] == "application/pdf"
     assert "Risk" not in json.dumps(stored)
+
+
+async def _turn_while_out_of_reach(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch, method: str, spared: int
+) -> list[Frame]:
+    """A conversation turn with a PDF whose run meets the database out of reach at
+    `FileRepo.method`; its events to the end (a run that never ends fails, not hangs)."""
+    file_id = await _upload(api, "report.pdf", samples.pdf(REPORT))
+    conversation = (await api.post("/api/conversations", json={})).json()
+    content: list[dict[str, Any]] = [
+        {"type": "text", "data": {"text": "list the risks"}},
+        {"type": "file", "fileId": file_id, "name": "report.pdf"},
+    ]
+    url = f"/api/conversations/{conversation['id']}"
+    with monkeypatch.context() as outage:
+        lose_connection_in(outage, FileRepo, method, spared=spared)
+        started = await api.post(f"{url}/messages", json={"content": content})
+        assert started.status_code == 202, started.text
+        events = await asyncio.wait_for(api.get(started.json()["events_url"]), 60)
+    return parse(events.text)
+
+
+# The turn's admission reads the file's record once (get_many) before the run starts.
+@pytest.mark.parametrize(("method", "spared"), [("extraction", 0), ("get_many", 1)])
+async def test_a_document_read_while_the_database_is_out_of_reach_fails_the_run_retryable(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch, method: str, spared: int
+) -> None:
+    provider = _provider(api)
+
+    frames = await _turn_while_out_of_reach(api, monkeypatch, method, spared)
+
+    # Not a note telling the model the file is unreadable, nor a run that never ends.
+    assert frames[-1].event == "run_end"
+    assert frames[-1].data["status"] == "failed"
+    assert frames[-1].data["error"]["code"] == "database_unavailable"
+    assert frames[-1].data["error"]["retryable"] is True
+    assert not provider.requests
 
 
 async def test_an_edited_message_with_a_file_sends_its_text(api: ApiClient) -> None:

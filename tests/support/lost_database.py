@@ -6,7 +6,7 @@ alike."""
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 from sqlalchemy.exc import DBAPIError
@@ -21,10 +21,19 @@ def connection_ended() -> DBAPIError:
     )
 
 
-def lose_connection_in(monkeypatch: pytest.MonkeyPatch, repo: type, method: str) -> None:
-    """Every call of `repo.method` meets a connection the database just ended."""
+def lose_connection_in(
+    monkeypatch: pytest.MonkeyPatch, repo: type, method: str, *, spared: int = 0
+) -> None:
+    """Every call of `repo.method` but the first `spared` meets a connection the database
+    just ended."""
+    original = getattr(repo, method)
+    calls = 0
 
-    async def ended(*args: Any, **kwargs: Any) -> NoReturn:
+    async def ended(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls <= spared:
+            return await original(*args, **kwargs)
         raise connection_ended()
 
     monkeypatch.setattr(repo, method, ended)

@@ -49,11 +49,20 @@ _BLOCK = re.compile(r"(.+)_[0-9]+", re.DOTALL)
 def cursor_messages(after: str) -> set[str]:
     """Ids of the messages whose own item id `after` may be: the message itself, or for
     `<id>_<n>` the message whose n-th text block it is. (A tool call's item ids are not a
-    message's: those the caller finds in the whole history.)"""
+    message's: see `cursor_parts`.)"""
     ids = {after}
     block = _BLOCK.fullmatch(after)
     if block is not None:
         ids.add(block.group(1))
+    return ids
+
+
+def cursor_parts(after: str) -> set[str]:
+    """Ids of the tool parts (or approvals) whose item `after` may be: a call's own items,
+    its approval request, or `<call id>_output`."""
+    ids = {after}
+    if after.endswith("_output"):
+        ids.add(after.removesuffix("_output"))
     return ids
 
 

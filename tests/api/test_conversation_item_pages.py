@@ -196,17 +196,26 @@ async def test_a_page_reads_what_it_returns_not_the_whole_history(
     async with api.services.db.write() as tx:
         for n in range(300):
             await tx.messages.append(owner, cid, Message(id=f"u{n}", role="user", content="x"))
+            if n % 10 == 0:  # a tool call, a browser's call and its output, an approval
+                await tx.messages.append(owner, cid, _mixed(7 * n + 1))
+                await tx.messages.append(owner, cid, _mixed(7 * n + 4))
     url = f"/v1/conversations/{cid}/items"
     cases: list[dict[str, str | int]] = [
         {"limit": 20},
         {"limit": 20, "order": "asc"},
         {"limit": 20, "order": "asc", "after": "u150"},
         {"limit": 20, "order": "desc", "after": "u150"},
+        {"limit": 20, "order": "asc", "after": "c1051a"},
+        {"limit": 20, "order": "desc", "after": "c1051b_output"},
+        {"limit": 20, "order": "asc", "after": "appr1054"},
+        {"limit": 20, "order": "desc", "after": "m1051_2"},
+        {"limit": 20, "order": "asc", "after": "nope"},
     ]
     for params in cases:
         with _reads(api, monkeypatch) as counts:
             response = await api.get(url, params=params)
-        assert response.status_code == 200 and len(response.json()["data"]) == 20
+        assert response.status_code == 200, response.text
+        assert len(response.json()["data"]) == (0 if params.get("after") == "nope" else 20)
         # 20 on the page, one for has_more, and the cursor's own message.
         assert counts["messages"] <= 22, (params, counts)
         assert counts["statements"] <= 6, (params, counts)

@@ -24,9 +24,9 @@ from fastapi import Path, Query
 from app.api.conversation_items import (
     Item,
     cursor_messages,
+    cursor_parts,
     items_of,
     ordered_items,
-    page,
     past_cursor,
 )
 from app.api.deps import CallerDep, DbDep, FilesDep, RunsDep, ToolCatalogDep
@@ -136,8 +136,9 @@ async def _page(
 ) -> tuple[list[Item], bool]:
     """A page read by keyset on (conversation, position): the cursor's own message, then
     the messages past it in `order` until the page and one more item are there (a message
-    may yield no item or several). Only a cursor that is not a message's own item (a tool
-    call's, or none at all) takes the whole history, as every page once did."""
+    may yield no item or several). A tool call's item is found by the database looking
+    inside the conversation's messages for the part; only the messages that hold it are
+    read."""
     owner, descending = caller.user_id, order == "desc"
     collected: list[Item] = []
     beyond: int | None = None
@@ -148,8 +149,11 @@ async def _page(
             pairs = [(r.position, r.message) for r in found]
             start = past_cursor(pairs, after, order, tools.knows)
             if start is None:
-                history = await tx.messages.history(owner, cid, checked=True)
-                return page(items_of(history, tools.knows), after=after, limit=limit, order=order)
+                held = await tx.messages.holding(owner, cid, cursor_parts(after))
+                pairs = [(r.position, r.message) for r in held]
+                start = past_cursor(pairs, after, order, tools.knows)
+            if start is None:
+                return [], False  # no such item: an empty last page, as it always was
             beyond, collected = start
         while len(collected) <= limit:
             want = limit + 1 - len(collected)

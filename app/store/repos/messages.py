@@ -10,7 +10,20 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Select, Update, and_, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Update,
+    and_,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import Conflict, NotFound
@@ -279,6 +292,41 @@ class MessageRepo:
                 MESSAGES.c.owner_id == owner_id,
                 MESSAGES.c.id.in_(list(ids)),
                 MESSAGES.c.superseded_at.is_(None),
+            )
+            .order_by(MESSAGES.c.position)
+        )
+        return [core_record(r) for r in rows]
+
+    async def holding(
+        self, owner_id: str, conversation_id: str, ids: Collection[str]
+    ) -> list[MessageRecord]:
+        """The current messages with a part whose id or approval id is one of `ids`, in
+        order. A superset: an `id` or `approvalId` anywhere in a message's parts counts.
+        The database looks inside the conversation's messages; only those found are read."""
+        wanted = list(ids)
+        content = MESSAGES.c.content
+        held: ColumnElement[bool]
+        if self._session.get_bind().dialect.name == "postgresql":
+            as_jsonb = type_coerce(content, JSONB)
+            held = or_(
+                *(as_jsonb.contains([{"id": i}]) for i in wanted),
+                *(as_jsonb.contains([{"data": {"approvalId": i}}]) for i in wanted),
+            )
+        else:
+            tree = func.json_tree(content).table_valued("key", "atom")
+            held = (
+                select(literal(1))
+                .select_from(tree)
+                .where(tree.c.key.in_(("id", "approvalId")), tree.c.atom.in_(wanted))
+                .exists()
+            )
+        rows = await self._session.execute(
+            select(MESSAGES)
+            .where(
+                MESSAGES.c.conversation_id == conversation_id,
+                MESSAGES.c.owner_id == owner_id,
+                MESSAGES.c.superseded_at.is_(None),
+                held,
             )
             .order_by(MESSAGES.c.position)
         )

@@ -12,6 +12,9 @@
       the conversation stays busy past `wait_seconds`, or was archived -> the result is
       written into the part without a run (a later turn sees it)
       the conversation was purged -> nothing is left to tell
+      the database is out of reach -> tried again like a busy conversation; past
+      `wait_seconds` the job stays undelivered, for the lease keeper's sweep to retry
+      (written without a run, the result would never be answered)
 
 The new run is an ordinary conversation run: durable, followable on its events URL and
 on the conversation's stream, cancellable, for the caller who made the call (its user
@@ -23,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from app.domain.errors import ChatBffError, Conflict, NotFound
+from app.domain.errors import ChatBffError, Conflict, NotFound, Unavailable
 from app.domain.events import PartChange
 from app.domain.identity import Caller
 from app.domain.messages import Message
@@ -116,6 +119,9 @@ class BackgroundResults:
             except Conflict as exc:
                 if exc.code != "run_active" or loop.time() > deadline:
                     break
+            except Unavailable:
+                if loop.time() > deadline:
+                    raise  # left undelivered: the lease keeper's sweep delivers it later
             except ChatBffError as exc:
                 log.warning(
                     "a background result could not continue its conversation",

@@ -22,17 +22,22 @@ def connection_ended() -> DBAPIError:
 
 
 def lose_connection_in(
-    monkeypatch: pytest.MonkeyPatch, repo: type, method: str, *, spared: int = 0
+    monkeypatch: pytest.MonkeyPatch,
+    repo: type,
+    method: str,
+    *,
+    spared: int = 0,
+    times: int | None = None,
 ) -> None:
-    """Every call of `repo.method` but the first `spared` meets a connection the database
-    just ended."""
+    """The calls of `repo.method` after the first `spared` meet a connection the database
+    just ended: all of them, or the next `times` (the database is back after that)."""
     original = getattr(repo, method)
     calls = 0
 
     async def ended(*args: Any, **kwargs: Any) -> Any:
         nonlocal calls
         calls += 1
-        if calls <= spared:
+        if calls <= spared or (times is not None and calls > spared + times):
             return await original(*args, **kwargs)
         raise connection_ended()
 

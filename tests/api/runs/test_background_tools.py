@@ -12,8 +12,10 @@ import pytest
 
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
+from app.store.repos.feed import FeedRepo
 from tests.api.runs.helpers import conversation, create, finished, play, send, text_of, tools_of
 from tests.fakes.db import ApiClient, MakeApi
+from tests.support.lost_database import lose_connection_in
 
 BACKUP = ["app.examples.ops.backup"]
 
@@ -83,6 +85,24 @@ async def test_the_turn_ends_with_the_call_loading_and_says_it_awaits_a_backgrou
     assert tools_of(stored)[0]["data"]["status"] == "loading"
     job = (await client.get(f"/api/background-jobs/{job_id}")).json()
     assert job["status"] in ("running", "succeeded")
+
+
+async def test_a_result_that_meets_the_database_out_of_reach_still_continues_the_conversation(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    play(client, export(0.5), ScriptedTurn(text="The export is ready."))
+    cid = await create(client)
+    first = await send(client, cid, "Back up the main database")
+    assert (await finished(client, first))[-1].data["status"] == "requires_action"
+
+    # The first write of the result (in the new run's claim) meets the database gone.
+    lose_connection_in(monkeypatch, FeedRepo, "record_parts", times=1)
+
+    # Tried again, not written without a run: the model still answers the result.
+    detail = await eventually(lambda: answered(client, cid))
+    call, answer = [m for m in detail["messages"] if m["role"] == "assistant"]
+    assert tools_of(call)[0]["data"]["status"] == "success"
+    assert text_of(answer) == "The export is ready."
 
 
 async def test_the_result_continues_the_conversation_in_a_new_run(client: ApiClient) -> None:

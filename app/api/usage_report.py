@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
 
 from app.api.schemas.usage import UsageTotals
 from app.domain.errors import InvalidRequest
 from app.store.repos.usage import UsageTotal
 
 MAX_DAYS = 366
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _iso_day_text(value: object) -> object:
+    # pydantic reads a bare number as Unix time (`to=0` is 1970-01-01); the API's days
+    # are ISO 8601 text, so a number is an error rather than a guess.
+    if isinstance(value, str) and not _ISO_DAY.match(value):
+        raise ValueError("must be an ISO 8601 date (YYYY-MM-DD)")
+    return value
+
+
+IsoDay = Annotated[date, BeforeValidator(_iso_day_text)]
 
 
 def day_range(start: date | None, end: date | None, now: datetime) -> tuple[date, date]:

@@ -157,6 +157,27 @@ async def test_an_approval_response_runs_the_tool_once_and_the_turn_continues(
     assert again["error"]["code"] == "already_decided"
 
 
+@pytest.mark.parametrize("loose", ["yes", "false", 1, 0])
+async def test_an_approval_that_is_not_a_json_boolean_decides_nothing(
+    client: ApiClient, loose: Any
+) -> None:
+    # `"yes"` was read as approved and ran a destructive tool.
+    stream = await _pending_delete(client, "chat-l", 6)
+    request = next(c for c in stream if c["type"] == "tool-approval-request")
+    answer = _responded(request["toolCallId"], request["approvalId"], True)
+    answer["parts"][1]["approval"]["approved"] = loose
+
+    refused = await send(client, "chat-l", answer, status=400)
+
+    assert refused["error"]["param"] == "messages"
+    assert await node_names(client) == ["Ada Lovelace", "Analytical Engine"]
+    pending = await client.get(f"/api/approvals/{request['approvalId']}")
+    assert pending.json()["status"] == "pending", pending.text
+    answer["parts"][1]["approval"]["approved"] = False
+    denied = await send(client, "chat-l", answer)
+    assert denied[1] == {"type": "tool-output-denied", "toolCallId": request["toolCallId"]}
+
+
 async def test_a_rejection_is_denied_and_the_tool_never_runs(client: ApiClient) -> None:
     stream = await _pending_delete(client, "chat-e", 7)
     request = next(c for c in stream if c["type"] == "tool-approval-request")

@@ -248,3 +248,18 @@ async def test_an_openai_compatible_upstream_without_usage_is_estimated(
     assert answer["run_usage"]["output_tokens"] == 20
     [day] = (await my_usage(gpt, ALICE))["days"]
     assert day["estimated_calls"] == 1 and day["output_tokens"] == 20
+
+
+@pytest.mark.parametrize("loose", ["0", "1733011200"])
+@pytest.mark.parametrize("bound", ["from", "to"])
+async def test_a_day_is_iso_text_never_a_unix_time(api: ApiClient, bound: str, loose: str) -> None:
+    # `to=0` was read as 1970-01-01: a report of nothing, with no word of the mistake.
+    days = {"from": "2026-12-01", "to": "2026-12-31"}
+    for url, headers in (("/api/usage", ALICE), ("/api/admin/usage", ROOT)):
+        response = await api.get(url, params={**days, bound: loose}, headers=headers)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["code"] == "validation_error"
+        assert response.json()["error"]["param"] == f"query.{bound}"
+
+    report = await my_usage(api, ALICE, **days)
+    assert (report["start"], report["end"]) == ("2026-12-01", "2026-12-31")

@@ -6,7 +6,6 @@ not exist: the admin surface is not something a user can probe.
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, status
@@ -22,7 +21,7 @@ from app.api.schemas.identity import (
     AuditPageOut,
 )
 from app.api.schemas.usage import AdminUsageReport, RoleUsage, UserUsage
-from app.api.usage_report import bounds, day_range, totals
+from app.api.usage_report import IsoDay, bounds, day_range, totals
 from app.auth.key_management import create_api_key, list_api_keys, revoke_api_key
 from app.domain.errors import NotFound
 from app.domain.identity import Caller
@@ -106,8 +105,8 @@ async def read_audit(
 async def read_all_usage(
     usage: UsageDep,
     admin: AdminDep,
-    start: Annotated[date | None, Query(alias="from", description="First UTC day.")] = None,
-    end: Annotated[date | None, Query(alias="to", description="Last UTC day, included.")] = None,
+    start: Annotated[IsoDay | None, Query(alias="from", description="First UTC day.")] = None,
+    end: Annotated[IsoDay | None, Query(alias="to", description="Last UTC day, included.")] = None,
 ) -> AdminUsageReport:
     first, last = day_range(start, end, usage.today())
     report: Report = await usage.report(*bounds(first, last))

@@ -10,14 +10,14 @@ from fastapi import Query
 from app.api.deps import CallerDep, UsageDep
 from app.api.routing import api_router
 from app.api.schemas.usage import BudgetOut, UsageDay, UsageReport
-from app.api.usage_report import bounds, day_range, summed, totals
+from app.api.usage_report import IsoDay, bounds, day_range, summed, totals
 
 router = api_router(prefix="/api", tags=["usage"])
 
 FromQuery = Annotated[
-    date | None, Query(alias="from", description="First UTC day; the month's first by default.")
+    IsoDay | None, Query(alias="from", description="First UTC day; the month's first by default.")
 ]
-ToQuery = Annotated[date | None, Query(alias="to", description="Last UTC day; today by default.")]
+ToQuery = Annotated[IsoDay | None, Query(alias="to", description="Last UTC day; today by default.")]
 
 
 @router.get("/usage", response_model=UsageReport, summary="Your usage by day and model.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from app.api.schemas.chat_messages import ChatMessageIn
 from app.domain.events import RunStatus, UsageInfo
@@ -20,7 +20,7 @@ class FunctionDef(BaseModel):
     parameters: dict[str, Any] | None = Field(
         default=None, description="JSON schema of the arguments."
     )
-    strict: bool | None = Field(default=None, description="Accepted and ignored.")
+    strict: StrictBool | None = Field(default=None, description="Accepted and ignored.")
 
 
 class ClientTool(BaseModel):
@@ -63,9 +63,9 @@ class ChatRequest(BaseModel):
     tool_choice: str | dict[str, Any] | None = Field(
         default=None, description="`auto`, `none`, `required` or a named function."
     )
-    stream: bool = Field(default=False, description="Answer as native SSE.")
-    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling.")
-    max_tokens: int | None = Field(default=None, ge=1, description="Cap on output tokens.")
+    stream: StrictBool = Field(default=False, description="Answer as native SSE.")
+    temperature: StrictFloat | None = Field(default=None, ge=0, le=2, description="Sampling.")
+    max_tokens: StrictInt | None = Field(default=None, ge=1, description="Cap on output tokens.")
     on_disconnect: Literal["cancel", "continue"] = Field(
         default="cancel",
         description="What happens to the run when a streaming client goes away.",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from app.domain.messages import Message
 from app.store.records import ConversationRecord
@@ -92,7 +92,7 @@ class ConversationPatch(_Request):
 
     title: str | None = TITLE_FIELD
     metadata: dict[str, Any] | None = METADATA_FIELD
-    archived: bool | None = Field(
+    archived: StrictBool | None = Field(
         default=None, description="`true` archives (soft delete), `false` restores."
     )
     mode: Mode | None = Field(default=None, description="Switch between `auto` and `propose`.")

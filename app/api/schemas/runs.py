@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from app.api.schemas.chat import ClientTool
 from app.domain.events import RunStatus
@@ -46,7 +46,7 @@ class SendMessage(BaseModel):
         default=None, description="`auto`, `none`, `required` or a named function."
     )
     model: str | None = Field(default=None, description="Model id for this turn.")
-    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+    stream: StrictBool = Field(default=False, description="Answer as native SSE instead of 202.")
 
     _content = field_validator("content")(require_content)
 
@@ -57,7 +57,7 @@ class EditMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: str | list[Part] = Field(description="The new text or parts.")
     model: str | None = Field(default=None, description="Model id for the rerun.")
-    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+    stream: StrictBool = Field(default=False, description="Answer as native SSE instead of 202.")
 
     _content = field_validator("content")(require_content)
 
@@ -67,7 +67,7 @@ class Regenerate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str | None = Field(default=None, description="Model id for the new answer.")
-    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+    stream: StrictBool = Field(default=False, description="Answer as native SSE instead of 202.")
 
 
 class RunStarted(BaseModel):
@@ -107,7 +107,7 @@ class ToolResultsIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     results: list[ToolResultIn] = Field(min_length=1, description="One per answered call.")
-    stream: bool = Field(default=False, description="Answer as native SSE instead of 202.")
+    stream: StrictBool = Field(default=False, description="Answer as native SSE instead of 202.")
 
 
 class ToolResultsOut(BaseModel):

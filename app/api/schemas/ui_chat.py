@@ -17,7 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
 
 from app.domain.errors import InvalidRequest
 from app.domain.parts import Part, TextData, TextPart
@@ -90,7 +97,7 @@ class UIChatRequest(BaseModel):
 class _Approval(BaseModel):
     model_config = ConfigDict(extra="ignore")
     id: str = Field(min_length=1, max_length=256)
-    approved: bool
+    approved: StrictBool
     reason: str | None = Field(default=None, max_length=4000)
 
 

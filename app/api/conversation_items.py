@@ -66,6 +66,17 @@ def cursor_parts(after: str) -> set[str]:
     return ids
 
 
+def item_in(
+    found: list[tuple[int, Message]], item_id: str, is_server_tool: Callable[[str], bool]
+) -> Item | None:
+    """The first item `item_id` of the messages `found` (position, message), oldest first."""
+    for _, message in sorted(found, key=lambda pair: pair[0]):
+        for item in _items(message, is_server_tool):
+            if item["id"] == item_id:
+                return item
+    return None
+
+
 def past_cursor(
     found: list[tuple[int, Message]],
     after: str,

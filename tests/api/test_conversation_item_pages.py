@@ -144,6 +144,17 @@ async def test_every_page_is_the_page_of_the_whole_history(api: ApiClient) -> No
                 assert response.json() == expected, (order, limit, after)
 
 
+async def test_every_item_is_retrieved_as_the_whole_history_has_it(api: ApiClient) -> None:
+    cid, owner = await _conversation(api, 30)
+    items = await _whole(api, owner, cid)
+    for item in items:
+        response = await api.get(f"/v1/conversations/{cid}/items/{item['id']}")
+        assert response.status_code == 200 and response.json() == item
+    for unknown in ("nope", "m0_9", "m1_output", "m2"):  # m2: a system message, no item
+        response = await api.get(f"/v1/conversations/{cid}/items/{unknown}")
+        assert response.status_code == 404 and response.json()["error"]["code"] == "item_not_found"
+
+
 async def test_walking_all_pages_gives_every_item_once(api: ApiClient) -> None:
     cid, owner = await _conversation(api, 23)
     items = await _whole(api, owner, cid)
@@ -219,3 +230,8 @@ async def test_a_page_reads_what_it_returns_not_the_whole_history(
         # 20 on the page, one for has_more, and the cursor's own message.
         assert counts["messages"] <= 22, (params, counts)
         assert counts["statements"] <= 6, (params, counts)
+    for item_id in ("u150", "c1051a", "c1051b_output", "appr1054", "m1051_2"):
+        with _reads(api, monkeypatch) as counts:
+            response = await api.get(f"{url}/{item_id}")
+        assert response.status_code == 200 and response.json()["id"] == item_id
+        assert counts["messages"] <= 2 and counts["statements"] <= 5, (item_id, counts)

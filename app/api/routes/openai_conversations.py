@@ -25,6 +25,7 @@ from app.api.conversation_items import (
     Item,
     cursor_messages,
     cursor_parts,
+    item_in,
     items_of,
     ordered_items,
     past_cursor,
@@ -103,12 +104,6 @@ async def delete_conversation_v1(
 ) -> ConversationDeletedV1:
     await delete_conversation(conversation_id, runs, db, files, caller, purge=True)
     return ConversationDeletedV1(id=conversation_id)
-
-
-async def _items(db: DbDep, caller: CallerDep, tools: ToolCatalogDep, cid: str) -> list[Item]:
-    async with db.read() as tx:
-        history = await tx.messages.history(caller.user_id, cid)
-    return items_of(history, tools.knows)
 
 
 @router.get("/{conversation_id}/items", response_model=ItemListV1, summary="List items (OpenAI).")
@@ -200,7 +195,14 @@ async def get_item_v1(
     tools: ToolCatalogDep,
     caller: CallerDep,
 ) -> Item:
-    for item in await _items(db, caller, tools, conversation_id):
-        if item["id"] == item_id:
-            return item
-    raise NotFound("No such item in this conversation.", code="item_not_found")
+    owner = caller.user_id
+    async with db.read() as tx:
+        await tx.messages.check(owner, conversation_id)
+        found = await tx.messages.current_of(owner, conversation_id, cursor_messages(item_id))
+        item = item_in([(r.position, r.message) for r in found], item_id, tools.knows)
+        if item is None:
+            held = await tx.messages.holding(owner, conversation_id, cursor_parts(item_id))
+            item = item_in([(r.position, r.message) for r in held], item_id, tools.knows)
+    if item is None:
+        raise NotFound("No such item in this conversation.", code="item_not_found")
+    return item

@@ -123,18 +123,18 @@ def _reserve(request: RunRequest) -> int:
 
 async def _expanded(
     request: RunRequest, history: list[Message], attachments: Attachments | None
-) -> tuple[list[Message], list[str], Exception | None]:
+) -> tuple[list[Message], list[str], BaseException | None]:
     """The history with its attachments expanded for the model, and the documents cut.
-    A failure (the database out of reach) is returned, for the turn to end with it after
-    run_start: raised out of `play`, the run would never send run_end and its readers
-    would wait for ever."""
+    A failure (the database out of reach) or a cancel (reading a large document takes
+    a while) is returned, for the turn to end with it after run_start: raised out of
+    `play`, the run would never send run_end and its readers would wait for ever."""
     if attachments is None:
         return history, [], None
     try:
         expanded = await attachments.for_model(
             request.caller.user_id, history, request.model, _reserve(request)
         )
-    except Exception as exc:  # noqa: BLE001 - raised again inside the turn
+    except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - raised again in the turn
         return history, [], exc
     return expanded.messages, expanded.cut, None
 

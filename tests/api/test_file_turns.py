@@ -361,3 +361,38 @@ async def test_an_input_file_by_url_is_400_saying_what_to_send(api: ApiClient) -
     error = refused.value.body
     assert isinstance(error, dict)
     assert "file_url" in error["message"] and "file_id" in error["message"]
+
+
+async def test_a_cancel_while_a_document_is_read_ends_the_run_cancelled(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reading an attachment (a large PDF's text) can take seconds; a cancel meanwhile ends
+    # the run with run_end like any cancel, where it escaped the turn and its readers
+    # waited for ever.
+    provider = _provider(api)
+    file_id = await _upload(api, "report.pdf", samples.pdf(REPORT))
+    conversation = (await api.post("/api/conversations", json={})).json()
+    reading = asyncio.Event()
+
+    async def slow_read(*args: Any, **kwargs: Any) -> None:
+        reading.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    monkeypatch.setattr(FileRepo, "extraction", slow_read)
+    url = f"/api/conversations/{conversation['id']}"
+    content: list[dict[str, Any]] = [
+        {"type": "text", "data": {"text": "list the risks"}},
+        {"type": "file", "fileId": file_id, "name": "report.pdf"},
+    ]
+    started = await api.post(f"{url}/messages", json={"content": content})
+    assert started.status_code == 202, started.text
+    await asyncio.wait_for(reading.wait(), 30)
+
+    cancelled = await api.post(f"{url}/runs/{started.json()['run_id']}/cancel")
+    events = await asyncio.wait_for(api.get(started.json()["events_url"]), 60)
+
+    assert cancelled.status_code == 200, cancelled.text
+    frames = parse(events.text)
+    assert frames[-1].event == "run_end"
+    assert frames[-1].data["status"] == "cancelled"
+    assert not provider.requests

@@ -230,17 +230,23 @@ async def test_a_document_cut_to_fit_is_announced_on_the_stream(
     assert "row1499" not in sent
 
 
-async def test_a_conversation_turn_stores_the_reference_and_sends_the_text(
-    api: ApiClient,
-) -> None:
-    provider = _provider(api)
+async def _report_turn(api: ApiClient) -> tuple[str, list[dict[str, Any]]]:
+    """A new conversation's URL and a turn's content asking about an uploaded PDF report."""
     file_id = await _upload(api, "report.pdf", samples.pdf(REPORT))
     conversation = (await api.post("/api/conversations", json={})).json()
     content: list[dict[str, Any]] = [
         {"type": "text", "data": {"text": "list the risks"}},
         {"type": "file", "fileId": file_id, "name": "report.pdf"},
     ]
-    url = f"/api/conversations/{conversation['id']}"
+    return f"/api/conversations/{conversation['id']}", content
+
+
+async def test_a_conversation_turn_stores_the_reference_and_sends_the_text(
+    api: ApiClient,
+) -> None:
+    provider = _provider(api)
+    url, content = await _report_turn(api)
+    file_id = content[1]["fileId"]
 
     started = await api.post(f"{url}/messages", json={"content": content})
     await api.get(started.json()["events_url"])
@@ -259,13 +265,7 @@ async def _turn_while_out_of_reach(
 ) -> list[Frame]:
     """A conversation turn with a PDF whose run meets the database out of reach at
     `FileRepo.method`; its events to the end (a run that never ends fails, not hangs)."""
-    file_id = await _upload(api, "report.pdf", samples.pdf(REPORT))
-    conversation = (await api.post("/api/conversations", json={})).json()
-    content: list[dict[str, Any]] = [
-        {"type": "text", "data": {"text": "list the risks"}},
-        {"type": "file", "fileId": file_id, "name": "report.pdf"},
-    ]
-    url = f"/api/conversations/{conversation['id']}"
+    url, content = await _report_turn(api)
     with monkeypatch.context() as outage:
         lose_connection_in(outage, FileRepo, method, spared=spared)
         started = await api.post(f"{url}/messages", json={"content": content})
@@ -370,8 +370,7 @@ async def test_a_cancel_while_a_document_is_read_ends_the_run_cancelled(
     # the run with run_end like any cancel, where it escaped the turn and its readers
     # waited for ever.
     provider = _provider(api)
-    file_id = await _upload(api, "report.pdf", samples.pdf(REPORT))
-    conversation = (await api.post("/api/conversations", json={})).json()
+    url, content = await _report_turn(api)
     reading = asyncio.Event()
 
     async def slow_read(*args: Any, **kwargs: Any) -> None:
@@ -379,11 +378,6 @@ async def test_a_cancel_while_a_document_is_read_ends_the_run_cancelled(
         await asyncio.Event().wait()  # until cancelled
 
     monkeypatch.setattr(FileRepo, "extraction", slow_read)
-    url = f"/api/conversations/{conversation['id']}"
-    content: list[dict[str, Any]] = [
-        {"type": "text", "data": {"text": "list the risks"}},
-        {"type": "file", "fileId": file_id, "name": "report.pdf"},
-    ]
     started = await api.post(f"{url}/messages", json={"content": content})
     assert started.status_code == 202, started.text
     await asyncio.wait_for(reading.wait(), 30)

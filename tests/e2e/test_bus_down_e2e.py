@@ -9,6 +9,9 @@ never `running` as if nothing had been asked."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -79,28 +82,30 @@ async def listening_again(channel: str, instances: int) -> None:
 VERY_LONG = Completion(text=" ".join(f"token{i}" for i in range(600)), delay=0.05)  # 30 s
 
 
-def split_bus(
-    openai_upstream: FakeOpenAIUpstream, postgres_url: str, redis: Forwarder, **extra: str
-) -> tuple[dict[str, str], dict[str, str]]:
-    """Settings of an owner reaching Redis through `redis` (which can go down) and of
-    another instance reaching it directly, on one bus of their own."""
-    db = 12
-    common = shared(openai_upstream, postgres_url) | extra
-    direct = reachable_redis_url().rsplit("/", 1)[0]
-    return (
-        common | {"REDIS_URL": f"redis://127.0.0.1:{redis.port}/{db}"},
-        common | {"REDIS_URL": f"{direct}/{db}"},
-    )
+@dataclass
+class CutOff:
+    """A run on instance a, whose own Redis connection is down, and instance b, whose
+    bus is fine."""
+
+    on_a: httpx.AsyncClient
+    on_b: httpx.AsyncClient
+    redis: Forwarder  # a's way to Redis
+    cancel_url: str
+    events_url: str
 
 
-async def test_a_cancel_published_while_the_owner_reconnects_reaches_it_once_back(
-    launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str
-) -> None:
+@asynccontextmanager
+async def owner_cut_off(
+    launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str, lease_seconds: int
+) -> AsyncIterator[CutOff]:
+    """A long run started on a, three of its events read, then a's Redis taken down."""
     redis = Forwarder()
     await redis.up()
-    # Leases far longer than the test: the owner learns of the cancel from its bus alone.
-    owner, other = split_bus(openai_upstream, postgres_url, redis, RUN_LEASE_SECONDS="900")
-    a, b = launch(**owner), launch(**other)
+    db = 12  # a bus of their own
+    common = shared(openai_upstream, postgres_url) | {"RUN_LEASE_SECONDS": str(lease_seconds)}
+    direct = reachable_redis_url().rsplit("/", 1)[0]
+    a = launch(**common | {"REDIS_URL": f"redis://127.0.0.1:{redis.port}/{db}"})
+    b = launch(**common | {"REDIS_URL": f"{direct}/{db}"})
     openai_upstream.enqueue(VERY_LONG)
     try:
         async with (
@@ -110,18 +115,24 @@ async def test_a_cancel_published_while_the_owner_reconnects_reaches_it_once_bac
             cid, run_id, url = await start_run(on_a)
             await read_events(on_a, url, limit=3)
             await redis.down()  # a's Redis connections drop; b's bus is fine
-
-            cancel = f"/api/conversations/{cid}/runs/{run_id}/cancel"
-            unconfirmed = await on_b.post(cancel)  # published; a hears nothing
-
-            assert unconfirmed.status_code == 503, unconfirmed.text
-            assert unconfirmed.json()["error"]["code"] == "run_unreachable"
-            assert int(unconfirmed.headers["Retry-After"]) >= 1
-            await redis.up()
-            frames = await read_events(on_a, url)
-            again = await on_b.post(cancel)
+            yield CutOff(on_a, on_b, redis, f"/api/conversations/{cid}/runs/{run_id}/cancel", url)
     finally:
         await redis.down()
+
+
+async def test_a_cancel_published_while_the_owner_reconnects_reaches_it_once_back(
+    launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str
+) -> None:
+    # Leases far longer than the test: the owner learns of the cancel from its bus alone.
+    async with owner_cut_off(launch, openai_upstream, postgres_url, 900) as cut:
+        unconfirmed = await cut.on_b.post(cut.cancel_url)  # published; a hears nothing
+
+        assert unconfirmed.status_code == 503, unconfirmed.text
+        assert unconfirmed.json()["error"]["code"] == "run_unreachable"
+        assert int(unconfirmed.headers["Retry-After"]) >= 1
+        await cut.redis.up()
+        frames = await read_events(cut.on_a, cut.events_url)
+        again = await cut.on_b.post(cut.cancel_url)
     assert frames[-1].event == "run_end" and frames[-1].data["status"] == "cancelled"
     assert again.status_code == 200 and again.json()["status"] == "cancelled", again.text
 
@@ -129,26 +140,12 @@ async def test_a_cancel_published_while_the_owner_reconnects_reaches_it_once_bac
 async def test_a_cancel_the_owner_never_heard_stops_the_run_at_its_lease_renewal(
     launch: Launch, openai_upstream: FakeOpenAIUpstream, postgres_url: str
 ) -> None:
-    redis = Forwarder()
-    await redis.up()
-    # A lease renewed every second: well within the sender's wait for the run's end.
-    owner, other = split_bus(openai_upstream, postgres_url, redis, RUN_LEASE_SECONDS="3")
-    a, b = launch(**owner), launch(**other)
-    openai_upstream.enqueue(VERY_LONG)
-    try:
-        async with (
-            httpx.AsyncClient(base_url=a.base_url, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=b.base_url, timeout=30) as on_b,
-        ):
-            cid, run_id, url = await start_run(on_a)
-            await read_events(on_a, url, limit=3)
-            await redis.down()  # and stays down: a never hears the cancel on the bus
+    # A lease renewed every second: well within the sender's wait for the run's end; the
+    # owner's Redis stays down, so it never hears the cancel on the bus.
+    async with owner_cut_off(launch, openai_upstream, postgres_url, 3) as cut:
+        cancelled = await cut.on_b.post(cut.cancel_url)
 
-            cancelled = await on_b.post(f"/api/conversations/{cid}/runs/{run_id}/cancel")
-
-            assert cancelled.status_code == 200, cancelled.text
-            assert cancelled.json()["status"] == "cancelled", cancelled.text
-            frames = await read_events(on_a, url)
-    finally:
-        await redis.down()
+        assert cancelled.status_code == 200, cancelled.text
+        assert cancelled.json()["status"] == "cancelled", cancelled.text
+        frames = await read_events(cut.on_a, cut.events_url)
     assert frames[-1].event == "run_end" and frames[-1].data["status"] == "cancelled"

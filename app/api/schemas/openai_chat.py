@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from app.api.schemas.chat_messages import ChatMessageIn
 
@@ -14,7 +14,7 @@ class StreamOptions(BaseModel):
     """OpenAI's streaming options."""
 
     model_config = ConfigDict(extra="ignore")
-    include_usage: bool = Field(default=False, description="Send a final usage chunk.")
+    include_usage: StrictBool = Field(default=False, description="Send a final usage chunk.")
 
 
 class ChatCompletionRequest(BaseModel):
@@ -41,18 +41,18 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessageIn] = Field(
         min_length=1, description="Chat messages, a union discriminated on `role`."
     )
-    stream: bool = Field(default=False, description="Stream chunks as SSE.")
+    stream: StrictBool = Field(default=False, description="Stream chunks as SSE.")
     stream_options: StreamOptions | None = Field(default=None, description="Streaming options.")
     tools: list[dict[str, Any]] | None = Field(default=None, description="Function tools.")
     tool_choice: str | dict[str, Any] | None = Field(default=None, description="Tool choice.")
-    parallel_tool_calls: bool | None = Field(default=None, description="Accepted.")
-    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling.")
-    max_tokens: int | None = Field(default=None, ge=1, description="Output token cap.")
-    max_completion_tokens: int | None = Field(default=None, ge=1, description="Same.")
-    n: int | None = Field(default=None, ge=1, le=1, description="Only 1 is supported.")
+    parallel_tool_calls: StrictBool | None = Field(default=None, description="Accepted.")
+    temperature: StrictFloat | None = Field(default=None, ge=0, le=2, description="Sampling.")
+    max_tokens: StrictInt | None = Field(default=None, ge=1, description="Output token cap.")
+    max_completion_tokens: StrictInt | None = Field(default=None, ge=1, description="Same.")
+    n: StrictInt | None = Field(default=None, ge=1, le=1, description="Only 1 is supported.")
     stop: str | list[str] | None = Field(default=None, description="Stop sequences (up to 4).")
-    top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")
-    seed: int | None = Field(default=None, description="Best-effort determinism (OpenAI).")
+    top_p: StrictFloat | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")
+    seed: StrictInt | None = Field(default=None, description="Best-effort determinism (OpenAI).")
     response_format: dict[str, Any] | None = Field(
         default=None,
         description="`{type: text | json_object}` or `{type: json_schema, json_schema: "
@@ -64,10 +64,12 @@ class ChatCompletionRequest(BaseModel):
     verbosity: Literal["low", "medium", "high"] | None = Field(
         default=None, description="Answer length hint (OpenAI)."
     )
-    logprobs: bool | None = Field(default=None, description="Token log probabilities (OpenAI).")
-    top_logprobs: int | None = Field(default=None, ge=0, le=20, description="With logprobs.")
-    frequency_penalty: float | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
-    presence_penalty: float | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
+    logprobs: StrictBool | None = Field(
+        default=None, description="Token log probabilities (OpenAI)."
+    )
+    top_logprobs: StrictInt | None = Field(default=None, ge=0, le=20, description="With logprobs.")
+    frequency_penalty: StrictFloat | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
+    presence_penalty: StrictFloat | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
     logit_bias: dict[str, float] | None = Field(default=None, description="OpenAI.")
     service_tier: str | None = Field(default=None, description="OpenAI's service tier.")
     user: str | None = Field(
@@ -76,7 +78,7 @@ class ChatCompletionRequest(BaseModel):
     safety_identifier: str | None = Field(
         default=None, max_length=256, description="Same as `user` (OpenAI's newer name)."
     )
-    store: bool | None = Field(
+    store: StrictBool | None = Field(
         default=None, description="Only false: chat-bff never asks the provider to store."
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 
 class TextOptions(BaseModel):
@@ -51,10 +51,10 @@ class ResponsesRequest(BaseModel):
     tool_choice: str | dict[str, Any] | None = Field(
         default=None, description="auto, none, required or {type: 'function', name}."
     )
-    parallel_tool_calls: bool | None = Field(default=None, description="Accepted and echoed.")
-    stream: bool = Field(default=False, description="Stream Responses events as SSE.")
-    max_output_tokens: int | None = Field(default=None, ge=1, description="Output token cap.")
-    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling.")
+    parallel_tool_calls: StrictBool | None = Field(default=None, description="Accepted and echoed.")
+    stream: StrictBool = Field(default=False, description="Stream Responses events as SSE.")
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, description="Output token cap.")
+    temperature: StrictFloat | None = Field(default=None, ge=0, le=2, description="Sampling.")
     metadata: dict[str, str] | None = Field(default=None, description="Echoed in the response.")
     previous_response_id: str | None = Field(
         default=None, description="Not supported: responses are not stored; send the history."
@@ -64,7 +64,7 @@ class ResponsesRequest(BaseModel):
         description="A durable conversation (id or {id}) this turn continues; the last "
         "input item is the user's message.",
     )
-    background: bool | None = Field(default=None, description="Not supported (stateless).")
+    background: StrictBool | None = Field(default=None, description="Not supported (stateless).")
     client_tool_items: Literal["function_call", "submission_request"] = Field(
         default="function_call",
         description="How a client tool call the client must answer is shown: `function_call` "
@@ -76,8 +76,8 @@ class ResponsesRequest(BaseModel):
     )
     text: TextOptions | None = Field(default=None, description="Output format, verbosity.")
     reasoning: ReasoningOptions | None = Field(default=None, description="Reasoning effort.")
-    top_p: float | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")
-    top_logprobs: int | None = Field(default=None, ge=0, le=20, description="OpenAI.")
+    top_p: StrictFloat | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")
+    top_logprobs: StrictInt | None = Field(default=None, ge=0, le=20, description="OpenAI.")
     service_tier: str | None = Field(default=None, description="OpenAI's service tier.")
     user: str | None = Field(default=None, max_length=256, description="End-user id.")
     safety_identifier: str | None = Field(
@@ -86,7 +86,7 @@ class ResponsesRequest(BaseModel):
     truncation: Literal["auto", "disabled"] | None = Field(
         default=None, description="Accepted: history is always fitted to the context window."
     )
-    store: bool | None = Field(
+    store: StrictBool | None = Field(
         default=None,
         description="Accepted and ignored: the upstream provider is never asked to store, "
         "and only responses of a `conversation` are stored here (GET /v1/responses/{id}).",

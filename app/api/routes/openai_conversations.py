@@ -17,7 +17,8 @@ id is 404). `client.responses.create(conversation=id, input=...)` runs a turn in
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import Path, Query
 
@@ -50,6 +51,7 @@ router = api_router(prefix="/v1/conversations", tags=["openai-compatible"])
 
 ConversationId = Annotated[str, Path(max_length=256, description="Conversation id (`conv_...`).")]
 ItemId = Annotated[str, Path(max_length=512, description="Item id.")]
+Found = TypeVar("Found")
 
 
 def _messages(raw: list[dict[str, object]]) -> list[Message]:
@@ -140,13 +142,10 @@ async def _page(
     async with db.read() as tx:
         await tx.messages.check(owner, cid)
         if after is not None:
-            found = await tx.messages.current_of(owner, cid, cursor_messages(after))
-            pairs = [(r.position, r.message) for r in found]
-            start = past_cursor(pairs, after, order, tools.knows)
-            if start is None:
-                held = await tx.messages.holding(owner, cid, cursor_parts(after))
-                pairs = [(r.position, r.message) for r in held]
-                start = past_cursor(pairs, after, order, tools.knows)
+            cursor = after
+            start = await _located(
+                tx, owner, cid, cursor, lambda pairs: past_cursor(pairs, cursor, order, tools.knows)
+            )
             if start is None:
                 return [], False  # no such item: an empty last page, as it always was
             beyond, collected = start
@@ -160,6 +159,24 @@ async def _page(
                 break
             beyond = batch[-1].position
     return collected[:limit], len(collected) > limit
+
+
+async def _located(
+    tx: Tx,
+    owner: str,
+    cid: str,
+    item_id: str,
+    pick: Callable[[list[tuple[int, Message]]], Found | None],
+) -> Found | None:
+    """`pick` over the messages that may hold the item `item_id`, as (position, message):
+    first those whose own item id it may be, then, when `pick` finds nothing there, those
+    holding a tool part (a call, its output, its approval) it may name."""
+    found = await tx.messages.current_of(owner, cid, cursor_messages(item_id))
+    picked = pick([(r.position, r.message) for r in found])
+    if picked is None:
+        held = await tx.messages.holding(owner, cid, cursor_parts(item_id))
+        picked = pick([(r.position, r.message) for r in held])
+    return picked
 
 
 @router.post("/{conversation_id}/items", response_model=ItemListV1, summary="Add items (OpenAI).")
@@ -198,11 +215,9 @@ async def get_item_v1(
     owner = caller.user_id
     async with db.read() as tx:
         await tx.messages.check(owner, conversation_id)
-        found = await tx.messages.current_of(owner, conversation_id, cursor_messages(item_id))
-        item = item_in([(r.position, r.message) for r in found], item_id, tools.knows)
-        if item is None:
-            held = await tx.messages.holding(owner, conversation_id, cursor_parts(item_id))
-            item = item_in([(r.position, r.message) for r in held], item_id, tools.knows)
+        item = await _located(
+            tx, owner, conversation_id, item_id, lambda pairs: item_in(pairs, item_id, tools.knows)
+        )
     if item is None:
         raise NotFound("No such item in this conversation.", code="item_not_found")
     return item

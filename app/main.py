@@ -83,8 +83,8 @@ def create_app(
         GracefulShutdown(
             drain, services.runs.manager.shutdown, budget=settings.shutdown_timeout_seconds
         ).install()
-        # Heap freed by a burst of streams goes back to the system, collected first.
-        # and the sets that grew with the burst are rebuilt at their size.
+        # Heap freed by a burst of streams goes back to the system, collected first, and
+        # the sets that grew with the burst are rebuilt at their size.
         trimmer = Trimmer(
             streams=lambda: (drain.open_streams, drain.closed_streams),
             tables=lambda: [*task_registry(), *server_tables(), *shutdown_tables()],

@@ -113,7 +113,7 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         le=300,
         description="After Redis did not answer (timeout, connection refused), calls skip it "
         "for this long (limit checks let requests through at once, the bus's readers use the "
-        "database), then one call tries it again.",
+        "database), then one call tries it again; 0 skips no call.",
     )
     cors_origins: JsonList = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, ge=1, description="Request body size cap.")

@@ -8,11 +8,13 @@ announcement on the bus. With it, the first failure opens the circuit for
 `REDIS_RETRY_SECONDS`: calls meanwhile fail at once (`RedisSkipped`) and take the same
 fallback as a Redis that refused (limits let the request through, the bus's readers use the
 database). After the window one call probes Redis while the others keep skipping; its
-answer closes the circuit, its failure opens it for another window.
+answer closes the circuit, its failure opens it for another window. A window of 0 skips
+nothing: every call tries Redis (and pays the timeout while it hangs).
 
-Only a Redis that did not answer opens it: a reply, even an error reply, shows it is up,
-and so does anything the bus's pub/sub connection hears (it closes the circuit at once
-when that connection comes back).
+Only a Redis that did not answer opens it: a reply, even an error reply (`ResponseError`:
+a refused command, a script error, out of memory), shows it is up and closes it, and so
+does anything the bus's pub/sub connection hears (it closes the circuit at once when that
+connection comes back).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import MaxConnectionsError
+from redis.exceptions import MaxConnectionsError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger("chat_bff.redis")
@@ -50,7 +52,7 @@ class RedisOutage:
     @property
     def open(self) -> bool:
         """Whether a call now would be skipped."""
-        if self._failed_at is None:
+        if self._failed_at is None or self._retry <= 0:
             return False
         return self._probing or self._clock() - self._failed_at < self._retry
 
@@ -64,6 +66,10 @@ class RedisOutage:
         self._probing = probe
         try:
             yield
+        except ResponseError:
+            if probe:  # an error reply is still a reply: Redis is up
+                self.answered()
+            raise
         except NOT_ANSWERING as exc:
             if not isinstance(exc, MaxConnectionsError):  # our own pool full: no verdict
                 self.failed(type(exc).__name__)

@@ -1,8 +1,8 @@
 """The Redis circuit breaker: a call Redis did not answer opens it for the retry window
 (calls meanwhile are skipped, not made), then one call probes while the others still
-skip; an answer closes it, a failure opens it again. Our own pool being full says nothing
-about Redis. With a hung Redis of the test's own (SIGSTOP), the limiter and the bus skip
-it after the first timeout."""
+skip; an answer closes it, even an error reply, a failure opens it again. A window of 0
+skips nothing. Our own pool being full says nothing about Redis. With a hung Redis of
+the test's own (SIGSTOP), the limiter and the bus skip it after the first timeout."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 from redis.asyncio import Redis
-from redis.exceptions import MaxConnectionsError
+from redis.exceptions import MaxConnectionsError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app.limits.backends import BackendUnavailable
@@ -79,6 +79,54 @@ async def test_a_failed_probe_opens_it_for_another_window() -> None:
         await answer(outage)
 
 
+class Slow:
+    """A call to Redis that is under way until `done()`."""
+
+    def __init__(self, outage: RedisOutage) -> None:
+        self._inside = asyncio.Event()
+        self._release = asyncio.Event()
+        self._task = asyncio.create_task(self._call(outage))
+
+    async def _call(self, outage: RedisOutage) -> None:
+        async with outage.call():
+            self._inside.set()
+            await self._release.wait()
+
+    async def started(self) -> Slow:
+        await self._inside.wait()
+        return self
+
+    async def done(self) -> None:
+        self._release.set()
+        await self._task
+
+
+async def test_an_error_reply_to_the_probe_closes_it() -> None:
+    clock = Clock()
+    outage = RedisOutage(2.0, clock=clock)
+    await fail(outage, RedisTimeoutError("hung"))
+    clock.now += 2.0
+
+    await fail(outage, ResponseError("WRONGTYPE Operation against a key"))  # the probe
+
+    slow = await Slow(outage).started()  # an ordinary call again, not a second probe
+    await answer(outage)  # so the others are not skipped meanwhile
+    await slow.done()
+
+
+async def test_a_window_of_zero_skips_no_call() -> None:
+    outage = RedisOutage(0.0, clock=Clock())
+    await fail(outage, RedisTimeoutError("hung"))
+    assert not outage.open
+
+    slow = await Slow(outage).started()  # the next call tries Redis...
+    await answer(outage)  # ...and so does every other one made meanwhile
+    await fail(outage, RedisTimeoutError("still hung"))
+    await answer(outage)
+    await slow.done()
+    assert not outage.open
+
+
 async def test_what_redis_did_not_cause_gives_no_verdict() -> None:
     clock = Clock()
     outage = RedisOutage(2.0, clock=clock)
@@ -112,6 +160,22 @@ async def test_the_limiter_and_the_bus_skip_a_hung_redis_after_its_first_timeout
         finally:
             redis.resume()
             await bus.aclose()
+            await backend.aclose()
+
+
+async def test_with_a_window_of_zero_every_limit_check_tries_a_hung_redis() -> None:
+    with own_redis() as redis:
+        backend = RedisBackend.from_url(redis.url, timeout=0.5, outage=RedisOutage(0.0))
+        try:
+            assert await backend.rate("rpm:u", 10, 60) == 0
+            redis.hang()
+            with pytest.raises(BackendUnavailable, match="TimeoutError"):
+                await backend.rate("rpm:u", 10, 60)
+            checks = [backend.rate("rpm:u", 10, 60) for _ in range(2)]
+            failures = await asyncio.gather(*checks, return_exceptions=True)
+            assert all("TimeoutError" in str(f) for f in failures), failures  # none skipped
+        finally:
+            redis.resume()
             await backend.aclose()
 
 

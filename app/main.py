@@ -19,7 +19,7 @@ with long_lived():
 
     from app.api.drain import Drain, GracefulShutdown
     from app.api.errors import install_auth_error_handler, install_error_handlers
-    from app.api.http_protocol import server_tables
+    from app.api.http_protocol import SERVER_TABLES, ServerTables
     from app.api.middleware import install_middlewares
     from app.api.openapi import install_openapi
     from app.api.operation_ids import operation_id
@@ -72,7 +72,7 @@ def create_app(
     metrics = Metrics()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         configure_logging(
             level=settings.log_level, json_lines=settings.log_json, secrets=_secrets(settings)
         )
@@ -84,7 +84,9 @@ def create_app(
             drain, services.runs.manager.shutdown, budget=settings.shutdown_timeout_seconds
         ).install()
         # Heap freed by a burst of streams goes back to the system, collected first, and
-        # the sets that grew with the burst are rebuilt at their size.
+        # the sets that grew with the burst are rebuilt at their size. The server's sets
+        # reach the trimmer through the lifespan's state, which uvicorn hands its protocol.
+        server_tables = ServerTables()
         trimmer = Trimmer(
             streams=lambda: (drain.open_streams, drain.closed_streams),
             tables=lambda: [*task_registry(), *server_tables(), *shutdown_tables()],
@@ -92,7 +94,7 @@ def create_app(
         trimmer.start()
         try:
             with serving_collector():
-                yield
+                yield {SERVER_TABLES: server_tables}
         finally:
             await trimmer.stop()
             await services.aclose()

@@ -75,24 +75,39 @@ class Pipeline(list[T], Generic[T]):
         self.insert(0, item)
 
 
-# The server whose connections this protocol serves (one a worker), for `server_tables`.
-_server: weakref.ref[ServerState] | None = None
+SERVER_TABLES = "server_tables"
 
 
-def server_tables() -> list[set[Any]]:
-    """uvicorn's sets of open connections and of request tasks, which keep the table of
-    a burst's peak (`app.observability.memory.compact` rebuilds them)."""
-    state = None if _server is None else _server()
-    return [] if state is None else [state.connections, state.tasks]
+class ServerTables:
+    """uvicorn's sets of open connections and of request tasks, which keep the table of a
+    burst's peak (`app.observability.memory.compact` rebuilds them).
+
+    The app's lifespan puts one in its state under `SERVER_TABLES`; uvicorn hands that
+    state to every protocol it makes, and `LeanHttpToolsProtocol` tells it which server it
+    serves. Held weakly: the app may outlive its server (tests build many). Under another
+    protocol it stays empty."""
+
+    __slots__ = ("_server",)
+
+    def __init__(self) -> None:
+        self._server: weakref.ref[ServerState] | None = None
+
+    def serve(self, server: ServerState) -> None:
+        if self._server is None or self._server() is not server:
+            self._server = weakref.ref(server)
+
+    def __call__(self) -> list[set[Any]]:
+        state = None if self._server is None else self._server()
+        return [] if state is None else [state.connections, state.tasks]
 
 
 class LeanHttpToolsProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pipeline = Pipeline()  # type: ignore[assignment]  # the deque's uses only
-        global _server
-        if _server is None or _server() is not self.server_state:
-            _server = weakref.ref(self.server_state)
+        tables = self.app_state.get(SERVER_TABLES)
+        if isinstance(tables, ServerTables):
+            tables.serve(self.server_state)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

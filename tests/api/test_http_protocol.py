@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 import uvicorn
+from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.api.http_protocol import LeanHttpToolsProtocol
+from app.api.http_protocol import SERVER_TABLES, LeanHttpToolsProtocol, ServerTables
 from tests.support import loopback
 
 PROTOCOLS: dict[str, type[asyncio.Protocol]] = {
@@ -138,3 +139,48 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
         b"x-path: /b",
         b"x-path: /c",
     ]
+
+
+def _app_with_tables() -> tuple[FastAPI, ServerTables]:
+    """An app whose lifespan puts its `ServerTables` in its state, as the service's does."""
+    tables = ServerTables()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        yield {SERVER_TABLES: tables}
+
+    return FastAPI(lifespan=lifespan), tables
+
+
+async def _kept_alive(port: int) -> asyncio.StreamWriter:
+    """A connection that has had one answer and stays open (HTTP/1.1 keep-alive)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /none HTTP/1.1\r\nhost: t\r\n\r\n")
+    await _read_until(reader, b"Not Found")
+    return writer
+
+
+async def test_each_app_is_given_the_connections_of_the_server_it_runs_in() -> None:
+    first_app, first_tables = _app_with_tables()
+    second_app, second_tables = _app_with_tables()
+    lean = LeanHttpToolsProtocol
+    async with (
+        loopback.serving(first_app, http=lean, lifespan="on") as (first, first_port),
+        loopback.serving(second_app, http=lean, lifespan="on") as (second, second_port),
+    ):
+        writers = [await _kept_alive(first_port), await _kept_alive(second_port)]
+        for server, tables in ((first, first_tables), (second, second_tables)):
+            (connections, tasks) = tables()
+            assert connections is server.server_state.connections
+            assert tasks is server.server_state.tasks
+            assert len(connections) == 1
+        for writer in writers:
+            writer.close()
+
+
+async def test_under_uvicorn_protocol_an_app_is_given_no_server_connections() -> None:
+    app, tables = _app_with_tables()
+    async with loopback.serving(app, http=HttpToolsProtocol, lifespan="on") as (_, port):
+        writer = await _kept_alive(port)
+        assert tables() == []
+        writer.close()

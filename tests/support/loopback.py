@@ -9,7 +9,7 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from fastapi import FastAPI
@@ -17,14 +17,18 @@ from fastapi import FastAPI
 
 @asynccontextmanager
 async def serving(
-    app: Any, *, http: type[asyncio.Protocol] | str = "auto", date_header: bool = True
+    app: Any,
+    *,
+    http: type[asyncio.Protocol] | str = "auto",
+    date_header: bool = True,
+    lifespan: Literal["auto", "on", "off"] = "off",
 ) -> AsyncIterator[tuple[uvicorn.Server, int]]:
     """`app` behind uvicorn (its HTTP protocol `http`) on a free loopback port: the server
     and the port."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
-        app, http=http, lifespan="off", log_level="warning", date_header=date_header
+        app, http=http, lifespan=lifespan, log_level="warning", date_header=date_header
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -7,10 +7,16 @@ returns it with an iterator over the part's bytes; the caller (the file service)
 and stores them. Parts other than the file (`field="file"`) are skipped, within a small
 budget. A second file, or a file in a part with another name, is a 400 that says so:
 taking one file and dropping the other would lose it without a word.
+
+The file name is read as browsers write it: the HTML standard's multipart/form-data
+encoding escapes three bytes of a name, `"` as `%22`, CR as `%0D` and LF as `%0A`, and
+nothing else (fetch's FormData, httpx and curl do the same), so those three are undone
+and every other `%` is kept as sent.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -22,6 +28,14 @@ from app.domain.errors import InvalidRequest
 
 FILE_FIELD = "file"
 OTHER_FIELDS_BYTES = 64 * 1024
+_FORM_ESCAPES = {b"%22": b'"', b"%0D": b"\r", b"%0A": b"\n"}
+_FORM_ESCAPE = re.compile(rb"%22|%0D|%0A")
+
+
+def _form_name(raw: bytes) -> str:
+    """A part's file name with the form encoding's three escapes undone."""
+    unescaped = _FORM_ESCAPE.sub(lambda m: _FORM_ESCAPES[m.group(0)], raw)
+    return unescaped.decode("utf-8", "replace")
 
 
 @dataclass
@@ -64,7 +78,7 @@ class _State:
             )
         if name == FILE_FIELD:
             self.in_file = self.file_seen = True
-            self.filename = raw.decode("utf-8", "replace") if raw is not None else None
+            self.filename = _form_name(raw) if raw is not None else None
         elif raw is not None:
             raise InvalidRequest(
                 f"The file is in a part named {name!r}; send it in a part named `file`.",

@@ -252,6 +252,20 @@ async def test_a_slow_upload_is_408_and_others_are_served_meanwhile(
     assert _stored(settings) == []
 
 
+async def test_a_name_with_quotes_and_a_line_break_keeps_them(api: ApiClient) -> None:
+    # Browsers, fetch's FormData and httpx send `"`, CR and LF of a file name as %22, %0D
+    # and %0A (the HTML standard's form encoding); any other % is the name's own.
+    name = 'Budget "draft"\r\nQ3 100%25.csv'
+    created = (await _upload(api, name, samples.CSV_QUOTED, "text/csv")).json()
+
+    content = await api.get(f"/api/files/{created['id']}/content")
+
+    assert created["name"] == name
+    assert content.headers["content-disposition"] == (
+        "attachment; filename*=UTF-8''Budget%20%22draft%22%0D%0AQ3%20100%2525.csv"
+    )
+
+
 async def test_a_body_that_is_not_multipart_is_400(api: ApiClient) -> None:
     response = await api.post("/api/files", json={"file": "x"})
 

@@ -227,13 +227,13 @@ class Trimmer:
         return low
 
 
-Table = set[Any] | dict[Any, Any] | weakref.WeakSet[Any]
+Table = set[Any] | weakref.WeakSet[Any]
 
 
 def compact(tables: Iterable[Table]) -> int:
     """Rebuild in place each table whose slots far outnumber its entries; how many were.
 
-    A set or dict never shrinks as entries leave it: asyncio's registry of tasks (three an
+    A set never shrinks as entries leave it: asyncio's registry of tasks (three an
     open stream) and uvicorn's sets of connections and of request tasks kept the table of
     a burst's peak, 0.5-1 MB each after 5,000 streams, big enough for glibc to map each on
     its own (`mmapped` +3 MB after they closed, `bench.memory --probe DIR`). Rebuilt, the
@@ -249,19 +249,14 @@ def compact(tables: Iterable[Table]) -> int:
             if isinstance(table, weakref.WeakSet):
                 if table._iterating or table._pending_removals:  # type: ignore[attr-defined]
                     continue
-                data: set[Any] | dict[Any, Any] = table.data  # type: ignore[attr-defined]
+                data: set[Any] = table.data  # type: ignore[attr-defined]
             else:
                 data = table
             if sys.getsizeof(data) < _COMPACT_FROM_BYTES or len(data) * 128 > sys.getsizeof(data):
                 continue
-            if isinstance(data, dict):
-                items = list(data.items())
-                data.clear()
-                data.update(items)
-            else:
-                entries = list(data)
-                data.clear()
-                data.update(entries)
+            entries = list(data)
+            data.clear()
+            data.update(entries)
             rebuilt += 1
     finally:
         if was_enabled:

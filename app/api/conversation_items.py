@@ -192,16 +192,3 @@ def _tool_items(part: ToolPart, server: bool) -> Iterator[Item]:
             "output": output,
             "status": "completed",
         }
-
-
-def page(
-    items: list[Item], *, after: str | None, limit: int, order: str
-) -> tuple[list[Item], bool]:
-    """A page of items after the item `after` in `order` (`asc` oldest first)."""
-    ordered = items if order == "asc" else list(reversed(items))
-    start = 0
-    if after is not None:
-        ids = [i["id"] for i in ordered]
-        start = ids.index(after) + 1 if after in ids else len(ordered)
-    chunk = ordered[start : start + limit]
-    return chunk, start + limit < len(ordered)

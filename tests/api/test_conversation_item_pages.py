@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
-from app.api.conversation_items import items_of, page
+from app.api.conversation_items import Item, items_of
 from app.domain.messages import Message
 from app.domain.parts import (
     Elicitation,
@@ -32,6 +32,21 @@ from app.store.message_codec import decode_message
 from app.store.repos import messages as messages_module
 from app.store.tables.core import ConversationRow
 from tests.fakes.db import ApiClient, MakeApi
+
+
+def page(
+    items: list[Item], *, after: str | None, limit: int, order: str
+) -> tuple[list[Item], bool]:
+    """The oracle: a page of the whole history's items after the item `after` in `order`
+    (`asc` oldest first), and whether more follow."""
+    ordered = items if order == "asc" else list(reversed(items))
+    start = 0
+    if after is not None:
+        ids = [i["id"] for i in ordered]
+        start = ids.index(after) + 1 if after in ids else len(ordered)
+    chunk = ordered[start : start + limit]
+    return chunk, start + limit < len(ordered)
+
 
 SERVER_TOOL = "add_node"  # an example tool: a server tool
 CLIENT_TOOL = "pick_colour"  # unknown to the server: the browser runs it

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase
 
+from app.store.lost_connection import marking_connect_failures
 from app.store.sqlite_driver import one_trip_dbapi
 
 log = logging.getLogger("chat_bff.store")
@@ -102,6 +103,7 @@ def create_engine(url: str) -> AsyncEngine:
             pool_timeout=60,
         )
         sync_engine: Engine = engine.sync_engine
+        event.listen(sync_engine, "do_connect", marking_connect_failures)
         event.listen(sync_engine, "connect", _sqlite_pragmas)
         event.listen(sync_engine, "connect", _sqlite_functions)
         return engine
@@ -115,6 +117,7 @@ def create_engine(url: str) -> AsyncEngine:
         max_overflow=0,
         json_serializer=json_serializer,
     )
+    event.listen(engine.sync_engine, "do_connect", marking_connect_failures)
     event.listen(engine.sync_engine, "checkin", _idle_since)
     event.listen(engine.sync_engine, "checkout", _alive_on_checkout)
     return engine

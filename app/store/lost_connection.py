@@ -8,22 +8,29 @@ reach for a moment, not a bug: `reported_unavailable()` turns those errors into
     ... under the turn path's own asyncpg calls       the driver connection is closed
     the server is starting, shutting down, full       SQLSTATE 08xxx but 08P01, 57P01-03,
                                                       57P05, 53300
-    nothing listens / the network drops the connect   OSError raised inside the pool
+    nothing listens / the network drops the connect   ConnectFailed (an OSError opening a
+                                                      connection, `marking_connect_failures`)
 
 Only an `Exception` is translated, never a `BaseException`: a task cancelled during a
 statement must stay cancelled. SQLAlchemy counts a cancellation under a statement as a
 disconnect too (it cannot tell what the connection is left with), so an earlier hook on
 its `handle_error` event turned cancellations into `Unavailable`; a background loop that
-catches `Exception` then never ended and shut-downs hung. Nothing here hooks SQLAlchemy:
-its own disconnect handling (the connection invalidated, the pool renewed) runs as
-before, and the error is only renamed once it reaches the unit's edge.
+catches `Exception` then never ended and shut-downs hung. Nothing here hooks SQLAlchemy's
+statements: its own disconnect handling (the connection invalidated, the pool renewed)
+runs as before, and the error is only renamed once it reaches the unit's edge.
+
+An OSError is the database's only when it was raised opening a connection: the driver
+raises a bare one there (refused, unreachable, timed out), but a unit's own file or socket
+error is an OSError too and must stay what it is. The engine opens its connections
+through `marking_connect_failures` (SQLAlchemy's documented `do_connect` event), which
+raises such an error again as `ConnectFailed`.
 """
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
@@ -39,6 +46,21 @@ RETRY_AFTER_SECONDS = 1.0
 # end the connection, the closed connection says so (`connection_invalidated`).
 _LOST_STATES = frozenset({"57P01", "57P02", "57P03", "57P05", "53300"})
 _NOT_LOST_STATES = frozenset({"08P01"})
+
+
+class ConnectFailed(OSError):
+    """The database could not be connected to; the driver's OSError is the `__cause__`."""
+
+
+def marking_connect_failures(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+    """A `do_connect` listener: the connection the engine opens, with an OSError raised
+    while opening it raised again as `ConnectFailed` (its errno and message kept)."""
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except ConnectFailed:
+        raise
+    except OSError as error:
+        raise ConnectFailed(*error.args) from error
 
 
 def database_unavailable() -> Unavailable:
@@ -62,12 +84,12 @@ def reported_unavailable() -> Iterator[None]:
 
 def lost(error: Exception) -> bool:
     """Whether `error` says the connection was lost or could not be opened."""
-    if isinstance(error, OSError):
-        return _inside_pool(error)
     return any(_says_lost(cause) for cause in _causes(error))
 
 
 def _says_lost(error: BaseException) -> bool:
+    if isinstance(error, ConnectFailed):
+        return True
     if isinstance(error, DBAPIError) and error.connection_invalidated:
         return True
     state = getattr(error, "sqlstate", None)
@@ -85,12 +107,3 @@ def _causes(error: BaseException) -> Iterator[BaseException]:
         yield current
         orig = current.orig if isinstance(current, DBAPIError) else None
         current = orig if isinstance(orig, BaseException) else current.__cause__
-
-
-def _inside_pool(error: OSError) -> bool:
-    """An OSError raised while SQLAlchemy's pool opened a connection (refused, timed out,
-    unreachable), not one of the unit's own file or socket operations."""
-    return any(
-        frame.f_globals.get("__name__") == "sqlalchemy.pool.base"
-        for frame, _ in traceback.walk_tb(error.__traceback__)
-    )

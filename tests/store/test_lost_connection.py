@@ -7,6 +7,7 @@ what it was."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -83,3 +84,19 @@ async def test_an_error_of_the_units_own_is_not_the_database(database: Database)
 
     with pytest.raises(FileNotFoundError):
         await read_a_missing_file()
+
+
+@pytest.mark.postgres
+async def test_a_unit_opened_while_nothing_listens_is_unavailable(postgres_url: str) -> None:
+    with socket.socket() as closed:  # bound, never listening: every connect is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        nowhere = make_url(postgres_url).set(host="127.0.0.1", port=port)
+        db = Database(create_engine(nowhere.render_as_string(hide_password=False)))
+        try:
+            with pytest.raises(Unavailable) as raised:
+                async with db.read() as tx:
+                    await tx.session.execute(text("SELECT 1"))
+        finally:
+            await db.dispose()
+    assert raised.value.code == "database_unavailable"

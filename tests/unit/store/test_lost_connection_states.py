@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from sqlalchemy.exc import DBAPIError
 
 from app.domain.errors import Unavailable
-from app.store.lost_connection import lost, reported_unavailable
+from app.store.lost_connection import lost, marking_connect_failures, reported_unavailable
 
 
 def _as_sqlalchemy_raises(error: Exception) -> DBAPIError:
@@ -51,3 +51,25 @@ def test_a_protocol_violation_on_a_live_connection_is_not_a_lost_one() -> None:
 def test_a_lost_or_refused_connection_is_still_unavailable(error: Exception) -> None:
     with pytest.raises(Unavailable), reported_unavailable():
         raise _as_sqlalchemy_raises(error)
+
+
+class RefusingDialect:
+    """A dialect whose driver finds nothing listening, as asyncpg raises it."""
+
+    def connect(self, *_args: object, **_kwargs: object) -> object:
+        raise ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
+
+
+def test_a_connection_that_could_not_be_opened_is_unavailable() -> None:
+    with pytest.raises(Unavailable), reported_unavailable():
+        marking_connect_failures(RefusingDialect(), None, [], {})
+
+
+@pytest.mark.parametrize(
+    "error",
+    [FileNotFoundError(2, "No such file"), ConnectionRefusedError(111, "a service's own")],
+    ids=lambda e: type(e).__name__,
+)
+def test_an_oserror_of_the_units_own_stays_what_it_was(error: OSError) -> None:
+    with pytest.raises(type(error)), reported_unavailable():
+        raise error

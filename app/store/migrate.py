@@ -22,10 +22,10 @@ at once, one migrates and the others wait, then find the database at head and do
 Start-up (`MIGRATE_ON_START`) calls `upgrade_on_start`, which keeps Alembic out of the
 worker: Alembic, Mako and the revision scripts are about 19 MB of heap that a process
 keeps once it has run them. A database at head (the usual start) is read with one query
-against the heads of the revision files (read as text, `script_heads`); one behind is
-upgraded by `upgrade_database` in a child process (`app.store.migrate_child`) while the
-rest of start-up goes on (the database is a file or a server: `create_engine` takes no
-in-memory SQLite).
+against the heads of the revision files (read as text, `script_heads`; by Alembic only
+where a file computes an id); one behind is upgraded by `upgrade_database` in a child
+process (`app.store.migrate_child`) while the rest of start-up goes on (the database is
+a file or a server: `create_engine` takes no in-memory SQLite).
 
 The core scripts live in `migrations/` at the repository root (`alembic.ini` there serves
 the `alembic` command line for authoring new revisions); a built wheel carries them inside
@@ -220,7 +220,11 @@ _REVISION_FILE = re.compile(r"(?!\.\#|__init__)(.*\.py)$")
 def script_heads(migrations: Migrations = CORE_ONLY) -> tuple[str, ...]:
     """`head_revisions` without importing Alembic: each revision file's `revision` and
     `down_revision` assignments read as text. A head is a revision no other revision
-    names as its `down_revision`, as in Alembic's `get_heads()`."""
+    names as its `down_revision`, as in Alembic's `get_heads()`.
+
+    Alembic imports each file, so an id may be computed (`revision = PREFIX + "0001"`);
+    when a file does not state both as literals, Alembic's own reading decides (imported
+    then, and only then)."""
     wanted = {(migrations_dir() / "versions").resolve(), *(p.resolve() for p in migrations.apply)}
     where: dict[str, Path] = {}
     below: set[str] = set()
@@ -228,19 +232,38 @@ def script_heads(migrations: Migrations = CORE_ONLY) -> tuple[str, ...]:
         for path in sorted(directory.glob("*.py")):
             if not _REVISION_FILE.match(path.name):
                 continue
-            names = _assignments(path)
-            revision = names.get("revision")
-            if not isinstance(revision, str):
-                continue
+            ids = _literal_ids(path)
+            if ids is None:
+                return head_revisions(migrations)
+            revision, down = ids
             where[revision] = directory
-            down = names.get("down_revision")
-            below.update([down] if isinstance(down, str) else down or ())
+            below.update(down)
     return tuple(sorted(r for r, d in where.items() if r not in below and d in wanted))
 
 
+def _literal_ids(path: Path) -> tuple[str, tuple[str, ...]] | None:
+    """The file's `revision` and the revisions its `down_revision` names, when the module
+    assigns both as literals; None otherwise."""
+    names = _assignments(path)
+    revision = names.get("revision")
+    if not isinstance(revision, str) or "down_revision" not in names:
+        return None
+    down = names["down_revision"]
+    below = (down,) if isinstance(down, str) else () if down is None else down
+    if not isinstance(below, tuple | list) or not all(isinstance(d, str) for d in below):
+        return None
+    return revision, tuple(below)
+
+
 def _assignments(path: Path) -> dict[str, Any]:
+    """The literal values of the module's own `revision` and `down_revision` assignments;
+    one that is not a literal is left out."""
     found: dict[str, Any] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    try:
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+    except SyntaxError:
+        return found
+    for node in body:
         targets: list[ast.expr]
         if isinstance(node, ast.AnnAssign) and node.value is not None:
             targets, value = [node.target], node.value
@@ -250,7 +273,10 @@ def _assignments(path: Path) -> dict[str, Any]:
             continue
         for target in targets:
             if isinstance(target, ast.Name) and target.id in {"revision", "down_revision"}:
-                found[target.id] = ast.literal_eval(value)
+                try:
+                    found[target.id] = ast.literal_eval(value)
+                except ValueError:
+                    found.pop(target.id, None)
     return found
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -45,6 +46,35 @@ async def migrated_engine(migrated_database_url: str) -> AsyncIterator[AsyncEngi
 @pytest.mark.parametrize("migrations", [CORE_ONLY, WITH_EXAMPLE, GRAPH_KNOWN])
 def test_the_heads_read_from_the_files_are_alembics(migrations: Migrations) -> None:
     assert script_heads(migrations) == head_revisions(migrations)
+
+
+def _revision_file(revision: str, down_revision: str) -> str:
+    """A tool package's revision script whose ids are the Python expressions given."""
+    return f"""PREFIX = "computed_"
+revision = {revision}
+down_revision = {down_revision}
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
+"""
+
+
+def test_a_revision_whose_id_is_computed_is_read_as_alembic_reads_it(tmp_path: Path) -> None:
+    (tmp_path / "computed_0001.py").write_text(_revision_file('PREFIX + "0001"', "None"))
+    (tmp_path / "computed_0002.py").write_text(_revision_file('"computed_0002"', 'PREFIX + "0001"'))
+    migrations = Migrations(apply=(tmp_path,))
+
+    heads = script_heads(migrations)
+
+    assert heads == head_revisions(migrations)
+    assert "computed_0002" in heads and "computed_0001" not in heads
 
 
 async def test_an_empty_database_is_brought_to_head_by_a_child_process(

@@ -30,6 +30,7 @@ from app.runs.driver import Ending, RunLimits, play, to_the_end
 from app.runs.finished import FinishedRuns
 from app.runs.hooks import NoHooks, RunHooks
 from app.runs.journal import Prepare, RunJournal
+from app.runs.kept_cancel import cancel_by_row
 from app.runs.leases import LeaseKeeper
 from app.runs.log import RunLog
 from app.runs.reader import RunReader
@@ -362,10 +363,13 @@ class RunManager:
             record = await self._journal.get_run(owner_id, run_id, conversation_id)
             if record is None:
                 raise NotFound("Run not found.")
-            if record.status == "running" and self._remote is not None:
-                # Another instance runs it: the request reaches it through the bus.
-                return await self._remote.cancel(owner_id, run_id, conversation_id, record)
-            return record.status  # type: ignore[return-value]
+            if record.status != "running":
+                return record.status  # type: ignore[return-value]
+            # Another instance runs it: the request reaches it through the bus, and the
+            # run's row in any case (read at the owner's next lease renewal).
+            if self._remote is not None:
+                return await self._remote.cancel(owner_id, run_id, conversation_id)
+            return await cancel_by_row(self._journal, owner_id, run_id, conversation_id)
         if run.task is not None and not run.task.done():
             _stop(run)
             with contextlib.suppress(asyncio.CancelledError):

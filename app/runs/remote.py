@@ -21,13 +21,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import cast
 
-from app.domain.errors import Unavailable
 from app.domain.events import RunStatus, SequencedEvent
+from app.runs import kept_cancel
 from app.runs.active import ActiveRun
 from app.runs.bus import Bus, Message, Subscription
 from app.runs.journal import RunJournal
+from app.runs.kept_cancel import final_status, unreachable
 from app.runs.relay import decode, run_topic
 from app.store.records import RunRecord
 
@@ -35,10 +35,6 @@ from app.store.records import RunRecord
 IDLE_SECONDS = 1.0
 # While a hole is open, the owner is asked again and the database read this often.
 HOLE_SECONDS = 0.05
-# How long a cancel sent to another instance's run is waited for (then 503 run_unreachable).
-CANCEL_WAIT_SECONDS = 10.0
-# When a cancel could not be sent (the bus is down), the caller is told to retry after this.
-UNREACHABLE_RETRY_SECONDS = 2.0
 
 Request = Callable[..., Awaitable[None]]
 
@@ -160,15 +156,12 @@ class RemoteFollower:
         with contextlib.suppress(Exception):  # no bus: the database fills the hole
             await self._request("catchup", run_id=run_id, after=position)
 
-    async def cancel(
-        self, owner_id: str, run_id: str, conversation_id: str | None, record: RunRecord
-    ) -> RunStatus:
+    async def cancel(self, owner_id: str, run_id: str, conversation_id: str | None) -> RunStatus:
         """Ask the instance that runs it to stop the run; its final status. The request is
         kept on the run's row before it is published, so a message the bus loses (the
         owner's connection was down) still reaches the owner: when its connection is back
         and at its next lease renewal. When the owner does not confirm in time, or the bus
-        is down here, the answer is 503 `run_unreachable` (the cancel stands; sending it
-        again gives the final status)."""
+        is down here, the answer is 503 `run_unreachable` (`app.runs.kept_cancel`)."""
         await self._journal.request_cancel(owner_id, run_id)
         async with self._bus.subscribe(run_topic(run_id)) as messages:
             try:
@@ -176,27 +169,17 @@ class RemoteFollower:
             except Exception as exc:
                 # The bus is down: the run stops when its owner next renews its lease.
                 # Say so (503, retry) rather than fail as if the service had a bug.
-                raise _unreachable() from exc
-            deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+                raise unreachable() from exc
+            deadline = time.monotonic() + kept_cancel.CANCEL_WAIT_SECONDS
             while time.monotonic() < deadline:
-                message = await _next(messages, 0.25)
+                message = await _next(messages, kept_cancel.POLL_SECONDS)
                 ended = not isinstance(message, bytes) or _ends(decode(message))
                 if not ended:
                     continue
                 found = await self._journal.get_run(owner_id, run_id, conversation_id)
                 if found is None or found.status != "running":
-                    return _status(found if found is not None else record)
-        raise _unreachable()
-
-
-def _unreachable() -> Unavailable:
-    return Unavailable(
-        "The instance running this run has not confirmed the cancel yet; it is kept and "
-        "the run stops when that instance next checks. Send the cancel again shortly for "
-        "the run's final status.",
-        code="run_unreachable",
-        retry_after=UNREACHABLE_RETRY_SECONDS,
-    )
+                    return final_status(found)
+        raise unreachable()
 
 
 async def _next(messages: Subscription, wait: float) -> Message | None:
@@ -206,10 +189,6 @@ async def _next(messages: Subscription, wait: float) -> Message | None:
             return await messages.get()
     except TimeoutError:
         return None
-
-
-def _status(record: RunRecord) -> RunStatus:
-    return cast("RunStatus", record.status)
 
 
 def _ends(batch: list[SequencedEvent]) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AsyncExitStack, aclosing
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from typing import Any, cast
 
 import pytest
@@ -22,15 +22,13 @@ from tests.limits.conftest import reachable_redis_url
 WORDS = " ".join(f"word{n}" for n in range(60))
 
 
-@pytest.fixture
-async def pair(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[list[ApiClient]]:
-    settings = app_settings.model_copy(
-        update={
-            "redis_url": reachable_redis_url(),
-            "rate_limit_requests_per_minute": 0,
-            "rate_limit_concurrent_runs": 0,
-        }
-    )
+@asynccontextmanager
+async def instances(
+    make_api: MakeApi, app_settings: Settings, **update: Any
+) -> AsyncIterator[list[ApiClient]]:
+    """Two instances on one database, unlimited, with these settings changed."""
+    limits = {"rate_limit_requests_per_minute": 0, "rate_limit_concurrent_runs": 0}
+    settings = app_settings.model_copy(update=limits | update)
     async with AsyncExitStack() as stack:
         yield [
             await stack.enter_async_context(
@@ -38,6 +36,12 @@ async def pair(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[list[
             )
             for _ in range(2)
         ]
+
+
+@pytest.fixture
+async def pair(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[list[ApiClient]]:
+    async with instances(make_api, app_settings, redis_url=reachable_redis_url()) as clients:
+        yield clients
 
 
 async def streaming(a: ApiClient, delay_ms: float) -> tuple[str, dict[str, Any]]:

@@ -148,17 +148,7 @@ class Runs:
         content: str | list[Part],
         turn: TurnInput,
     ) -> RunHandle:
-        user, truncated = _user_message(content)
-        conversation = await self._conversation(caller, conversation_id)
-        if self._typed_answers is not None:  # "yes" to the waiting approval decides it
-            await self._typed_answers.apply(caller, conversation_id, content)
-        request = self._request(caller, conversation, turn, truncated=truncated)
-        user, file_ids = await self._admit(caller, user, request)
-        run = await self.manager.start_in_conversation(request, conversation_id, user)
-        assert run is not None
-        await self._attach(caller, file_ids, conversation_id)
-        run.truncated_input = truncated
-        return self._handle(run, request)
+        return await self._answer_user(caller, conversation_id, content, turn)
 
     async def submit_tool_results(
         self, caller: Caller, conversation_id: str, results: list[ToolResult]
@@ -285,12 +275,6 @@ class Runs:
         turn: TurnInput,
     ) -> RunHandle:
         """Replace the last user message and answer it; the old version is kept, superseded."""
-        user, truncated = _user_message(content)
-        conversation = await self._conversation(caller, conversation_id)
-        if self._typed_answers is not None:  # "yes" to the waiting approval decides it
-            await self._typed_answers.apply(caller, conversation_id, content)
-        request = self._request(caller, conversation, turn, truncated=truncated)
-        user, file_ids = await self._admit(caller, user, request)
 
         async def supersede(tx: Tx) -> bool:
             messages = tx.messages
@@ -305,15 +289,34 @@ class Runs:
             await messages.supersede(caller.user_id, conversation_id, message_id)
             return True
 
+        return await self._answer_user(caller, conversation_id, content, turn, prepare=supersede)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    async def _answer_user(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        content: str | list[Part],
+        turn: TurnInput,
+        *,
+        prepare: Prepare | None = None,
+    ) -> RunHandle:
+        """A run that answers the new user message `content`, its files admitted and then
+        tied to the conversation; `prepare` runs in the claim's transaction (`edit`)."""
+        user, truncated = _user_message(content)
+        conversation = await self._conversation(caller, conversation_id)
+        if self._typed_answers is not None:  # "yes" to the waiting approval decides it
+            await self._typed_answers.apply(caller, conversation_id, content)
+        request = self._request(caller, conversation, turn, truncated=truncated)
+        user, file_ids = await self._admit(caller, user, request)
         run = await self.manager.start_in_conversation(
-            request, conversation_id, user, prepare=supersede
+            request, conversation_id, user, prepare=prepare
         )
         assert run is not None
         await self._attach(caller, file_ids, conversation_id)
         run.truncated_input = truncated
         return self._handle(run, request)
-
-    # -- helpers ---------------------------------------------------------------------
 
     async def _admit(
         self, caller: Caller, user: Message, request: RunRequest

@@ -207,28 +207,37 @@ class Runs:
         )
         return self._handle(run, request) if run is not None else None
 
-    async def resume(self, caller: Caller, conversation_id: str) -> RunHandle | None:
+    async def resume(
+        self, caller: Caller, conversation_id: str, *, after_call: str | None = None
+    ) -> RunHandle | None:
         """Continue after approvals were decided (no new user message); the run announces
         the decided parts first. A decision in the instant between the paused run storing
-        its message and releasing the conversation waits briefly for that run to end."""
+        its message and releasing the conversation waits briefly for that run to end.
+        `after_call`: only while the last assistant message still holds that tool call (a
+        decision sent again never continues a conversation twice)."""
         for attempt in range(20):
             try:
-                return await self._resume_once(caller, conversation_id)
+                return await self._resume_once(caller, conversation_id, after_call)
             except Conflict as exc:
                 if exc.code != "run_active" or attempt == 19:
                     raise
                 await asyncio.sleep(0.05)
         return None  # pragma: no cover - the loop returns or raises
 
-    async def _resume_once(self, caller: Caller, conversation_id: str) -> RunHandle | None:
+    async def _resume_once(
+        self, caller: Caller, conversation_id: str, after_call: str | None
+    ) -> RunHandle | None:
         decided = await decided_parts(self._db, caller.user_id, conversation_id)
 
         async def check(tx: Tx) -> bool:
             history = await tx.messages.history(caller.user_id, conversation_id)
             target = last_assistant(history)
-            return target is not None and not any(
-                p.data.status not in FINAL_TOOL_STATUSES for p in target.tool_parts()
-            )
+            if target is None:
+                return False
+            parts = target.tool_parts()
+            if after_call is not None and all(p.id != after_call for p in parts):
+                return False
+            return not any(p.data.status not in FINAL_TOOL_STATUSES for p in parts)
 
         return await self.continue_after(caller, conversation_id, check, decided)
 

@@ -2,7 +2,9 @@
 
     decide(caller, approval_id, approve | reject, args?, reason?)
       unknown or another owner's id           -> 404 approval_not_found
-      already decided                          -> 409 already_decided (the tool never reruns)
+      already decided                          -> 409 already_decided (the tool never reruns;
+                                                  with `replay`, the same decision sent
+                                                  again answers where the call stands)
       past its expiry                          -> 409 approval_expired
       the stored tool part no longer matches   -> 409 approval_args_mismatch
       edited args that fail validation         -> 422 invalid_arguments (still pending)
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from app.domain.errors import ChatBffError, Conflict, NotFound
 from app.domain.events import PartChange, PartUpdateCause
@@ -30,14 +32,13 @@ from app.domain.parts import ToolPart, tool_part
 from app.domain.tooling import BackgroundStarted, ToolOutcome
 from app.store.repos.approvals import ApprovalRecord, approval_not_found
 from app.toolruntime.asking import approval_answer
+from app.toolruntime.decision_replay import DECIDED, Decision, same_decision, standing
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
 from app.toolruntime.stored_parts import find_part, rewrite_part, updated_part
 from app.tools.base import visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
-
-Decision = Literal["approve", "reject"]
 
 
 def recorded(outcome: ToolOutcome | BackgroundStarted) -> tuple[str, Any]:
@@ -59,6 +60,8 @@ class DecisionResult:
     part: ToolPart | None
     # True when no tool part of the assistant message waits any more: the run may resume.
     ready_to_resume: bool
+    # A decision sent again: the run that already continued the conversation, if one did.
+    continued_by: str | None = None
 
 
 def _now() -> datetime:
@@ -93,10 +96,15 @@ class ApprovalService:
         args: dict[str, Any] | None = None,
         reason: str | None = None,
         via: str = "api",
+        replay: bool = False,
     ) -> DecisionResult:
-        """`via` says how the human decided (`api`, `typed` in the chat), for the audit."""
+        """`via` says how the human decided (`api`, `typed` in the chat), for the audit.
+        `replay`: the same decision on an approval already decided so answers where the
+        call stands, for a client that retries (see app.toolruntime.decision_replay)."""
         owner = caller.user_id
         record = await self.get(caller, approval_id)
+        if replay and record.status in DECIDED:
+            return await self._replayed(caller, record, decision, args, reason)
         self._refuse_if_closed(record)
         tool = self.runtime.catalog.permitted(record.tool_name, caller, record.model_id)
         if tool is None:
@@ -124,7 +132,10 @@ class ApprovalService:
                 args=final_args if decision == "approve" else None,
             )
         if not claimed:
-            self._refuse_if_closed(await self.get(caller, approval_id), now=now)
+            latest = await self.get(caller, approval_id)
+            if replay and latest.status in DECIDED:
+                return await self._replayed(caller, latest, decision, args, reason)
+            self._refuse_if_closed(latest, now=now)
             raise Conflict("This approval was already decided.", code="already_decided")
 
         outcome: ToolOutcome | BackgroundStarted
@@ -208,6 +219,27 @@ class ApprovalService:
         except InvalidArguments:
             return False
         return args_hash(pinned) == record.args_hash
+
+    async def _replayed(
+        self,
+        caller: Caller,
+        record: ApprovalRecord,
+        decision: Decision,
+        args: dict[str, Any] | None,
+        reason: str | None,
+    ) -> DecisionResult:
+        """Where the call of an approval decided as asked stands; 409 otherwise."""
+        tool = self.runtime.catalog.registry.get(record.tool_name)
+        if not same_decision(tool, record, decision, args, reason):
+            self._refuse_if_closed(record)  # decided otherwise: 409 already_decided
+        if record.conversation_id is None:  # a stateless turn's: nothing stored to resume
+            part = await self.decided_part(caller, record.id, record.tool_call_id)
+            return DecisionResult(record, part, ready_to_resume=False)
+        async with self.db.read() as tx:
+            found = await standing(tx.messages, record)
+        if found is None:
+            return DecisionResult(record, None, ready_to_resume=False)
+        return DecisionResult(record, found.part, found.ready_to_resume, found.continued_by)
 
     def ensure_open(self, record: ApprovalRecord) -> None:
         """409 `approval_expired` / `already_decided` unless the approval can be decided."""

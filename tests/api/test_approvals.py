@@ -62,6 +62,16 @@ async def follow(client: ApiClient, url: str) -> list[Frame]:
     return frames
 
 
+async def waiting_delete(client: ApiClient) -> tuple[str, str]:
+    """A conversation whose run waits for a human to approve deleting Ada; its approval."""
+    cid = await create(client)
+    await say(client, cid, ADA)
+    frames = await say(client, cid, "delete Ada Lovelace")
+    assert frames[-1].data["status"] == "requires_action"
+    approval_id = next(f for f in frames if f.event == "confirm_required").data["approval_id"]
+    return cid, approval_id
+
+
 async def node_names(client: ApiClient) -> list[str]:
     async with client.services.db.sessions() as s:
         return sorted(n.name for n in await s.scalars(select(GraphNodeRow)))
@@ -120,7 +130,7 @@ async def test_delete_waits_for_a_human_then_runs_once_and_the_conversation_cont
     assert (await _ok(await client.get("/api/approvals")))["data"] == []
 
     again = await client.post(
-        f"/api/approvals/{confirm.data['approval_id']}", json={"decision": "approve"}
+        f"/api/approvals/{confirm.data['approval_id']}", json={"decision": "reject"}
     )
     assert again.status_code == 409
     assert again.json()["error"]["code"] == "already_decided"

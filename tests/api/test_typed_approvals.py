@@ -12,7 +12,7 @@ from sqlalchemy import select
 from app.settings import Settings
 from app.store.repos.approvals import ApprovalRepo
 from app.store.tables.core import AuditRow
-from tests.api.test_approvals import ADA, create, node_names, say
+from tests.api.test_approvals import create, node_names, say, waiting_delete
 from tests.fakes.db import ApiClient, MakeApi
 from tests.support.lost_database import lose_connection_in
 
@@ -21,15 +21,6 @@ from tests.support.lost_database import lose_connection_in
 async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
     async with make_api(app_settings.model_copy(update={"example_tools_enabled": True})) as api:
         yield api
-
-
-async def _waiting_delete(client: ApiClient) -> tuple[str, str]:
-    cid = await create(client)
-    await say(client, cid, ADA)
-    frames = await say(client, cid, "delete Ada Lovelace")
-    assert frames[-1].data["status"] == "requires_action"
-    approval_id = next(f for f in frames if f.event == "confirm_required").data["approval_id"]
-    return cid, approval_id
 
 
 async def _approval(client: ApiClient, approval_id: str) -> dict[str, Any]:
@@ -57,7 +48,7 @@ async def _delete_card(client: ApiClient, cid: str) -> dict[str, Any]:
 async def test_a_typed_yes_approves_runs_the_tool_once_and_the_conversation_goes_on(
     client: ApiClient, reply: str
 ) -> None:
-    cid, approval_id = await _waiting_delete(client)
+    cid, approval_id = await waiting_delete(client)
 
     frames = await say(client, cid, reply)
 
@@ -78,7 +69,7 @@ async def test_a_typed_yes_approves_runs_the_tool_once_and_the_conversation_goes
 
 @pytest.mark.parametrize("reply", ["no", "Отмена", "нет, не надо", "cancel"])
 async def test_a_typed_no_rejects_and_nothing_is_deleted(client: ApiClient, reply: str) -> None:
-    cid, approval_id = await _waiting_delete(client)
+    cid, approval_id = await waiting_delete(client)
 
     frames = await say(client, cid, reply)
 
@@ -107,7 +98,7 @@ async def test_a_typed_no_rejects_and_nothing_is_deleted(client: ApiClient, repl
 async def test_a_negated_or_longer_reply_leaves_the_approval_pending(
     client: ApiClient, reply: str
 ) -> None:
-    cid, approval_id = await _waiting_delete(client)
+    cid, approval_id = await waiting_delete(client)
 
     await say(client, cid, reply)
 
@@ -120,7 +111,7 @@ async def test_a_negated_or_longer_reply_leaves_the_approval_pending(
 
 
 async def test_a_yes_in_another_conversation_decides_nothing_here(client: ApiClient) -> None:
-    _, approval_id = await _waiting_delete(client)
+    _, approval_id = await waiting_delete(client)
     elsewhere = await create(client)
 
     await say(client, elsewhere, "yes")
@@ -132,7 +123,7 @@ async def test_a_yes_in_another_conversation_decides_nothing_here(client: ApiCli
 async def test_a_typed_yes_while_the_database_is_out_of_reach_is_a_503_and_its_retry_decides(
     client: ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cid, approval_id = await _waiting_delete(client)
+    cid, approval_id = await waiting_delete(client)
 
     with monkeypatch.context() as outage:
         lose_connection_in(outage, ApprovalRepo, "claim")

@@ -1,10 +1,16 @@
 """Approvals of `confirm` tools: the caller's inbox and the decision.
 
 `POST /api/approvals/{approval_id}` is the only way a `confirm` tool runs. Refusals:
-404 `approval_not_found` (unknown or another user's), 409 `already_decided`,
-409 `approval_expired`, 409 `approval_args_mismatch`, 422 `invalid_arguments` (edited
-arguments; the approval stays pending). After the decision, when no tool call of the
-assistant message still waits, the conversation continues in a new run (`run_id`).
+404 `approval_not_found` (unknown or another user's), 409 `already_decided` (another
+decision than the one taken), 409 `approval_expired`, 409 `approval_args_mismatch`,
+422 `invalid_arguments` (edited arguments; the approval stays pending). After the
+decision, when no tool call of the assistant message still waits, the conversation
+continues in a new run (`run_id`).
+
+A decision is safe to retry: the same decision sent again answers 200 with where the call
+stands (the tool never runs twice), and continues the conversation if that has not
+happened yet. So an outage after the decision committed is answered as it is, 503
+`database_unavailable` (retryable), rather than a 200 whose conversation never goes on.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from datetime import UTC, datetime
 from app.api.deps import ApprovalsDep, CallerDep, RunsDep, ToolCatalogDep
 from app.api.routing import api_router
 from app.api.schemas.approvals import ApprovalList, ApprovalOut, DecisionIn, DecisionOut
-from app.domain.errors import ChatBffError
+from app.domain.errors import ChatBffError, Unavailable
 from app.domain.identity import Caller
 from app.runs.turns import Runs
 from app.store.repos.approvals import ApprovalRecord
@@ -64,7 +70,11 @@ async def get_approval(
     summary="Approve or reject a pending tool call.",
     responses={
         404: {"description": "No such approval (or not yours)."},
-        409: {"description": "already_decided, approval_expired or approval_args_mismatch."},
+        409: {
+            "description": "already_decided (another decision was taken; the same one sent "
+            "again is 200), approval_expired or approval_args_mismatch."
+        },
+        503: {"description": "Retry the same decision: it may have been taken already."},
         422: {"description": "Edited arguments are invalid; the approval stays pending."},
     },
 )
@@ -77,12 +87,14 @@ async def decide(
     caller: CallerDep,
 ) -> DecisionOut:
     result = await approvals.decide(
-        caller, approval_id, body.decision, args=body.args, reason=body.reason
+        caller, approval_id, body.decision, args=body.args, reason=body.reason, replay=True
     )
-    run_id = None
+    run_id = result.continued_by
     conversation_id = result.approval.conversation_id
     if result.ready_to_resume and conversation_id is not None:
-        run_id = await resume_conversation(runs, caller, conversation_id)
+        run_id = await resume_conversation(
+            runs, caller, conversation_id, after_call=result.approval.tool_call_id
+        )
     return DecisionOut(
         approval=_out(result.approval, tools),
         part=result.part,
@@ -93,11 +105,18 @@ async def decide(
     )
 
 
-async def resume_conversation(runs: Runs, caller: Caller, conversation_id: str) -> str | None:
-    """Continue the conversation; the decision stands even if that cannot start now."""
+async def resume_conversation(
+    runs: Runs, caller: Caller, conversation_id: str, *, after_call: str | None = None
+) -> str | None:
+    """Continue the conversation; the id of the run that does (one already running, when
+    the conversation is busy). The decision stands whatever happens here: a refusal is
+    logged, but an outage (`Unavailable`) is raised, for the client to retry."""
     try:
-        run = await runs.resume(caller, conversation_id)
+        run = await runs.resume(caller, conversation_id, after_call=after_call)
+    except Unavailable:
+        raise
     except ChatBffError as exc:
         log.warning("could not resume after an approval", extra={"code": exc.code})
-        return None
+        active = exc.extra.get("active_run_id") if exc.code == "run_active" else None
+        return active if isinstance(active, str) else None
     return run.run_id if run is not None else None

@@ -10,12 +10,16 @@ database). Refusals: 404 `submission_not_found`, 409 `already_answered`,
 
 from __future__ import annotations
 
+import logging
+
 from app.api.deps import CallerDep, RunsDep, SubmissionsDep
 from app.api.routes.approvals import resume_conversation
 from app.api.routing import api_router
 from app.api.schemas.submissions import SubmissionIn, SubmissionOut
+from app.domain.errors import Unavailable
 
 router = api_router(prefix="/api/conversations", tags=["approvals"])
+log = logging.getLogger("chat_bff.submissions")
 
 
 @router.post(
@@ -39,9 +43,14 @@ async def answer_submission(
     result = await submissions.answer(
         caller, conversation_id, tool_call_id, body.action, body.content
     )
-    run_id = (
-        await resume_conversation(runs, caller, conversation_id) if result.ready_to_resume else None
-    )
+    run_id = None
+    if result.ready_to_resume:
+        try:
+            run_id = await resume_conversation(runs, caller, conversation_id)
+        except Unavailable:
+            # An answer is not safe to send again yet (409 `already_answered`): a 503 here
+            # would strand the client, so the answer stands and the run waits.
+            log.warning("could not resume after an answer: the database is out of reach")
     return SubmissionOut(
         part=result.part,
         run_id=run_id,

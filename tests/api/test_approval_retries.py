@@ -1,0 +1,107 @@
+"""A decision is safe to retry: `POST /api/approvals/{id}` sent again with the same
+decision answers where the call stands and continues the conversation at most once; an
+outage after the decision committed is a 503 to retry, not a 200 that leaves the
+conversation waiting for ever."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.settings import Settings
+from app.store.repos.messages import MessageRepo
+from tests.api.test_approvals import follow, node_names, waiting_delete
+from tests.fakes.db import ApiClient, MakeApi
+from tests.support.lost_database import lose_connection_in
+
+
+@pytest.fixture
+async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[ApiClient]:
+    async with make_api(app_settings.model_copy(update={"example_tools_enabled": True})) as api:
+        yield api
+
+
+async def _decide(client: ApiClient, approval_id: str, status: int, **body: Any) -> Any:
+    response = await client.post(f"/api/approvals/{approval_id}", json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def _assistant_messages(client: ApiClient, cid: str) -> int:
+    detail = (await client.get(f"/api/conversations/{cid}")).json()
+    return sum(m["role"] == "assistant" for m in detail["messages"])
+
+
+async def test_an_outage_after_the_decision_is_a_503_and_the_same_decision_again_continues(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid, approval_id = await waiting_delete(client)
+    answers = await _assistant_messages(client, cid)
+
+    with monkeypatch.context() as outage:
+        # The decision commits and the tool runs; reading the history to continue fails.
+        lose_connection_in(outage, MessageRepo, "history", times=1)
+        refused = await client.post(f"/api/approvals/{approval_id}", json={"decision": "approve"})
+
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "database_unavailable"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert (await client.get(f"/api/approvals/{approval_id}")).json()["status"] == "approved"
+    assert await node_names(client) == ["Analytical Engine"]
+
+    retried = await _decide(client, approval_id, 200, decision="approve")
+
+    assert retried["approval"]["status"] == "approved"
+    assert retried["part"]["data"]["status"] == "success"
+    assert retried["run_id"] is not None
+    assert (await follow(client, retried["events_url"]))[-1].data["status"] == "completed"
+    assert await _assistant_messages(client, cid) == answers + 1
+    assert await node_names(client) == ["Analytical Engine"]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"decision": "approve"},
+        {"decision": "reject", "reason": "another reason"},
+        {"decision": "reject"},
+    ],
+)
+async def test_the_same_decision_again_answers_it_once_and_another_decision_is_409(
+    client: ApiClient, other: dict[str, Any]
+) -> None:
+    cid, approval_id = await waiting_delete(client)
+    first = await _decide(client, approval_id, 200, decision="reject", reason="keep her")
+    await follow(client, first["events_url"])
+    answers = await _assistant_messages(client, cid)
+
+    again = await _decide(client, approval_id, 200, decision="reject", reason="keep her")
+    refused = await _decide(client, approval_id, 409, **other)
+
+    assert again["approval"] == first["approval"]
+    assert again["part"] == first["part"]
+    assert (again["run_id"], again["events_url"]) == (first["run_id"], first["events_url"])
+    assert refused["error"]["code"] == "already_decided"
+    assert refused["error"]["decision"] == "rejected"
+    assert await _assistant_messages(client, cid) == answers
+    assert await node_names(client) == ["Ada Lovelace", "Analytical Engine"]
+
+
+async def test_approving_again_answers_the_approval_but_other_edited_arguments_are_409(
+    client: ApiClient,
+) -> None:
+    _, approval_id = await waiting_delete(client)
+    first = await _decide(client, approval_id, 200, decision="approve")
+    await follow(client, first["events_url"])
+
+    again = await _decide(client, approval_id, 200, decision="approve", args={"id": "Ada Lovelace"})
+    refused = await _decide(
+        client, approval_id, 409, decision="approve", args={"id": "Analytical Engine"}
+    )
+
+    assert again["part"]["data"]["status"] == "success"
+    assert again["run_id"] == first["run_id"]
+    assert refused["error"]["code"] == "already_decided"
+    assert await node_names(client) == ["Analytical Engine"]

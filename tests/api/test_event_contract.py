@@ -81,25 +81,32 @@ async def client(make_api: MakeApi, app_settings: Settings) -> AsyncIterator[Api
         yield api
 
 
+def _add_break_delete() -> ScriptedTurn:
+    """Thinking and text, then three server tools: one that runs, one whose arguments are
+    cut off, one that waits for approval."""
+    return ScriptedTurn(
+        thinking="Hmm.",
+        text="Adding.",
+        tool_calls=[
+            ScriptedToolCall(name="add_node", args={"label": "P", "name": "Ada"}),
+            ScriptedToolCall(name="add_node", args='{"label": '),
+            ScriptedToolCall(name="delete_node", args={"id": "Ada"}),
+        ],
+    )
+
+
+def _upstream_down() -> ScriptedTurn:
+    return ScriptedTurn(error=ScriptedError(status=503, message="upstream down"))
+
+
 async def _run_every_kind(client: ApiClient) -> list[Frame]:
     cid = await create(client)
-    play(
-        client,
-        ScriptedTurn(
-            thinking="The user wants a node, then one gone.",
-            text="On it.",
-            tool_calls=[
-                ScriptedToolCall(name="add_node", args={"label": "Person", "name": "Ada"}),
-                ScriptedToolCall(name="add_node", args='{"label": '),
-                ScriptedToolCall(name="delete_node", args={"id": "Ada"}),
-            ],
-        ),
-    )
+    play(client, _add_break_delete())
     frames = await finished(client, await send(client, cid, "Add Ada, then delete her"))
     play(client, ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", args={})]))
     second = await create(client)
     frames += await finished(client, await send(client, second, "Weather?", tools=[WEATHER]))
-    play(client, ScriptedTurn(error=ScriptedError(status=503, message="upstream down")))
+    play(client, _upstream_down())
     third = await create(client)
     frames += await finished(client, await send(client, third, "Hello"))
     return frames + await _decided_in_the_chat(client)
@@ -204,7 +211,7 @@ async def test_streamed_chat_completion_chunks_match_the_documented_schema(
             text="Adding Bob.",
             tool_calls=[ScriptedToolCall(name="add_node", args={"label": "P", "name": "Bob"})],
         ),
-        ScriptedTurn(error=ScriptedError(status=503, message="upstream down")),
+        _upstream_down(),
     )
     chat = {"model": "scripted", "stream": True, "stream_options": {"include_usage": True}}
     bodies = [
@@ -239,17 +246,9 @@ async def test_responses_stream_events_match_the_documented_schema(client: ApiCl
     mapping = SPEC["components"]["schemas"]["ResponseStreamEvent"]["discriminator"]["mapping"]
     play(
         client,
-        ScriptedTurn(
-            thinking="Hmm.",
-            text="Adding.",
-            tool_calls=[
-                ScriptedToolCall(name="add_node", args={"label": "P", "name": "Ada"}),
-                ScriptedToolCall(name="add_node", args='{"label": '),
-                ScriptedToolCall(name="delete_node", args={"id": "Ada"}),
-            ],
-        ),
+        _add_break_delete(),
         ScriptedTurn(text="Weather next.", tool_calls=[ScriptedToolCall(name="get_weather")]),
-        ScriptedTurn(error=ScriptedError(status=503, message="upstream down")),
+        _upstream_down(),
     )
     tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
     base = {"model": "scripted", "stream": True}
@@ -276,16 +275,8 @@ async def test_ui_message_stream_chunks_match_the_documented_schema(
     validator = _validator(_documented("/api/ui/chat", "post"))
     play(
         client,
-        ScriptedTurn(
-            thinking="Hmm.",
-            text="Adding.",
-            tool_calls=[
-                ScriptedToolCall(name="add_node", args={"label": "P", "name": "Ada"}),
-                ScriptedToolCall(name="add_node", args='{"label": '),
-                ScriptedToolCall(name="delete_node", args={"id": "Ada"}),
-            ],
-        ),
-        ScriptedTurn(error=ScriptedError(status=503, message="upstream down")),
+        _add_break_delete(),
+        _upstream_down(),
     )
     bodies = []
     for chat_id, text in [(f"ui-{major}-a", "Add Ada, delete her"), (f"ui-{major}-b", "x")]:

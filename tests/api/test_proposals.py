@@ -3,7 +3,7 @@ human applies the queue atomically or drops it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -132,3 +132,32 @@ async def test_another_users_queue_is_not_found(client: ApiClient) -> None:
         assert response.status_code == 404, (method, action)
     async with client.services.db.sessions() as s:
         assert (await s.scalars(select(GraphNodeRow))).all() == []
+
+
+@pytest.mark.parametrize("action", ["/approve", "/reject"])
+@pytest.mark.parametrize(
+    ("pick", "problem"),
+    [
+        (lambda queue: [], "should have at least 1 item"),
+        (lambda queue: [queue[0]["id"], queue[0]["id"]], "names a proposal more than once"),
+        (lambda queue: [""], "at least 1 character"),
+    ],
+    ids=["empty", "repeated", "blank"],
+)
+async def test_an_empty_or_repeating_id_list_is_422_and_leaves_the_queue(
+    client: ApiClient,
+    action: str,
+    pick: Callable[[list[dict[str, Any]]], list[str]],
+    problem: str,
+) -> None:
+    cid = await create(client, mode="propose")
+    await say(client, cid, ADA)
+    queue = (await _ok(await client.get(_url(cid))))["data"]
+
+    refused = await _ok(await client.post(_url(cid, action), json={"ids": pick(queue)}), 422)
+
+    assert refused["error"]["code"] == "validation_error"
+    assert refused["error"]["param"].startswith("ids")
+    assert problem in refused["error"]["message"]
+    assert (await _ok(await client.get(_url(cid))))["data"] == queue
+    assert await node_names(client) == []

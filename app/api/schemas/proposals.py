@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ProposalOut(BaseModel):
@@ -31,13 +31,26 @@ class ProposalList(BaseModel):
 
 
 class ProposalIds(BaseModel):
-    """Which queued proposals to act on; all when absent."""
+    """Which queued proposals to act on; all when absent. An empty or repeating list is
+    a 422 `validation_error`: `[]` acting on nothing would answer 200 to a client that
+    meant something else (and `null` or no body already means all)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    ids: list[str] | None = Field(
-        default=None, max_length=500, description="Only these proposals; all when absent."
+    ids: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=500,
+        description="Only these proposals, each named once; all when absent.",
+        json_schema_extra={"uniqueItems": True},
     )
+
+    @field_validator("ids")
+    @classmethod
+    def _each_once(cls, ids: list[str] | None) -> list[str] | None:
+        if ids is not None and len(set(ids)) != len(ids):
+            raise ValueError("names a proposal more than once")
+        return ids
 
 
 class AppliedOut(BaseModel):

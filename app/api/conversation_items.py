@@ -3,7 +3,9 @@
 Pure: messages in, items out. One stored message may be several items, in its parts'
 order, each with an id that stays the same on every read:
 
-- a user message -> one `message` item (`id` = the message id, `input_text` parts);
+- a user message -> one `message` item (`id` = the message id), its parts in order:
+  text as `input_text`, an attachment as `input_image` or `input_file` (`file_id` of the
+  upload, or the `image_url` / `file_data` it was sent with);
 - an assistant message -> its consecutive text parts as one `message` item (`output_text`;
   the first keeps the message id, later ones `<message id>_<n>`); a server tool's call ->
   a finished `mcp_call` item (`id` = the call id, `output` or `error`), as AIKit and
@@ -23,7 +25,7 @@ from typing import Any
 
 from app.api.encoders.responses_objects import SERVER_LABEL, dumps, output_text, result_text
 from app.domain.messages import Message
-from app.domain.parts import FINAL_TOOL_STATUSES, TextPart, ToolPart
+from app.domain.parts import FINAL_TOOL_STATUSES, FilePart, TextPart, ToolPart
 
 Item = dict[str, Any]
 
@@ -97,8 +99,7 @@ def past_cursor(
 
 def _items(message: Message, is_server_tool: Callable[[str], bool]) -> Iterator[Item]:
     if message.role == "user":
-        said = [p.data.text for p in message.parts() if isinstance(p, TextPart)]
-        content = [{"type": "input_text", "text": t} for t in said]
+        content = [_input_part(p) for p in message.parts() if isinstance(p, (TextPart, FilePart))]
         yield {
             "type": "message",
             "id": message.id,
@@ -134,6 +135,19 @@ def _items(message: Message, is_server_tool: Callable[[str], bool]) -> Iterator[
             yield from flush()
             yield from _tool_items(part, is_server_tool(part.data.toolName))
     yield from flush()
+
+
+def _input_part(part: TextPart | FilePart) -> Item:
+    if isinstance(part, TextPart):
+        return {"type": "input_text", "text": part.data.text}
+    data = part.data
+    file_id = data.id if data.url is None else None  # an inline file's id is no upload's
+    if (data.mimeType or "").startswith("image/") or (data.url or "").startswith("data:image/"):
+        return {"type": "input_image", "detail": "auto", "file_id": file_id, "image_url": data.url}
+    item: Item = {"type": "input_file", "file_id": file_id, "filename": data.name}
+    if data.url is not None:
+        item["file_data" if data.url.startswith("data:") else "file_url"] = data.url
+    return item
 
 
 def _tool_items(part: ToolPart, server: bool) -> Iterator[Item]:

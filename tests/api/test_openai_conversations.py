@@ -106,6 +106,46 @@ async def test_responses_continue_a_conversation_and_items_show_the_turns(
     assert one.id == call.id
 
 
+async def test_a_users_attachments_are_in_its_item(sdk: openai.AsyncOpenAI, api: ApiClient) -> None:
+    # The items held the message's text alone: a reloaded history lost every attachment.
+    upload = await api.post("/api/files", files={"file": ("q3.csv", b"a,b\n1,2\n", "text/csv")})
+    file_id = upload.json()["id"]
+    conversation = await sdk.conversations.create()
+    await sdk.responses.create(
+        model="scripted",
+        conversation=conversation.id,
+        input=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "hello, see the figures"},
+                    {"type": "input_file", "file_id": file_id},
+                ],
+            }
+        ],
+    )
+    dot = "data:image/png;base64,iVBORw0KGgo="
+    await sdk.conversations.items.create(
+        conversation.id,
+        items=[
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_image", "image_url": dot, "detail": "auto"}],
+            }
+        ],
+    )
+
+    listed: Any = (await sdk.conversations.items.list(conversation.id, order="asc")).data
+    users = [i for i in listed if i.role == "user"]
+
+    sent, shown = users[0].content
+    assert sent.text == "hello, see the figures"
+    assert (shown.type, shown.file_id, shown.filename) == ("input_file", file_id, "q3.csv")
+    (image,) = users[1].content
+    assert (image.type, image.image_url, image.file_id) == ("input_image", dot, None)
+
+
 async def test_items_page_with_after_limit_and_order(sdk: openai.AsyncOpenAI) -> None:
     conversation = await sdk.conversations.create(
         items=[{"type": "message", "role": "user", "content": f"m{i}"} for i in range(5)]

@@ -10,6 +10,12 @@ JSONB refuses them (a client tool's schema or a tool result holding one was a 50
 run's first write) and no encoder may send them back. They are refused as the parse error
 they are (`app.domain.jsontext`), so the client gets the 400 `invalid_json` of any bad body.
 
+The stateless chat routes take a body past `MAX_BODY_BYTES` so that files can come inline
+(data URLs), and only for that: a body whose JSON besides its inline files is still past
+the cap is a 413 before it is parsed. Reading a request costs time in proportion to its
+messages and parts, all of it on the event loop, so 11 MB of tiny messages held every
+stream of the process for some 20 seconds.
+
 A body nested deeper than `MAX_DEPTH` is a 400 `invalid_request` saying so: far beyond any
 real tool schema or payload, and well inside what every later encoder of it can write; also
 one so deep that Python's parser gives out (a thousand levels), which FastAPI answered with
@@ -31,6 +37,7 @@ from app.api.direct_handler import direct_handler, direct_shape
 from app.api.known_routes import known_route
 from app.domain import jsontext
 from app.domain.text import json_text_valid, valid_json
+from app.translate.data_url import inline_file_chars
 
 MAX_DEPTH = 100
 TOO_DEEP = f"The JSON body nests deeper than {MAX_DEPTH} levels."
@@ -54,6 +61,7 @@ class ValidTextRequest(Request):
             body = await self.body()
             try:
                 text = jsontext.decode(body)
+                self._within_cap(len(body), text)
                 value = jsontext.loads(text)
             except RecursionError:
                 raise HTTPException(400, TOO_DEEP) from None
@@ -68,6 +76,13 @@ class ValidTextRequest(Request):
             # Most bodies hold no string to fix: the text says so without a walk.
             self._json = value if json_text_valid(text) else valid_json(value)
         return self._json
+
+    def _within_cap(self, size: int, text: str) -> None:
+        cap: int | None = getattr(self.app.state, "max_body_bytes", None)
+        if cap is not None and size > cap and size - inline_file_chars(text) > cap:
+            raise HTTPException(
+                413, f"Request body exceeds the limit of {cap} bytes (inline files aside)."
+            )
 
 
 def _effective_route(route: APIRoute) -> APIRoute | None:

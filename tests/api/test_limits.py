@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -207,6 +208,39 @@ async def test_the_openai_surface_gets_413_in_openai_shape(
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"
     assert error["code"] == "payload_too_large"
+
+
+async def test_past_the_cap_a_chat_body_may_carry_inline_files_only(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    # The inline-file allowance took any JSON: 11 MB of tiny messages was read, on the event
+    # loop, for some 20 seconds while every other stream of the process waited.
+    settings = limited(tmp_path, max_body_bytes=2_000, upload_max_bytes=10_000)
+    csv = base64.b64encode(b"region,total\nnorth,1\n" * 300).decode()
+    attached = [
+        {"type": "text", "text": "sum it"},
+        {"type": "file", "file": {"filename": "t.csv", "file_data": f"data:text/csv;base64,{csv}"}},
+    ]
+    async with make_api(settings) as api:
+        chatty = await api.post(
+            "/v1/chat/completions",
+            json={"model": "scripted", "messages": [{"role": "user", "content": "hi"}] * 200},
+            headers=ALICE,
+        )
+        with_file = await api.post(
+            "/v1/chat/completions",
+            json={"model": "scripted", "messages": [{"role": "user", "content": attached}]},
+            headers=ALICE,
+        )
+
+    assert chatty.status_code == 413
+    assert chatty.json()["error"] == {
+        "message": "Request body exceeds the limit of 2000 bytes (inline files aside).",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "payload_too_large",
+    }
+    assert with_file.status_code == 200, with_file.text
 
 
 async def test_instances_sharing_redis_share_the_limit(

@@ -226,6 +226,12 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         description="A run whose process has not renewed it for this long is closed as "
         "interrupted (the process died); its concurrent-run slot lapses as soon.",
     )
+    idempotency_key_ttl_seconds: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="How long the outcome of a create sent with an Idempotency-Key is kept: "
+        "a repeat within this time answers it again instead of creating anything.",
+    )
 
     # --- tools -----------------------------------------------------------------------
     tool_modules: JsonList = Field(

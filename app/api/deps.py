@@ -14,11 +14,13 @@ worker threads behind (each with its own allocator arena). These only read `app.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from app.api import idempotency
 from app.api.middleware import STREAM_SLOT_KEY
 from app.api.streaming import StreamConfig
 from app.auth.authenticator import Authenticator, Credentials
@@ -164,6 +166,21 @@ async def get_caller(request: Request) -> Caller:
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+async def get_idempotency_key(request: Request) -> idempotency.RequestKey | None:
+    """The request's `Idempotency-Key` with its fingerprint; None without one. (It takes
+    the request alone, so a turn's route keeps the direct path; the route binds the key
+    to its caller.)"""
+    key = request.headers.get(idempotency.HEADER)
+    if key is None:
+        return None
+    ttl = timedelta(seconds=_services(request).settings.idempotency_key_ttl_seconds)
+    body = await request.body()  # read already for the body model: kept by Starlette
+    return idempotency.request_key(key, request.method, request.url.path, body, ttl)
+
+
+IdempotencyDep = Annotated[idempotency.RequestKey | None, Depends(get_idempotency_key)]
 
 
 async def hold_stream_slot(request: Request, caller: CallerDep) -> None:

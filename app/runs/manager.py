@@ -125,14 +125,16 @@ class RunManager:
         user_message: Message | None,
         *,
         prepare: Prepare | None = None,
+        run_id: str | None = None,
     ) -> ActiveRun | None:
         """Store the user message (if any) and start a run that continues the conversation.
 
         With `user_message=None` the run continues after tool results or approvals.
         Raises Conflict (409) with the active run's id when one is running. `prepare`
-        (see `RunJournal.begin`) may decide that no run is due yet: then None.
+        (see `RunJournal.begin`) may decide that no run is due yet: then None. `run_id`
+        is the new run's id when the caller must know it before (to keep it in `prepare`).
         """
-        run_id = new_run_id()
+        run_id = run_id or new_run_id()
         message_id = new_message_id()
         allowance = await self._usage.admit(request.caller)
         await self._hooks.admit(request.caller, run_id)

@@ -28,7 +28,7 @@ from app.domain.parts import (
 )
 from app.domain.stream import ToolSpec
 from app.files.attachments import Attachments
-from app.runs.active import ActiveRun, RunRequest
+from app.runs.active import ActiveRun, RunRequest, new_run_id
 from app.runs.decided import decided_parts
 from app.runs.handle import RunHandle
 from app.runs.history import last_assistant, last_index
@@ -41,6 +41,8 @@ from app.store.records import ConversationRecord
 from app.translate.openai_chat.read import tool_choice_from_openai
 
 ResultStatus = Literal["success", "error", "cancelled"]
+# Told, in the transaction that stores a new turn, its run id and whether input was cut.
+KeepStart = Callable[[Tx, str, bool], Awaitable[None]]
 PrepareHistory = Callable[[list[Message]], Awaitable[tuple[list[Message], list[PartChange]]]]
 
 
@@ -147,8 +149,13 @@ class Runs:
         conversation_id: str,
         content: str | list[Part],
         turn: TurnInput,
+        *,
+        keep: KeepStart | None = None,
     ) -> RunHandle:
-        return await self._answer_user(caller, conversation_id, content, turn)
+        """Store the user message and start a run. `keep` is told the run's id and
+        whether the input was truncated inside the transaction that stores them (an
+        Idempotency-Key's outcome is kept there: both are committed, or neither)."""
+        return await self._answer_user(caller, conversation_id, content, turn, keep=keep)
 
     async def submit_tool_results(
         self, caller: Caller, conversation_id: str, results: list[ToolResult]
@@ -310,17 +317,22 @@ class Runs:
         turn: TurnInput,
         *,
         prepare: Prepare | None = None,
+        keep: KeepStart | None = None,
     ) -> RunHandle:
         """A run that answers the new user message `content`, its files admitted and then
-        tied to the conversation; `prepare` runs in the claim's transaction (`edit`)."""
+        tied to the conversation; `prepare` runs in the claim's transaction (`edit`), and
+        `keep` there too, told the run's id (`send`)."""
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         if self._typed_answers is not None:  # "yes" to the waiting approval decides it
             await self._typed_answers.apply(caller, conversation_id, content)
         request = self._request(caller, conversation, turn, truncated=truncated)
         user, file_ids = await self._admit(caller, user, request)
+        run_id = new_run_id()
+        if keep is not None:
+            prepare = _keeping(keep, run_id, truncated, prepare)
         run = await self.manager.start_in_conversation(
-            request, conversation_id, user, prepare=prepare
+            request, conversation_id, user, prepare=prepare, run_id=run_id
         )
         assert run is not None
         await self._attach(caller, file_ids, conversation_id)
@@ -389,6 +401,18 @@ class Runs:
 
     def _handle(self, run: ActiveRun, request: RunRequest) -> RunHandle:
         return RunHandle(run, self, model_id=request.model.id)
+
+
+def _keeping(keep: KeepStart, run_id: str, truncated: bool, then: Prepare | None) -> Prepare:
+    """`then` (if any), and `keep` told the run's id when a run is due."""
+
+    async def prepare(tx: Tx) -> bool:
+        due = True if then is None else await then(tx)
+        if due:
+            await keep(tx, run_id, truncated)
+        return due
+
+    return prepare
 
 
 def _user_message(content: str | list[Part]) -> tuple[Message, bool]:

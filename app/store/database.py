@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.store.db import answers, session_factory
+from app.store.idempotency import IdempotencyRepo
 from app.store.lost_connection import reported_unavailable
 from app.store.repos.api_keys import ApiKeyRepo
 from app.store.repos.approvals import ApprovalRepo
@@ -108,6 +109,10 @@ class Tx:
     @cached_property
     def files(self) -> FileRepo:
         return FileRepo(self.session)
+
+    @cached_property
+    def idempotency(self) -> IdempotencyRepo:
+        return IdempotencyRepo(self.session)
 
     @cached_property
     def usage(self) -> UsageRepo:

@@ -27,6 +27,7 @@ CORE_TABLES = {
     "conversation_feed",
     "background_jobs",
     "usage_records",
+    "idempotency_keys",
 }
 GRAPH_TABLES = {"graph_nodes", "graph_edges"}
 

@@ -41,9 +41,7 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert (
-        await current_revisions(empty_engine) == head_revisions() == ("0014_run_cancel_requests",)
-    )
+    assert await current_revisions(empty_engine) == head_revisions() == ("0015_idempotency_keys",)
     assert await tables(empty_engine) == CORE_TABLES
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path, Query, Response, status
+from fastapi.responses import JSONResponse
 
-from app.api.deps import CallerDep, CatalogDep, DbDep, FilesDep, RunsDep
+from app.api import idempotency
+from app.api.deps import CallerDep, CatalogDep, DbDep, FilesDep, IdempotencyDep, RunsDep
 from app.api.routing import api_router
 from app.api.schemas.conversations import (
     ConversationCreate,
@@ -20,6 +22,8 @@ from app.api.schemas.conversations import (
     ConversationOut,
     ConversationPatch,
 )
+from app.store.database import Tx
+from app.store.idempotency import Outcome, once
 
 router = api_router(prefix="/api/conversations", tags=["conversations"])
 
@@ -34,15 +38,21 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
     status_code=status.HTTP_201_CREATED,
     response_model=ConversationOut,
     summary="Create a conversation.",
+    openapi_extra=idempotency.OPENAPI,
     responses={404: {"description": "`model_not_found`: the model is not available."}},
 )
 async def create_conversation(
-    body: ConversationCreate, catalog: CatalogDep, db: DbDep, caller: CallerDep
-) -> ConversationOut:
+    body: ConversationCreate,
+    catalog: CatalogDep,
+    db: DbDep,
+    caller: CallerDep,
+    idempotency_key: IdempotencyDep,
+) -> ConversationOut | JSONResponse:
     model = None
     if body.model is not None:
         model = catalog.resolve(body.model, caller.roles).id
-    async with db.write() as tx:
+
+    async def create(tx: Tx) -> ConversationOut:
         record = await tx.conversations.create(
             caller.user_id,
             title=body.title,
@@ -52,7 +62,17 @@ async def create_conversation(
             scope=body.scope.model_dump(exclude_none=True) if body.scope else None,
             metadata=body.metadata,
         )
-    return ConversationOut.from_record(record)
+        return ConversationOut.from_record(record)
+
+    if idempotency_key is None:
+        async with db.write() as tx:
+            return await create(tx)
+
+    async def kept(tx: Tx) -> Outcome:
+        return Outcome(status.HTTP_201_CREATED, (await create(tx)).model_dump(mode="json"))
+
+    outcome = await once(db, idempotency_key.of(caller.user_id), kept)
+    return JSONResponse(outcome.body, status_code=outcome.status)
 
 
 @router.get("", response_model=ConversationList, summary="List your conversations.")

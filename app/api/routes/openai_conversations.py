@@ -10,6 +10,8 @@ id is 404). `client.responses.create(conversation=id, input=...)` runs a turn in
 - create: `metadata` and up to 20 starting `items` (messages); retrieve; update replaces
   `metadata`; delete removes the conversation for good (like `DELETE
   /api/conversations/{id}?purge=true`).
+- create and items create take an `Idempotency-Key` header (`app.api.idempotency`): a
+  repeat with the same key and body answers the first response and adds nothing.
 - items: list (`after`, `limit` 1-100, `order` asc|desc, with `first_id`, `last_id`,
   `has_more`), create (messages appended, not answered: no run starts), retrieve.
   Deleting an item is not offered: stored history is only ever superseded as a whole tail.
@@ -17,11 +19,14 @@ id is 404). `client.responses.create(conversation=id, input=...)` runs a turn in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import Path, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
+from app.api import idempotency
 from app.api.conversation_items import (
     Item,
     cursor_messages,
@@ -31,7 +36,7 @@ from app.api.conversation_items import (
     ordered_items,
     past_cursor,
 )
-from app.api.deps import CallerDep, DbDep, FilesDep, RunsDep, ToolCatalogDep
+from app.api.deps import CallerDep, DbDep, FilesDep, IdempotencyDep, RunsDep, ToolCatalogDep
 from app.api.routes.conversations import delete_conversation
 from app.api.routing import api_router
 from app.api.schemas.openai_conversations import (
@@ -44,7 +49,8 @@ from app.api.schemas.openai_conversations import (
 )
 from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.messages import Message
-from app.store.database import Tx
+from app.store.database import Database, Tx
+from app.store.idempotency import IdempotencyKey, Outcome, once
 from app.translate.openai_responses.read import messages_from_responses_input
 
 router = api_router(prefix="/v1/conversations", tags=["openai-compatible"])
@@ -66,15 +72,38 @@ async def _append(tx: Tx, owner_id: str, conversation_id: str, messages: list[Me
         await tx.messages.append(owner_id, conversation_id, message)
 
 
-@router.post("", response_model=ConversationV1, summary="Create a conversation (OpenAI).")
+@router.post(
+    "",
+    response_model=ConversationV1,
+    summary="Create a conversation (OpenAI).",
+    openapi_extra=idempotency.OPENAPI,
+)
 async def create_conversation_v1(
-    body: ConversationCreateV1, db: DbDep, caller: CallerDep
-) -> ConversationV1:
+    body: ConversationCreateV1, db: DbDep, caller: CallerDep, idempotency_key: IdempotencyDep
+) -> ConversationV1 | JSONResponse:
     messages = _messages(list(body.items or []))
-    async with db.write() as tx:
+
+    async def create(tx: Tx) -> ConversationV1:
         record = await tx.conversations.create(caller.user_id, metadata=body.metadata)
         await _append(tx, caller.user_id, record.id, messages)
-    return ConversationV1.of(record)
+        return ConversationV1.of(record)
+
+    if idempotency_key is None:
+        async with db.write() as tx:
+            return await create(tx)
+    return await _once(db, idempotency_key.of(caller.user_id), create)
+
+
+async def _once(
+    db: Database, key: IdempotencyKey, create: Callable[[Tx], Awaitable[BaseModel]]
+) -> JSONResponse:
+    """`create` done once under the caller's Idempotency-Key: a repeat answers its body."""
+
+    async def kept(tx: Tx) -> Outcome:
+        return Outcome(200, (await create(tx)).model_dump(mode="json"))
+
+    outcome = await once(db, key, kept)
+    return JSONResponse(outcome.body, status_code=outcome.status)
 
 
 @router.get("/{conversation_id}", response_model=ConversationV1, summary="Retrieve (OpenAI).")
@@ -179,16 +208,23 @@ async def _located(
     return picked
 
 
-@router.post("/{conversation_id}/items", response_model=ItemListV1, summary="Add items (OpenAI).")
+@router.post(
+    "/{conversation_id}/items",
+    response_model=ItemListV1,
+    summary="Add items (OpenAI).",
+    openapi_extra=idempotency.OPENAPI,
+)
 async def create_items_v1(
     conversation_id: ConversationId,
     body: ItemsCreateV1,
     db: DbDep,
     tools: ToolCatalogDep,
     caller: CallerDep,
-) -> ItemListV1:
+    idempotency_key: IdempotencyDep,
+) -> ItemListV1 | JSONResponse:
     messages = _messages(list(body.items))
-    async with db.write() as tx:
+
+    async def create(tx: Tx) -> ItemListV1:
         record = await tx.conversations.get(caller.user_id, conversation_id)
         if record.active_run_id is not None:
             raise Conflict(
@@ -197,7 +233,12 @@ async def create_items_v1(
                 run_id=record.active_run_id,
             )
         await _append(tx, caller.user_id, conversation_id, messages)
-    return ItemListV1.of(items_of(messages, tools.knows), False)
+        return ItemListV1.of(items_of(messages, tools.knows), False)
+
+    if idempotency_key is None:
+        async with db.write() as tx:
+            return await create(tx)
+    return await _once(db, idempotency_key.of(caller.user_id), create)
 
 
 @router.get(

@@ -9,7 +9,16 @@ from typing import Annotated, Any
 from fastapi import Header, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from app.api.deps import AuthDep, CallerDep, RunsDep, StreamDep, StreamSlot
+from app.api import idempotency
+from app.api.deps import (
+    AuthDep,
+    CallerDep,
+    DbDep,
+    IdempotencyDep,
+    RunsDep,
+    StreamDep,
+    StreamSlot,
+)
 from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.routing import api_router
@@ -25,12 +34,14 @@ from app.api.schemas.runs import (
 from app.api.streaming import StreamConfig, sse_response
 from app.api.turn import wants_stream
 from app.auth.authenticator import Authenticator
-from app.domain.errors import InvalidRequest
+from app.domain.errors import Conflict, InvalidRequest
 from app.domain.events import ErrorEvent
 from app.domain.identity import Caller
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
-from app.runs.turns import ToolResult
+from app.runs.turns import Runs, ToolResult
+from app.store.database import Tx
+from app.store.idempotency import KeyTaken, Outcome, after_collision, kept_outcome
 from app.translate.openai_chat.read import tool_choice_from_openai, tools_from_openai
 
 router = api_router(prefix="/api/conversations", tags=["runs"])
@@ -108,6 +119,32 @@ def _answer(
     return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
 
 
+def _answer_again(
+    request: Request,
+    kept: Outcome,
+    conversation_id: str,
+    caller: Caller,
+    stream: bool,
+    runs: Runs,
+    config: StreamConfig,
+    auth: Authenticator,
+) -> Response:
+    """A repeated send (same Idempotency-Key): the first send's run, never a second one.
+    A streamed repeat follows that run's events from the start, as the first answer did;
+    otherwise the first 202 again, with a fresh stream token."""
+    run_id: str = kept.body["run_id"]
+    if wants_stream(request, stream):
+        return sse_response(
+            runs.follow(caller.user_id, run_id, conversation_id=conversation_id, after=0),
+            native.frames,
+            config,
+            farewell=_resume_elsewhere(run_id, events_url(conversation_id, run_id)),
+            retry_ms=RECONNECT_MS,
+        )
+    body = {**kept.body, "stream_token": stream_token(auth, caller, run_id)}
+    return JSONResponse(body, status_code=kept.status)
+
+
 def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
     specs = tools_from_openai([t.model_dump(exclude_none=True) for t in tools or []])
     return TurnInput(
@@ -124,6 +161,7 @@ def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
     responses=_STARTED,
     response_model=RunStarted,
     summary="Send a user message and start a run.",
+    openapi_extra=idempotency.OPENAPI,
 )
 async def send_message(
     conversation_id: str,
@@ -133,10 +171,36 @@ async def send_message(
     config: StreamDep,
     auth: AuthDep,
     caller: CallerDep,
+    db: DbDep,
+    idempotency_key: IdempotencyDep,
 ) -> Response:
     turn = _turn(body.tools, body.tool_choice, body.model)
-    run = await runs.send(caller, conversation_id, body.content, turn)
-    return _answer(request, run, caller, body.stream, config, auth)
+    if idempotency_key is None:
+        run = await runs.send(caller, conversation_id, body.content, turn)
+        return _answer(request, run, caller, body.stream, config, auth)
+    key = idempotency_key.of(caller.user_id)
+    kept = await kept_outcome(db, key)
+    if kept is None:
+
+        async def keep(tx: Tx, run_id: str, truncated: bool) -> None:
+            started = {
+                "run_id": run_id,
+                "events_url": events_url(conversation_id, run_id),
+                "truncated_input": truncated,
+            }
+            await tx.idempotency.keep(key, Outcome(status.HTTP_202_ACCEPTED, started))
+
+        try:
+            run = await runs.send(caller, conversation_id, body.content, turn, keep=keep)
+        except KeyTaken:  # a concurrent repeat kept its run first
+            kept = await after_collision(db, key)
+        except Conflict as exc:  # ... or holds the conversation with it
+            kept = await kept_outcome(db, key) if exc.code == "run_active" else None
+            if kept is None:
+                raise
+        else:
+            return _answer(request, run, caller, body.stream, config, auth)
+    return _answer_again(request, kept, conversation_id, caller, body.stream, runs, config, auth)
 
 
 @router.get(

@@ -13,6 +13,7 @@
     usage.py     usage records, one per model call                      (0006_usage)
     feed.py      a conversation's follow feed: runs and part changes    (0008_conversation_feed)
     jobs.py      background jobs (long-running tool calls)              (0011_background_jobs)
+    idempotency.py  create requests' outcomes under an Idempotency-Key  (0015_idempotency_keys)
 
 Every module here is imported by `app.store.migrate.target_metadata()`, which a test
 compares with the migrations. Tool modules that keep tables of their own (the example

@@ -17,6 +17,10 @@ from app.observability.memory import Trimmer, long_lived, serving_collector, tas
 with long_lived():
     from fastapi import FastAPI
 
+    from app.api.pydantic_v1_check import ask_only_once_imported
+
+    ask_only_once_imported()  # before the routes below are built
+
     from app.api.drain import Drain, GracefulShutdown
     from app.api.errors import install_auth_error_handler, install_error_handlers
     from app.api.http_protocol import SERVER_TABLES, ServerTables

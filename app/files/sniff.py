@@ -19,12 +19,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-
-import puremagic
+from typing import TYPE_CHECKING
 
 from app.domain.files import FileKind, FileRejected, UnsupportedFileType
 from app.files.archive import ArchiveLimits, check_archive, is_xlsx
 from app.files.text import decode_text
+
+if TYPE_CHECKING:
+    from puremagic import PureMagicWithConfidence
 
 HEAD_BYTES = 8192
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -38,12 +40,19 @@ _MAGIC_KINDS: dict[str, FileKind] = {
 _CSV_DELIMITERS = ",;\t|"
 
 
-def _magic_kind(head: bytes) -> FileKind | None:
+def _magic(head: bytes) -> list[PureMagicWithConfidence]:
+    """puremagic's matches for the head (none where it finds none). Imported on the first
+    upload: its table of signatures is about 1.2 MB of a worker that may take none."""
+    import puremagic
+
     try:
-        matches = puremagic.magic_string(head)
+        return puremagic.magic_string(head)
     except (puremagic.PureError, ValueError):
-        return None
-    for match in matches:
+        return []
+
+
+def _magic_kind(head: bytes) -> FileKind | None:
+    for match in _magic(head):
         kind = _MAGIC_KINDS.get(match.mime_type)
         if kind is not None:
             return kind
@@ -67,11 +76,7 @@ def _what_it_is(head: bytes) -> str:
     """What a refused binary file is, when its magic number says so."""
     if head.startswith(_OLE2_MAGIC):
         return "The file is an old binary Office document (.xls, .doc); save it as XLSX or PDF."
-    try:
-        matches = puremagic.magic_string(head)
-    except (puremagic.PureError, ValueError):
-        matches = []
-    for match in matches:
+    for match in _magic(head):
         if match.mime_type.startswith("image/"):
             subtype = match.mime_type.split("/", 1)[1].upper()
             return f"The file is a {subtype} image; images are accepted as PNG or JPEG."

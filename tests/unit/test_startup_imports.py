@@ -9,8 +9,9 @@ enter the worker: a database behind the schema is upgraded by a child process
 (`app.store.migrate.upgrade_on_start`), and the probe's database starts empty. The
 router's Russian stemmer (snowballstemmer imports all 39 languages, 2.9 MB) is made on the
 first Russian word: at start-up only where a tool's keywords hold one (the example tools'
-do; the bench starts without them). pydantic.v1 (1.6 MB), which FastAPI imported to ask of every
-route's models whether they are v1 models, is not imported: nothing can be one until it is."""
+do; the bench starts without them). puremagic's table of signatures (1.2 MB) is read on the
+first upload, and pydantic.v1 (1.6 MB), which FastAPI imported to ask of every route's
+models whether they are v1 models, is not imported: nothing can be one until it is."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ with TestClient(create_app()) as client:
     assert client.get("/readyz").status_code == 200
 lazy = (
     "mcp", "mcp_types", "numpy", "openpyxl", "pypdf", "jsonschema", "asyncpg",
-    "jwt", "cryptography", "alembic", "mako", "snowballstemmer", "pydantic.v1",
+    "jwt", "cryptography", "alembic", "mako", "snowballstemmer", "puremagic", "pydantic.v1",
 )
 print(json.dumps(sorted(m for m in lazy if m in sys.modules)))
 """

@@ -31,10 +31,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import InvalidRequest, RetryLater
+from app.store.dialect_insert import conflict_insert
 from app.store.repos.rowcount import rowcount
 from app.store.tables.idempotency import IdempotencyKeyRow
 from app.store.tables.types import utcnow
@@ -111,9 +111,8 @@ class IdempotencyRepo:
         await self._session.execute(
             delete(table).where(table.owner_id == key.owner_id, table.expires_at <= now)
         )
-        dialect = postgresql if self._session.get_bind().dialect.name == "postgresql" else sqlite
         result = await self._session.execute(
-            dialect.insert(table)
+            conflict_insert(self._session, table)
             .values(
                 owner_id=key.owner_id,
                 key=key.key,

@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import NotFound
 from app.domain.tooling import CallSite
+from app.store.dialect_insert import conflict_insert
 from app.store.repos.call_sites import call_site_columns
 from app.store.repos.queue import QueueRepo, approval_item
 from app.store.repos.rowcount import rowcount
@@ -108,9 +108,8 @@ class ApprovalRepo:
             "created_at": utcnow(),
             "expires_at": expires_at,
         }
-        dialect = postgresql if self._session.get_bind().dialect.name == "postgresql" else sqlite
         await self._session.execute(
-            dialect.insert(ApprovalRow)
+            conflict_insert(self._session, ApprovalRow)
             .values(**values)
             .on_conflict_do_nothing(index_elements=["run_id", "tool_call_id"])
         )

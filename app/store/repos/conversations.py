@@ -10,12 +10,12 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Row, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.domain.errors import InvalidRequest, NotFound
 from app.domain.tooling import ConversationMode
+from app.store.dialect_insert import conflict_insert
 from app.store.records import ArchivedFilter, ConversationPage, ConversationRecord
 from app.store.repos.keyset import cursor_id, cursor_instant
 from app.store.repos.rowcount import rowcount
@@ -128,9 +128,10 @@ class ConversationRepo:
             row.message_count: 0,
             row.next_position: 0,
         }
-        dialect = postgresql if self._session.get_bind().dialect.name == "postgresql" else sqlite
         await self._session.execute(
-            dialect.insert(row).values(values).on_conflict_do_nothing(index_elements=["id"])
+            conflict_insert(self._session, row)
+            .values(values)
+            .on_conflict_do_nothing(index_elements=["id"])
         )
         return await self.get(owner_id, conversation_id)
 

@@ -23,7 +23,6 @@ from sqlalchemy import (
     type_coerce,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import Conflict, NotFound
@@ -307,6 +306,8 @@ class MessageRepo:
         content = MESSAGES.c.content
         held: ColumnElement[bool]
         if self._session.get_bind().dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
             as_jsonb = type_coerce(content, JSONB)
             held = or_(
                 *(as_jsonb.contains([{"id": i}]) for i in wanted),

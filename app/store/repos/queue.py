@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.store.dialect_insert import conflict_insert
 from app.store.tables.queue import QueueEventRow, QueueHeadRow
 from app.store.tables.tools import ApprovalRow, ProposalRow
 from app.store.tables.types import utcnow
@@ -183,9 +183,8 @@ class QueueRepo:
 
     async def _take(self, user_id: str, n: int) -> int:
         """Reserve `n` numbers; returns the last. Locks the head row until commit."""
-        dialect = postgresql if self._session.get_bind().dialect.name == "postgresql" else sqlite
         stmt = (
-            dialect.insert(QueueHeadRow)
+            conflict_insert(self._session, QueueHeadRow)
             .values(user_id=user_id, seq=n)
             .on_conflict_do_update(index_elements=["user_id"], set_={"seq": QueueHeadRow.seq + n})
             .returning(QueueHeadRow.seq)

@@ -31,9 +31,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.dml import Insert, Update
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.selectable import TableValuedAlias
 
 from app.store.repos.message_values import AppendValues
 from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
@@ -190,6 +190,8 @@ def append_message(
     matched (as the message), and when the message's id is taken or the run is gone a
     last column divides by zero, so the statement fails and Postgres undoes all of it,
     as the rollback of the transaction did."""
+    from sqlalchemy.dialects import postgresql  # imported where the database is Postgres
+
     history = whole and start_run
     bumped = bump_conversation(
         preview=preview,
@@ -233,7 +235,7 @@ def append_message(
             return _with_history(statement, bumped, added, inserted * entered)
     if close_run:
         ended = update(RUNS).where(RUNS.c.id == bindparam("p_release")).values(_RUN_END)
-        usage = _USAGE_ROWS
+        usage = _usage_rows()
         if whole:
             matched = select(bumped.c.next_position).exists()
             ended = ended.where(matched)
@@ -291,19 +293,25 @@ _EVENT_COLUMNS = [c.name for c in EVENTS.c]
 RUN_END_COLUMNS = ("status", "ended_at", "error", "usage", "last_seq")
 _RUN_END = {name: bindparam(f"u_{name}", type_=RUNS.c[name].type) for name in RUN_END_COLUMNS}
 
-# Usage rows from a JSON array of objects by column (`u_rows`), typed by the table's row.
 _USAGE_COLUMNS = [c.name for c in USAGE.c]
-_USAGE_RECORDS = func.jsonb_populate_recordset(
-    literal_column(f"NULL::{USAGE.name}"), bindparam("u_rows", type_=postgresql.JSONB)
-).table_valued(*_USAGE_COLUMNS)
+
+
+@cache
+def _usage_records() -> TableValuedAlias:
+    """Usage rows from a JSON array of objects by column (`u_rows`), typed by the table's
+    row. Built on first use: Postgres's dialect is imported only where the database is
+    Postgres (about 2.4 MB of a worker on SQLite)."""
+    from sqlalchemy.dialects.postgresql import JSONB
+
+    return func.jsonb_populate_recordset(
+        literal_column(f"NULL::{USAGE.name}"), bindparam("u_rows", type_=JSONB)
+    ).table_valued(*_USAGE_COLUMNS)
 
 
 def _usage_rows(*where: Any) -> CTE:
-    rows = select(*[_USAGE_RECORDS.c[n] for n in _USAGE_COLUMNS]).where(*where)
+    records = _usage_records()
+    rows = select(*[records.c[n] for n in _USAGE_COLUMNS]).where(*where)
     return insert(USAGE).from_select(_USAGE_COLUMNS, rows).returning(USAGE.c.id).cte("usage_added")
-
-
-_USAGE_ROWS = _usage_rows()
 
 
 # One past the conversation's (p_cid) last stored message, 0 when it has none: the

@@ -1,6 +1,6 @@
 """Column types and ids every table shares, on SQLite and Postgres from one model.
 
-- JSON columns are `JSON` with a `JSONB` variant on Postgres.
+- JSON columns are `JSON`, `JSONB` on Postgres (`JSONType`).
 - Timestamps are `UTCDateTime`: timezone-aware in Python on both databases (SQLite keeps
   no offset, so values are normalised to UTC on the way in and tagged UTC on the way out).
 - Ids are strings with a prefix (`conv_<hex>`), made by `new_id`.
@@ -9,15 +9,34 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import JSON, DateTime
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from app.domain.ids import uuid4_hex
 
-JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+class _JSONColumn(TypeDecorator[Any]):
+    """`JSON`, and `JSONB` on Postgres: what `JSON().with_variant(JSONB(), "postgresql")`
+    is, with Postgres's dialect imported only when a Postgres database asks for the type
+    (on SQLite it was about 2.4 MB of a started worker's memory for nothing)."""
+
+    impl = JSON
+    cache_ok = True
+    hashable = False  # as JSON's: dicts and lists
+    should_evaluate_none = True  # as JSON's: None is JSON null, not SQL NULL
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(JSON())
+
+
+JSONType = _JSONColumn()
 
 
 def new_id(prefix: str) -> str:

@@ -39,6 +39,40 @@ lazy = (
 print(json.dumps(sorted(m for m in lazy if m in sys.modules)))
 """
 
+V1_PROBE = """
+import sys, warnings
+import fastapi
+from fastapi.encoders import jsonable_encoder
+from app.api.pydantic_v1_check import ask_only_once_imported
+ask_only_once_imported()
+ask_only_once_imported()
+router = fastapi.APIRouter()
+
+@router.post("/plain")
+def plain(limit: int = 3) -> dict[str, int]:
+    return {"limit": limit}
+
+assert "pydantic.v1" not in sys.modules, "a plain route imported pydantic.v1"
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from pydantic import v1
+
+class Old(v1.BaseModel):
+    name: str
+
+refused = []
+try:
+    @router.post("/old")
+    def old(body: Old) -> None: ...
+except fastapi.exceptions.FastAPIError as exc:
+    refused.append("route: " + type(exc).__name__)
+try:
+    jsonable_encoder(Old(name="x"))
+except fastapi.exceptions.FastAPIError as exc:
+    refused.append("encoder: " + type(exc).__name__)
+print(refused)
+"""
+
 
 @pytest.mark.parametrize(
     ("examples", "needed"), [("false", []), ("true", ["snowballstemmer"])], ids=["bare", "examples"]
@@ -54,14 +88,30 @@ def test_a_started_service_has_not_imported_what_only_some_requests_need(
     env["EXAMPLE_TOOLS_ENABLED"] = examples
     env["DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'probe.db'}"
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])  # run away from any .env
+    assert json.loads(_last_line(PROBE, env, tmp_path)) == needed
+
+
+def test_a_pydantic_v1_model_is_still_refused_though_plain_routes_do_not_import_it(
+    tmp_path: Path,
+) -> None:
+    """FastAPI's v1 check waits for pydantic.v1 to be imported (`app.api.pydantic_v1_check`):
+    skipped only while no v1 model can exist, it still refuses one afterwards."""
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    assert _last_line(V1_PROBE, env, tmp_path) == (
+        "['route: PydanticV1NotSupportedError', 'encoder: PydanticV1NotSupportedError']"
+    )
+
+
+def _last_line(code: str, env: dict[str, str], cwd: Path) -> str:
+    """The last line a fresh interpreter running `code` printed (it must exit 0)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", code],
         env=env,
-        cwd=tmp_path,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == needed
+    return done.stdout.strip().splitlines()[-1]

@@ -121,16 +121,23 @@ DELETE_ADA = ScriptedTurn(
 )
 
 
-async def test_a_server_tool_waiting_for_approval_is_reported_with_its_approval(
+@pytest.fixture
+async def with_tools(
     make_api: MakeApi, tmp_path: Path
+) -> AsyncIterator[tuple[ApiClient, AsyncOpenAI]]:
+    """The service with the example graph tools, and the SDK pointed at it."""
+    async with make_api(base_settings(tmp_path, example_tools_enabled=True)) as api:
+        sdk = sdk_for(api)
+        yield api, sdk
+        await sdk.close()
+
+
+async def test_a_server_tool_waiting_for_approval_is_reported_with_its_approval(
+    with_tools: tuple[ApiClient, AsyncOpenAI],
 ) -> None:
     # An OpenAI client can't show a card, but it must learn that the turn stopped on a
     # call a human has to decide, and which approval decides it.
-    settings = base_settings(tmp_path, example_tools_enabled=True)
-    async with make_api(settings) as api:
-        sdk = sdk_for(api)
-        await _reports_the_waiting_call(api, sdk)
-        await sdk.close()
+    await _reports_the_waiting_call(*with_tools)
 
 
 async def _reports_the_waiting_call(api: ApiClient, sdk: AsyncOpenAI) -> None:
@@ -159,6 +166,30 @@ async def _reports_the_waiting_call(api: ApiClient, sdk: AsyncOpenAI) -> None:
         f"/api/approvals/{reported[1]['approval_id']}", json={"decision": "reject"}
     )
     assert decided.status_code == 200
+
+
+async def test_the_sdks_stream_helper_gathers_every_server_tool_report(
+    with_tools: tuple[ApiClient, AsyncOpenAI],
+) -> None:
+    # `client.chat.completions.stream()` merges a delta's lists by `index`: the second
+    # server tool's report had none, and the helper raised RuntimeError mid-answer.
+    api, sdk = with_tools
+    graph = [ScriptedToolCall(name="get_graph", id=f"call_g{n}") for n in (1, 2)]
+    play(api, ScriptedTurn(tool_calls=graph), ScriptedTurn(text="Two looks."))
+    async with sdk.chat.completions.stream(
+        model="scripted", messages=[{"role": "user", "content": "Show the graph twice"}]
+    ) as stream:
+        async for _ in stream:
+            pass
+        final = await stream.get_final_completion()
+
+    message = final.choices[0].message
+    assert message.content == "Two looks."
+    reports = (message.model_extra or {})["server_tool_calls"]
+    assert [(r["id"], r["name"], r["status"]) for r in reports] == [
+        ("call_g1", "get_graph", "success"),
+        ("call_g2", "get_graph", "success"),
+    ]
 
 
 async def test_parallel_client_tool_calls_come_back_as_tool_calls(

@@ -74,6 +74,7 @@ class ChatChunkEncoder:
     client_tools: frozenset[str]
     include_usage: bool = False
     _tool_index: dict[str, int] = field(default_factory=dict)
+    _server_reports: int = 0  # `server_tool_calls` entries sent so far (their `index`)
     _wrote_text: bool = False
     _separator_due: bool = False
     _refusal: str | None = None  # the model declined (MessageEnd said so)
@@ -143,8 +144,7 @@ class ChatChunkEncoder:
         self._separator_due = True
         if event.kind == "client_tool" or event.part.data.toolName in self.client_tools:
             return b""
-        call = server_tool_call(event.part, event.approval_id)
-        return self._chunk(ChunkDelta(server_tool_calls=[call]))
+        return self._server_report(server_tool_call(event.part, event.approval_id))
 
     def _text(self, text: str) -> bytes:
         if self._separator_due and self._wrote_text:
@@ -194,7 +194,15 @@ class ChatChunkEncoder:
         # A server tool ran inside the loop: not a call for the client to make, but what
         # happened is the client's to know (a failure must not hide behind the model's
         # answer). `server_tool_calls` is ours; OpenAI clients ignore it.
-        return self._chunk(ChunkDelta(server_tool_calls=[server_tool_call(part)]))
+        return self._server_report(server_tool_call(part))
+
+    def _server_report(self, call: ServerToolCall) -> bytes:
+        # Each entry gets the next `index`, as `tool_calls` pieces carry one: the openai
+        # SDK's stream helper merges every list of a delta by `index`, and an entry without
+        # one raised RuntimeError at a turn's second server tool.
+        call.index = self._server_reports
+        self._server_reports += 1
+        return self._chunk(ChunkDelta(server_tool_calls=[call]))
 
     def _end(self, event: RunEnd) -> bytes:
         finish = _FINISH[event.status]

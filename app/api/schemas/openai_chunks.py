@@ -44,6 +44,10 @@ class ChunkToolCall(BaseModel):
 class ServerToolCall(BaseModel):
     """A server tool that ran inside the loop (ours; OpenAI clients ignore it)."""
 
+    index: int | None = _omitted(
+        "Streamed chunks only: this entry's place in the stream's `server_tool_calls`, "
+        "counted from 0 (as `tool_calls` pieces have one), so delta accumulators merge them."
+    )
     id: str = Field(description="Tool call id.")
     name: str = Field(description="Tool name.")
     status: str = Field(

@@ -4,6 +4,7 @@
     schema.py    an arguments model from a tool's JSON input schema (validated by us)
     results.py   an MCP call result as the JSON our tool parts carry
     server.py    one server: connect, list, mount, re-list on change, reconnect, call
+    closing.py   leaving a connection in bounded time (a frozen server never says goodbye)
     sources.py   every configured server: started together, their status for /readyz
 
 This room sits below the tool runtime and above the authoring API: it produces

@@ -33,6 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from app.mcp.asking import decline_mid_call
 from app.mcp.calling import Connection
+from app.mcp.closing import leave
 from app.mcp.config import McpServerConfig
 from app.mcp.schema import InvalidSchema, SchemaArgs, schema_args_model
 from app.mcp.stderr import StderrLog
@@ -156,31 +157,49 @@ class McpServer:
         return streamable_http_client(self.config.url, http_client=http)
 
     async def _session(self) -> None:
-        async with AsyncExitStack() as stack:
-            client = Client(
-                await self._target(stack),
-                cache=None,
-                mode=self.config.handshake,
-                client_info=_CLIENT_INFO,
-                message_handler=self._on_message,
-                elicitation_callback=decline_mid_call(self.name),
-            )
-            async with asyncio.timeout(self.config.connect_timeout):
-                await stack.enter_async_context(client)
-                await self._mount(client)
-            self._client, self._gone = client, asyncio.Event()
-            self.state, self.error = "connected", None
-            log.info(
-                "MCP server connected",
-                extra={"mcp_server": self.name, "tools": len(self.mounted)},
-            )
-            self._attempted.set()
-            try:
-                await self._watch(client)
-            finally:
-                self._client = None
-                self._gone.set()
-                self._unmount()
+        """One connection, from connecting to its loss (raised) or the stop (returned).
+
+        A lost connection is reported `unavailable` before it is closed: closing says
+        goodbye to the server, which a frozen one never answers (see `app.mcp.closing`).
+        """
+        stack = AsyncExitStack()
+        try:
+            await self._connect_and_watch(stack)
+        except BaseException as exc:
+            if isinstance(exc, Exception) and not self._stop.is_set():
+                self._down(describe(exc))
+            if not await leave(stack, self.config.connect_timeout, self.name, exc):
+                raise
+            if not self._stop.is_set():  # the SDK ended its own scope: the connection is gone
+                raise ServerGone("the connection closed") from None
+        else:
+            await leave(stack, self.config.connect_timeout, self.name)
+
+    async def _connect_and_watch(self, stack: AsyncExitStack) -> None:
+        client = Client(
+            await self._target(stack),
+            cache=None,
+            mode=self.config.handshake,
+            client_info=_CLIENT_INFO,
+            message_handler=self._on_message,
+            elicitation_callback=decline_mid_call(self.name),
+        )
+        async with asyncio.timeout(self.config.connect_timeout):
+            await stack.enter_async_context(client)
+            await self._mount(client)
+        self._client, self._gone = client, asyncio.Event()
+        self.state, self.error = "connected", None
+        log.info(
+            "MCP server connected",
+            extra={"mcp_server": self.name, "tools": len(self.mounted)},
+        )
+        self._attempted.set()
+        try:
+            await self._watch(client)
+        finally:
+            self._client = None
+            self._gone.set()
+            self._unmount()
 
     # -- watching ----------------------------------------------------------------------
 
@@ -342,7 +361,8 @@ class McpServer:
         """A connection carrying one caller's headers, for one call (never shared, so no
         caller's headers reach another's call)."""
         assert self.config.url is not None
-        async with AsyncExitStack() as stack:
+        stack = AsyncExitStack()
+        try:
             http = create_mcp_http_client(headers={**self.config.headers, **headers})
             stack.push_async_callback(http.aclose)
             client = Client(
@@ -360,3 +380,9 @@ class McpServer:
                     f"The MCP server `{self.name}` is not reachable ({describe(exc)})."
                 ) from None
             yield Connection(self.name, client, asyncio.Event())
+        except BaseException as exc:
+            # Also a call cut by its timeout: the run waits for this close (bounded).
+            if not await leave(stack, self.config.connect_timeout, self.name, exc):
+                raise
+        else:
+            await leave(stack, self.config.connect_timeout, self.name)

@@ -3,11 +3,15 @@ into a tool runtime over a migrated database."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +48,42 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20
                 return
         time.sleep(0.05)
     raise RuntimeError("the MCP test server did not listen in time")
+
+
+def children() -> set[int]:
+    """Live child processes of this test process running the fake server."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"mcp_server" in cmdline:
+            found.add(int(entry.name))
+    return found
+
+
+async def until(check: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(check) and check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def connections_to(port: int) -> int:
+    """This process's open TCP connections to `port` on 127.0.0.1."""
+    ours = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            ours.add(os.readlink(fd).removeprefix("socket:[").removesuffix("]"))
+    rows = Path("/proc/self/net/tcp").read_text().splitlines()[1:]
+    fields = [row.split() for row in rows]
+    return sum(1 for f in fields if int(f[2].split(":")[1], 16) == port and f[9] in ours)
 
 
 class HttpServer:

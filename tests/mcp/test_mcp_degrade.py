@@ -2,44 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
 
-from tests.mcp.conftest import HttpServer, Mount, free_port, http_config, stdio_config
-
-
-def _children() -> set[int]:
-    """Live child processes of this test process running the fake server."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat[1]) == os.getpid() and stat[0] != "Z" and b"mcp_server" in cmdline:
-            found.add(int(entry.name))
-    return found
-
-
-async def _until(check: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+from tests.mcp.conftest import (
+    HttpServer,
+    Mount,
+    children,
+    free_port,
+    http_config,
+    stdio_config,
+    until,
+)
 
 
 async def test_an_unreachable_server_is_left_out_and_the_others_work(
@@ -73,13 +54,13 @@ async def test_an_http_server_that_dies_mid_call_is_an_error_result_then_comes_b
     assert outcome.status == "error"
     assert "web" in outcome.result["error"]
     assert time.monotonic() - started < 5
-    await _until(lambda: "web__add" not in mounted.names())
+    await until(lambda: "web__add" not in mounted.names())
     assert mounted.sources.status()[0]["state"] == "unavailable"
     gone = await mounted.outcome("web__add", {"a": 1, "b": 2})
     assert gone.status == "error"
 
     http_server.start()  # the same port: the service reconnects by itself
-    await _until(lambda: "web__add" in mounted.names(), timeout=20)
+    await until(lambda: "web__add" in mounted.names(), timeout=20)
     assert (await mounted.outcome("web__add", {"a": 1, "b": 2})).result == {"result": 3}
 
 
@@ -140,12 +121,12 @@ async def test_a_server_that_stops_answering_is_found_out_by_the_probe(
 
     os.kill(http_server.proc.pid, signal.SIGSTOP)
     try:
-        await _until(lambda: mounted.sources.status()[0]["state"] == "unavailable")
+        await until(lambda: mounted.sources.status()[0]["state"] == "unavailable")
         assert mounted.sources.status()[0]["error"] == "timed out"
         assert "web__add" not in mounted.names()
     finally:
         os.kill(http_server.proc.pid, signal.SIGCONT)
-    await _until(lambda: "web__add" in mounted.names(), timeout=20)
+    await until(lambda: "web__add" in mounted.names(), timeout=20)
     assert (await mounted.outcome("web__add", {"a": 1, "b": 2})).result == {"result": 3}
 
 
@@ -157,8 +138,8 @@ async def test_a_stdio_server_that_exits_mid_call_is_an_error_result(mount: Moun
     assert outcome.status == "error"
     assert "local" in outcome.result["error"]
     # The supervisor starts a new process: the tools come back.
-    await _until(lambda: mounted.sources.status()[0]["state"] == "unavailable")
-    await _until(lambda: "local__add" in mounted.names(), timeout=20)
+    await until(lambda: mounted.sources.status()[0]["state"] == "unavailable")
+    await until(lambda: "local__add" in mounted.names(), timeout=20)
     assert (await mounted.outcome("local__add", {"a": 2, "b": 2})).result == {"result": 4}
 
 
@@ -173,7 +154,7 @@ async def test_a_changed_tool_list_is_mounted_again(
 
     assert (await mounted.outcome(f"{prefix}__grow", {})).status == "success"
 
-    await _until(lambda: f"{prefix}__extra" in mounted.names())
+    await until(lambda: f"{prefix}__extra" in mounted.names())
     assert (await mounted.outcome(f"{prefix}__extra", {})).result == {"result": "extra"}
 
 
@@ -184,7 +165,7 @@ async def test_a_stdio_servers_own_log_lines_are_debug_records_naming_it(
     mounted = await mount(stdio_config())
 
     await mounted.outcome("local__echo", {"text": "hi"})
-    await _until(lambda: any("echo called" in r.getMessage() for r in _stderr(caplog)))
+    await until(lambda: any("echo called" in r.getMessage() for r in _stderr(caplog)))
 
     records = _stderr(caplog)
     assert {r.levelname for r in records} == {"DEBUG"}
@@ -216,13 +197,13 @@ async def test_a_server_asking_mid_call_the_older_way_hears_decline_and_the_call
 
 
 async def test_closing_stops_a_stdio_servers_process(mount: Mount) -> None:
-    before = _children()
+    before = children()
     mounted = await mount(stdio_config())
-    started = _children() - before
+    started = children() - before
     assert len(started) == 1
 
     await mounted.sources.aclose()
 
-    await _until(lambda: not (_children() & started))
+    await until(lambda: not (children() & started))
     assert mounted.sources.status()[0]["state"] == "stopped"
     assert "local__add" not in mounted.names()

@@ -37,7 +37,7 @@ from app.mcp.closing import leave
 from app.mcp.config import McpServerConfig
 from app.mcp.schema import InvalidSchema, SchemaArgs, schema_args_model
 from app.mcp.stderr import StderrLog
-from app.tools.base import ServerTool, ToolContext, ToolFailure
+from app.tools.base import InputRequired, ServerTool, ToolContext, ToolFailure, UserAnswer
 from app.tools.registry import ToolRegistry
 
 log = logging.getLogger("chat_bff.mcp")
@@ -349,12 +349,40 @@ class McpServer:
         arguments = args.model_dump(mode="json")
         if self.config.user_headers:
             headers = self.config.render_user_headers(ctx.caller.user_id, ctx.identity)
-            async with self._caller_connection(headers) as connection:
-                return await connection.call(remote, arguments, ctx.answer)
+            return await self._call_alone(headers, remote, arguments, ctx.answer)
         client, gone = self._client, self._gone
         if client is None:
             raise ToolFailure(f"The MCP server `{self.name}` is not reachable.")
         return await Connection(self.name, client, gone).call(remote, arguments, ctx.answer)
+
+    async def _call_alone(
+        self,
+        headers: dict[str, str],
+        remote: str,
+        arguments: dict[str, Any],
+        answer: UserAnswer | None,
+    ) -> Any:
+        """The call on a connection of its own. The call's failure or question is raised
+        once the connection is left: raised inside, the SDK's task groups wrap it in an
+        exception group, which the runtime reads as a crash ("failed unexpectedly", the
+        server's message lost). A connection lost mid-call ends the SDK's scope around the
+        call; what its close raises then is the connection's failure."""
+        gone = ToolFailure(f"The MCP server `{self.name}` went away during the call.")
+        ended: ToolFailure | InputRequired = gone
+        try:
+            async with self._caller_connection(headers) as connection:
+                try:
+                    return await connection.call(remote, arguments, answer)
+                except (ToolFailure, InputRequired) as exc:
+                    ended = exc
+        except ToolFailure:
+            raise  # not reachable: the connection never opened
+        except Exception as exc:  # noqa: BLE001 - the connection broke under the call
+            log.info(
+                "MCP connection of a call broke",
+                extra={"mcp_server": self.name, "reason": describe(exc)},
+            )
+        raise ended
 
     @contextlib.asynccontextmanager
     async def _caller_connection(self, headers: dict[str, str]) -> AsyncIterator[Connection]:

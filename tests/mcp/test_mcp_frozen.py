@@ -14,6 +14,7 @@ import pytest
 from tests.mcp.conftest import (
     HttpServer,
     Mount,
+    Mounted,
     children,
     connections_to,
     http_config,
@@ -86,3 +87,37 @@ async def test_a_call_on_its_own_connection_to_a_frozen_server_ends_at_its_timeo
         await until(lambda: connections_to(http_server.port) == shared)  # its own closed
     finally:
         os.kill(http_server.proc.pid, signal.SIGCONT)
+
+
+async def _with_own_connections(mount: Mount, server: HttpServer, handshake: str) -> Mounted:
+    """The server mounted with per-user headers: each call on a connection of its own."""
+    config = http_config(server, handshake=handshake, user_headers=HEADERS)
+    mounted: Mounted = await mount(config, forwarder=_forwarder())
+    return mounted
+
+
+@pytest.mark.parametrize("handshake", ["auto", "legacy"])
+async def test_a_call_on_its_own_connection_reads_the_servers_own_error(
+    mount: Mount, http_server: HttpServer, handshake: str
+) -> None:
+    # The call's failure crossed the SDK's task groups, which wrap it: the model read
+    # "failed unexpectedly" instead of the server's message.
+    mounted = await _with_own_connections(mount, http_server, handshake)
+
+    outcome = await mounted.outcome("web__fail", {"reason": "no such file"})
+
+    assert outcome.status == "error"
+    assert "no such file" in outcome.result["error"]
+
+
+@pytest.mark.parametrize("handshake", ["auto", "legacy"])
+async def test_a_server_that_drops_a_calls_own_connection_is_an_error_naming_it(
+    mount: Mount, http_server: HttpServer, handshake: str
+) -> None:
+    mounted = await _with_own_connections(mount, http_server, handshake)
+
+    outcome = await asyncio.wait_for(mounted.outcome("web__die", {}), _NEVER)
+
+    assert outcome.status == "error"
+    assert outcome.result["error"].startswith("The MCP server `web` went away")
+    await until(lambda: connections_to(http_server.port) == 0)  # nothing left open

@@ -25,8 +25,7 @@ class FinishedRuns:
     def add(self, run: ActiveRun) -> None:
         """Keep a finished run (its log held as JSON alone), dropping the oldest beyond
         the bounds."""
-        run.log.keep_json_only()
-        size = run.log.held_bytes()
+        size = run.log.keep_json_only()
         if size > FINISHED_LOG_BYTES:
             return  # it would push every other run out
         self._runs[run.run_id] = (run, size)

@@ -58,16 +58,18 @@ class RunLog:
         self.closed = True
         self._wake()
 
-    def keep_json_only(self) -> None:
+    def keep_json_only(self) -> int:
         """For a finished log kept for late readers: each event as its JSON alone, the
         bytes a replay sends (the native stream's as they are, other wires' parsed again
-        as from the database), so the log keeps about a third of what it held."""
-        for item in self.events:
-            item.keep_json_only()
+        as from the database), so the log keeps about a third of what it held. Returns
+        about what the log holds then (the JSON and `HELD_EVENT_OVERHEAD` an event)."""
+        held = SequencedEvent.keep_json_only_all(self.events)
+        return held + HELD_EVENT_OVERHEAD * len(self.events)
 
     def held_bytes(self) -> int:
         """About what a log kept as JSON alone holds (`keep_json_only`)."""
-        return sum(len(i.json()) for i in self.events) + HELD_EVENT_OVERHEAD * len(self.events)
+        texts = SequencedEvent.jsons(self.events)
+        return sum(map(len, texts)) + HELD_EVENT_OVERHEAD * len(self.events)
 
     def _wake(self) -> None:
         # Most appends find the reader busy sending the last batch: nothing to wake (the

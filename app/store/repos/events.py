@@ -93,8 +93,8 @@ class EventRepo:
 
 def frame(events: list[SequencedEvent]) -> tuple[str, str]:
     """A batch's `frames` and `data` (see the module's docstring)."""
-    texts = [e.json() for e in events]
-    frames = " ".join(f"{e.seq} {e.type} {len(t)}" for e, t in zip(events, texts, strict=True))
+    texts = SequencedEvent.jsons(events)
+    frames = " ".join([f"{e.seq} {e.type} {len(t)}" for e, t in zip(events, texts, strict=True)])
     return frames, b"".join(texts).decode()
 
 

@@ -107,8 +107,12 @@ class ActiveRun:
         Only the first: later pieces pile up while the reader sends, one batch per wake-up.
         """
         item = self.log.append(event)
-        if self.writer is not None:
-            self.writer.add(item)
+        writer = self.writer
+        if writer is not None:  # `writer.add(item)`, inline: this runs once per token
+            buffer = writer.buffer
+            buffer.append(item)
+            if len(buffer) >= writer.due:
+                writer.added()
         if not self.answering and item.type in ANSWER_DELTAS:
             self.answering = True
             if self.log.readers_waiting:

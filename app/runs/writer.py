@@ -21,35 +21,51 @@ Flush = Callable[[list[SequencedEvent]], Awaitable[None]]
 
 
 class EventWriter:
+    """`add` each event. A run's task appends to `buffer` itself and calls `added` only
+    once the buffer reaches `due` (what `add` does, without a call per streamed token):
+    below that, adding an event has nothing else to do."""
+
     def __init__(self, flush: Flush, *, batch_size: int = 256, max_delay: float = 1.0) -> None:
         self._flush = flush
         self._batch_size = batch_size
         self._max_delay = max_delay
-        self._buffer: list[SequencedEvent] = []
+        self.buffer: list[SequencedEvent] = []
+        # The buffer's length from which `added` has work: the first event starts the
+        # timer, then the batch's size writes it.
+        self.due = 1
         self._timer: asyncio.TimerHandle | None = None
         self._pending: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self.writes = 0
 
     def add(self, item: SequencedEvent) -> None:
-        self._buffer.append(item)
-        if len(self._buffer) >= self._batch_size:
+        self.buffer.append(item)
+        if len(self.buffer) >= self.due:
+            self.added()
+
+    def added(self) -> None:
+        """The buffer reached `due`: write it when full, else time it from now."""
+        if len(self.buffer) >= self._batch_size:
             self._spawn()
-        elif self._timer is None:
+            return
+        if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._max_delay, self._spawn)
+        self.due = self._batch_size
 
     def _spawn(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._buffer:
+        self.due = 1
+        if not self.buffer:
             return
         task = asyncio.get_running_loop().create_task(self._write(self._take()))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
     def _take(self) -> list[SequencedEvent]:
-        batch, self._buffer = self._buffer, []
+        batch, self.buffer = self.buffer, []
+        self.due = 1
         return batch
 
     async def _write(self, batch: list[SequencedEvent]) -> None:
@@ -62,7 +78,8 @@ class EventWriter:
                 # The run goes on; readers on this instance are served from memory. The
                 # final flush retries whatever is still missing.
                 log.exception("event batch write failed", extra={"events": len(batch)})
-                self._buffer[:0] = batch
+                self.buffer[:0] = batch
+                self.due = 1  # the next event times or writes them again
 
     async def take_rest(self) -> list[SequencedEvent]:
         """Wait for writes in flight and hand over what is still buffered, unwritten.
@@ -72,6 +89,7 @@ class EventWriter:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self.due = 1
         if self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
         return self._take()
@@ -81,7 +99,8 @@ class EventWriter:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self.due = 1
         if self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
-        if self._buffer:
+        if self.buffer:
             await self._write(self._take())

@@ -26,6 +26,7 @@ from app.container_tools import (
     offer_capabilities,
     start_background,
 )
+from app.domain.events import FINAL_RUN_STATUSES
 from app.domain.models import Catalog, ModelInfo
 from app.files.attachments import Attachments
 from app.files.service import FileLimits, Files
@@ -278,6 +279,9 @@ async def build_services(
     async with upgrade:
         built = dict(providers) if providers is not None else build_providers(settings, catalog)
     built = instrument(built, metrics)  # latency, TTFT, tokens, errors per model call
+    metrics.prepare(
+        sorted({(m.provider, m.upstream_model) for m in catalog.all()}), sorted(FINAL_RUN_STATUSES)
+    )
     if catalog.offline:
         log.warning(
             "no provider key configured: serving the offline scripted model",

@@ -151,6 +151,27 @@ async def test_metrics_expose_the_named_series(make_api: MakeApi, tmp_path: Path
         assert line in text, line
 
 
+async def test_a_started_service_exposes_each_models_and_run_status_series_at_zero(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    """Made at start-up, not by a burst's first call (see `Metrics.prepare`): scrapes see
+    them from the start."""
+    async with make_api(sqlite_settings(tmp_path)) as api:
+        text = (await api.get("/metrics")).text
+    model = 'model="scripted-demo"'
+    for line in [
+        f"chatbff_time_to_first_token_seconds_count{{{model}}} 0.0",
+        f'chatbff_provider_latency_seconds_count{{{model},provider="scripted"}} 0.0',
+        f"chatbff_tokens_input_total{{{model}}} 0.0",
+        f"chatbff_tokens_output_total{{{model}}} 0.0",
+        *(
+            f'chatbff_run_duration_seconds_count{{status="{status}"}} 0.0'
+            for status in ("cancelled", "completed", "failed", "interrupted")
+        ),
+    ]:
+        assert line in text, line
+
+
 async def test_unmatched_paths_share_one_label(make_api: MakeApi, tmp_path: Path) -> None:
     async with make_api(sqlite_settings(tmp_path)) as api:
         for n in range(3):

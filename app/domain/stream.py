@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.messages import Message
 
+# A tool's name, as OpenAI and Anthropic accept it: 1-64 letters, digits, `_` or `-`.
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
 
 class ToolSpec(BaseModel):
     """A tool as the model sees it: name, description, JSON schema of its arguments."""

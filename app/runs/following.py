@@ -44,7 +44,9 @@ from app.store.database import Database
 from app.store.repos.feed import FeedEntry, conversation_topic
 
 POLL_SECONDS = 1.0
-_CURSOR = re.compile(r"(\d{1,18})\.(\d{1,10})")
+# A position as the `id:` of a frame names it: `<feed>.<seq>`, ASCII digits only.
+CURSOR_PATTERN = r"^([0-9]{1,18})\.([0-9]{1,10})$"
+_CURSOR = re.compile(CURSOR_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +59,7 @@ class Cursor:
 
     @classmethod
     def parse(cls, text: str) -> Cursor | None:
-        match = _CURSOR.fullmatch(text.strip())
+        match = _CURSOR.fullmatch(text)
         return None if match is None else cls(int(match[1]), int(match[2]))
 
 

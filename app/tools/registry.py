@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.domain.stream import TOOL_NAME_PATTERN
 from app.tools.base import ServerTool
 
-_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NAME = re.compile(TOOL_NAME_PATTERN)
 
 
 class ToolRegistry:
@@ -19,7 +20,7 @@ class ToolRegistry:
         self._tools: dict[str, ServerTool[Any]] = {}
 
     def register(self, tool: ServerTool[Any]) -> None:
-        if not _NAME.match(tool.name):
+        if not _NAME.fullmatch(tool.name):
             raise ValueError(f"tool name {tool.name!r} must match {_NAME.pattern}")
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, status
 
 from app.api.deps import CallerDep, DbDep, UsageDep
+from app.api.exact_params import QueryBool
 from app.api.routing import api_router
 from app.api.schemas.identity import (
     ApiKeyCreate,
@@ -140,7 +141,7 @@ async def list_keys(
     db: DbDep,
     admin: AdminDep,
     owner_id: Annotated[str | None, Query(max_length=255, description="Only this owner.")] = None,
-    include_revoked: Annotated[bool, Query(description="Also list revoked keys.")] = False,
+    include_revoked: Annotated[QueryBool, Query(description="Also list revoked keys.")] = False,
 ) -> ApiKeyList:
     records = await list_api_keys(db, owner_id=owner_id, include_revoked=include_revoked)
     return ApiKeyList(data=[_key_out(r) for r in records])

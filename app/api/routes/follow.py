@@ -25,7 +25,7 @@ from app.api.schemas.follow import FollowOpened, MessageAdded
 from app.api.sse_lean import LeanEventSourceResponse
 from app.api.streaming import SSE_HEADERS
 from app.domain.errors import InvalidRequest
-from app.runs.following import Added, Cursor, Followed, Opened
+from app.runs.following import CURSOR_PATTERN, Added, Cursor, Followed, Opened
 
 router = api_router(prefix="/api/conversations", tags=["runs"])
 
@@ -90,9 +90,17 @@ async def follow_conversation(
         Query(
             max_length=40,
             description="Resume after this position (`<feed>.<seq>`, a frame's `id:`).",
+            json_schema_extra={"pattern": CURSOR_PATTERN},
         ),
     ] = None,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            description="The last `id:` received (`<feed>.<seq>`); wins over `after`.",
+            json_schema_extra={"pattern": CURSOR_PATTERN},
+        ),
+    ] = None,
 ) -> EventSourceResponse:
     cursor = _cursor(after, last_event_id)
     await follow.check(caller.user_id, conversation_id)  # a 404 before any 200 goes out

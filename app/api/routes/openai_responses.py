@@ -34,6 +34,7 @@ from app.api.deps import (
 )
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
+from app.api.exact_params import QueryBool
 from app.api.openai_params import responses_options
 from app.api.responses_approvals import (
     answers_approvals,
@@ -275,7 +276,9 @@ async def retrieve_response(
     config: StreamDep,
     tools: ToolCatalogDep,
     caller: CallerDep,
-    stream: Annotated[bool, Query(description="Stream the response's events as SSE.")] = False,
+    stream: Annotated[
+        QueryBool, Query(description="`true`: stream the response's events as SSE.")
+    ] = False,
     starting_after: Annotated[
         int | None,
         Query(

@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import Header, Query
+from fastapi import Query
 from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 
 from app.api.deps import CallerDep, QueueDep, StreamDep, StreamSlot
 from app.api.event_streams import event_stream
+from app.api.exact_params import last_event_id_header, resume_position
 from app.api.routing import api_router
 from app.api.schemas.queue import PendingOut, QueueEventOut, QueueItemOut, QueueOut
 from app.api.sse_lean import LeanEventSourceResponse
 from app.api.streaming import SSE_HEADERS
-from app.domain.errors import InvalidRequest
 from app.store.repos.queue import Pending, QueueItem
 
 router = api_router(prefix="/api/queue", tags=["queue"])
@@ -67,13 +67,7 @@ def _frame(event: QueueEventOut, *, retry: int | None = None) -> ServerSentEvent
 def _resume_point(after: int | None, last_event_id: str | None) -> int | None:
     if not last_event_id:
         return after
-    try:
-        resume_at = int(last_event_id)
-    except ValueError:
-        resume_at = -1
-    if not 0 <= resume_at <= MAX_SEQ:
-        raise InvalidRequest("Last-Event-ID must be a sequence number.", param="Last-Event-ID")
-    return max(after or 0, resume_at)
+    return max(after or 0, resume_position(last_event_id, MAX_SEQ))
 
 
 @router.get(
@@ -96,7 +90,7 @@ async def queue_events(
     after: Annotated[
         int | None, Query(ge=0, le=MAX_SEQ, description="Replay events after this number.")
     ] = None,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[str | None, last_event_id_header(MAX_SEQ)] = None,
 ) -> EventSourceResponse:
     start = _resume_point(after, last_event_id)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import Header, Query, Request, Response, status
+from fastapi import Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api import idempotency
@@ -21,6 +21,7 @@ from app.api.deps import (
 )
 from app.api.encoders import native
 from app.api.event_streams import event_stream
+from app.api.exact_params import last_event_id_header, resume_position
 from app.api.routing import api_router
 from app.api.schemas.runs import (
     EditMessage,
@@ -34,7 +35,7 @@ from app.api.schemas.runs import (
 from app.api.streaming import StreamConfig, sse_response
 from app.api.turn import wants_stream
 from app.auth.authenticator import Authenticator
-from app.domain.errors import Conflict, InvalidRequest
+from app.domain.errors import Conflict
 from app.domain.events import ErrorEvent
 from app.domain.identity import Caller
 from app.runs.handle import RunHandle
@@ -229,17 +230,11 @@ async def run_events(
         int | None,
         Query(ge=0, le=MAX_SEQ, description="Replay events after this sequence number."),
     ] = None,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[str | None, last_event_id_header(MAX_SEQ)] = None,
 ) -> Response:
     position = after or 0
     if last_event_id:
-        try:
-            resume_at = int(last_event_id)
-        except ValueError:
-            resume_at = MAX_SEQ + 1
-        if resume_at > MAX_SEQ:
-            raise InvalidRequest("Last-Event-ID must be a sequence number.", param="Last-Event-ID")
-        position = max(position, resume_at)
+        position = max(position, resume_position(last_event_id, MAX_SEQ))
     # Before any 200 goes out: a foreign or unknown run is a plain 404, and a finished
     # run with nothing after the reader's position is 204, which tells a browser's
     # EventSource to stop reconnecting (it reconnects after every close otherwise).

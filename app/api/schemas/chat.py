@@ -9,13 +9,16 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from app.api.schemas.chat_messages import ChatMessageIn
 from app.domain.events import RunStatus, UsageInfo
 from app.domain.messages import Message
+from app.domain.stream import TOOL_NAME_PATTERN
 
 
 class FunctionDef(BaseModel):
     """A client tool's function definition (OpenAI function-tool shape)."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="Tool name (letters, digits, _ and -).")
+    name: str = Field(
+        pattern=TOOL_NAME_PATTERN, description="Tool name: 1-64 letters, digits, _ or -."
+    )
     description: str | None = Field(default=None, description="What the tool does.")
     parameters: dict[str, Any] | None = Field(
         default=None, description="JSON schema of the arguments."

@@ -27,12 +27,12 @@ from app.domain.parts import (
     text_part,
     tool_part,
 )
-from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.domain.stream import TOOL_NAME_PATTERN, NamedToolChoice, ToolChoice, ToolSpec
 from app.translate.data_url import data_url_mime, file_data_url
 from app.translate.openai_chat.tool_results import read_tool_result
 from app.translate.tool_args import parse_tool_args
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 # Keys that name an identity or an upstream: a message carrying one is someone trying to
 # act as another user or to point the service elsewhere, never a client's honest field.
@@ -240,7 +240,7 @@ def tools_from_openai(items: Any) -> list[ToolSpec]:
         if not isinstance(function, Mapping):
             raise InvalidRequest(f"{where}.function must be an object.", param=where)
         name = function.get("name")
-        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
             raise InvalidRequest(
                 f"{where}.function.name must be 1-64 letters, digits, '_' or '-'.", param=where
             )

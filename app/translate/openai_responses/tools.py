@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.domain.errors import InvalidRequest
-from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.domain.stream import TOOL_NAME_PATTERN, NamedToolChoice, ToolChoice, ToolSpec
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 
 def _bad(where: str, problem: str) -> InvalidRequest:
@@ -29,7 +29,7 @@ def tools_from_responses(items: Any) -> list[ToolSpec]:
             kind = item.get("type") if isinstance(item, Mapping) else None
             raise _bad(where, f"must be a function tool; {kind!r} tools are not supported here")
         name = item.get("name")
-        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
             raise _bad(where, "needs `name` of 1-64 letters, digits, '_' or '-'")
         description = item.get("description") or ""
         parameters = item.get("parameters") or {"type": "object", "properties": {}}

@@ -11,7 +11,9 @@ import re
 from typing import Any
 
 # A JSON string that is a data URL, or bare base64 of a size only a file's bytes take.
-_INLINE_FILE = re.compile(r'"(?:data:[^"\\]*|[A-Za-z0-9+/]{1024,}={0,2})"')
+# JSON may write `/` as `\/` (PHP's json_encode does by default), and base64 is full of it;
+# an escaped quote, which no file's text holds, ends the match early (counts less).
+_INLINE_FILE = re.compile(r'"(?:data:[^"]*|[A-Za-z0-9+/\\]{1024,}={0,2})"')
 
 
 def data_url_mime(url: Any) -> str | None:

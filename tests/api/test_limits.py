@@ -243,6 +243,30 @@ async def test_past_the_cap_a_chat_body_may_carry_inline_files_only(
     assert with_file.status_code == 200, with_file.text
 
 
+async def test_an_inline_file_with_escaped_slashes_passes_the_cap_as_any_other(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    # JSON may escape `/` as `\/` (PHP's json_encode does by default), and base64 and data
+    # URLs are full of slashes: such a file was not counted as a file, so the request was 413.
+    settings = limited(tmp_path, max_body_bytes=2_000, upload_max_bytes=10_000)
+    csv = base64.b64encode(b"region,total\nnorth,1\n" * 300).decode()
+    url = f"data:text/csv;base64,{csv}".replace("/", "\\/")
+    filename = '"filename": "t.csv"'
+    body = (
+        '{"model": "scripted", "messages": [{"role": "user", "content": ['
+        '{"type": "text", "text": "sum it"}, '
+        f'{{"type": "file", "file": {{{filename}, "file_data": "{url}"}}}}]}}]}}'
+    )
+    async with make_api(settings) as api:
+        answer = await api.post(
+            "/v1/chat/completions",
+            content=body.encode(),
+            headers={**ALICE, "content-type": "application/json"},
+        )
+
+    assert answer.status_code == 200, answer.text
+
+
 async def test_instances_sharing_redis_share_the_limit(
     make_api: MakeApi, tmp_path: Path, redis_backend: LimitBackend
 ) -> None:

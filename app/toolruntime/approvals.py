@@ -4,7 +4,8 @@
       unknown or another owner's id           -> 404 approval_not_found
       already decided                          -> 409 already_decided (the tool never reruns;
                                                   with `replay`, the same decision sent
-                                                  again answers where the call stands)
+                                                  again is answered where the call stands,
+                                                  for the 409 to carry)
       past its expiry                          -> 409 approval_expired
       the stored tool part no longer matches   -> 409 approval_args_mismatch
       edited args that fail validation         -> 422 invalid_arguments (still pending)
@@ -62,6 +63,9 @@ class DecisionResult:
     ready_to_resume: bool
     # A decision sent again: the run that already continued the conversation, if one did.
     continued_by: str | None = None
+    # The approval was already decided as this request asks (a client's retry): the answer
+    # is still 409 `already_decided`, carrying where the call stands.
+    replayed: bool = False
 
 
 def _now() -> datetime:
@@ -234,12 +238,14 @@ class ApprovalService:
             self._refuse_if_closed(record)  # decided otherwise: 409 already_decided
         if record.conversation_id is None:  # a stateless turn's: nothing stored to resume
             part = await self.decided_part(caller, record.id, record.tool_call_id)
-            return DecisionResult(record, part, ready_to_resume=False)
+            return DecisionResult(record, part, ready_to_resume=False, replayed=True)
         async with self.db.read() as tx:
             found = await standing(tx.messages, record)
         if found is None:
-            return DecisionResult(record, None, ready_to_resume=False)
-        return DecisionResult(record, found.part, found.ready_to_resume, found.continued_by)
+            return DecisionResult(record, None, ready_to_resume=False, replayed=True)
+        return DecisionResult(
+            record, found.part, found.ready_to_resume, found.continued_by, replayed=True
+        )
 
     def ensure_open(self, record: ApprovalRecord) -> None:
         """409 `approval_expired` / `already_decided` unless the approval can be decided."""

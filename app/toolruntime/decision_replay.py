@@ -1,13 +1,15 @@
 """A decision sent again: the answer to a client that retries `POST /api/approvals/{id}`.
 
 The decision commits before the run continues, so a request can fail (a database outage
-answers 503) after the approval is decided. The client's retry must not be refused:
+answers 503) after the approval is decided. A second decision is 409 `already_decided`, but
+the client's retry must still find its conversation going on:
 
-    the approval is already ...           the retry says ...          answer
-    approved / rejected                   the same decision           the current state
-                                                                      (the tool never reruns)
-    approved / rejected                   another decision            409 already_decided
-    cancelled, expired                    anything                    409 as before
+    the approval is already ...    the retry says ...    answer (409 already_decided)
+    approved / rejected            the same decision     naming the decision and the run that
+                                                         continues the conversation (started
+                                                         now if none did); the tool never reruns
+    approved / rejected            another decision      naming the decision taken
+    cancelled, expired             anything              409 as before
 
 The same decision is the same `decision`, `reason` and, for an approval, the same
 arguments (as asked when the retry sends none, else the edited ones, scope re-pinned).

@@ -1,6 +1,7 @@
-"""A decision is safe to retry: `POST /api/approvals/{id}` sent again with the same
-decision answers where the call stands and continues the conversation at most once; an
-outage after the decision committed is a 503 to retry, not a 200 that leaves the
+"""A decision is safe to retry: `POST /api/approvals/{id}` sent again is 409
+`already_decided` (a second decision never runs the tool), and when it is the decision
+taken the 409 names the run that continues the conversation, which continues at most once;
+an outage after the decision committed is a 503 to retry, not a 200 that leaves the
 conversation waiting for ever."""
 
 from __future__ import annotations
@@ -51,12 +52,13 @@ async def test_an_outage_after_the_decision_is_a_503_and_the_same_decision_again
     assert (await client.get(f"/api/approvals/{approval_id}")).json()["status"] == "approved"
     assert await node_names(client) == ["Analytical Engine"]
 
-    retried = await _decide(client, approval_id, 200, decision="approve")
+    retried = (await _decide(client, approval_id, 409, decision="approve"))["error"]
 
-    assert retried["approval"]["status"] == "approved"
-    assert retried["part"]["data"]["status"] == "success"
+    assert (retried["code"], retried["decision"]) == ("already_decided", "approved")
     assert retried["run_id"] is not None
     assert (await follow(client, retried["events_url"]))[-1].data["status"] == "completed"
+    again = (await _decide(client, approval_id, 409, decision="approve"))["error"]
+    assert again["run_id"] == retried["run_id"]
     assert await _assistant_messages(client, cid) == answers + 1
     assert await node_names(client) == ["Analytical Engine"]
 
@@ -69,7 +71,7 @@ async def test_an_outage_after_the_decision_is_a_503_and_the_same_decision_again
         {"decision": "reject"},
     ],
 )
-async def test_the_same_decision_again_answers_it_once_and_another_decision_is_409(
+async def test_a_decision_again_is_409_naming_the_run_only_when_it_is_the_one_taken(
     client: ApiClient, other: dict[str, Any]
 ) -> None:
     cid, approval_id = await waiting_delete(client)
@@ -77,31 +79,35 @@ async def test_the_same_decision_again_answers_it_once_and_another_decision_is_4
     await follow(client, first["events_url"])
     answers = await _assistant_messages(client, cid)
 
-    again = await _decide(client, approval_id, 200, decision="reject", reason="keep her")
+    again = await _decide(client, approval_id, 409, decision="reject", reason="keep her")
     refused = await _decide(client, approval_id, 409, **other)
 
-    assert again["approval"] == first["approval"]
-    assert again["part"] == first["part"]
-    assert (again["run_id"], again["events_url"]) == (first["run_id"], first["events_url"])
+    assert again["error"]["code"] == "already_decided"
+    assert again["error"]["decision"] == "rejected"
+    assert (again["error"]["run_id"], again["error"]["events_url"]) == (
+        first["run_id"],
+        first["events_url"],
+    )
     assert refused["error"]["code"] == "already_decided"
     assert refused["error"]["decision"] == "rejected"
+    assert "run_id" not in refused["error"]
     assert await _assistant_messages(client, cid) == answers
     assert await node_names(client) == ["Ada Lovelace", "Analytical Engine"]
 
 
-async def test_approving_again_answers_the_approval_but_other_edited_arguments_are_409(
+async def test_approving_again_names_the_run_but_other_edited_arguments_do_not(
     client: ApiClient,
 ) -> None:
     _, approval_id = await waiting_delete(client)
     first = await _decide(client, approval_id, 200, decision="approve")
     await follow(client, first["events_url"])
 
-    again = await _decide(client, approval_id, 200, decision="approve", args={"id": "Ada Lovelace"})
+    again = await _decide(client, approval_id, 409, decision="approve", args={"id": "Ada Lovelace"})
     refused = await _decide(
         client, approval_id, 409, decision="approve", args={"id": "Analytical Engine"}
     )
 
-    assert again["part"]["data"]["status"] == "success"
-    assert again["run_id"] == first["run_id"]
+    assert again["error"]["run_id"] == first["run_id"]
     assert refused["error"]["code"] == "already_decided"
+    assert "run_id" not in refused["error"]
     assert await node_names(client) == ["Analytical Engine"]

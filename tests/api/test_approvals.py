@@ -130,7 +130,7 @@ async def test_delete_waits_for_a_human_then_runs_once_and_the_conversation_cont
     assert (await _ok(await client.get("/api/approvals")))["data"] == []
 
     again = await client.post(
-        f"/api/approvals/{confirm.data['approval_id']}", json={"decision": "reject"}
+        f"/api/approvals/{confirm.data['approval_id']}", json={"decision": "approve"}
     )
     assert again.status_code == 409
     assert again.json()["error"]["code"] == "already_decided"

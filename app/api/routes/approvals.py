@@ -7,10 +7,11 @@ decision than the one taken), 409 `approval_expired`, 409 `approval_args_mismatc
 decision, when no tool call of the assistant message still waits, the conversation
 continues in a new run (`run_id`).
 
-A decision is safe to retry: the same decision sent again answers 200 with where the call
-stands (the tool never runs twice), and continues the conversation if that has not
-happened yet. So an outage after the decision committed is answered as it is, 503
-`database_unavailable` (retryable), rather than a 200 whose conversation never goes on.
+A second decision is 409 `already_decided` and never runs the tool again, but a decision is
+safe to retry: the 409 names the decision taken (`decision`) and, when it is the one sent
+again, the run that continues the conversation (`run_id`, `events_url`), continuing it if
+that has not happened yet. So an outage after the decision committed is answered as it is,
+503 `database_unavailable` (retryable), rather than a 200 whose conversation never goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from app.api.deps import ApprovalsDep, CallerDep, RunsDep, ToolCatalogDep
 from app.api.routing import api_router
 from app.api.schemas.approvals import ApprovalList, ApprovalOut, DecisionIn, DecisionOut
-from app.domain.errors import ChatBffError, Unavailable
+from app.domain.errors import ChatBffError, Conflict, Unavailable
 from app.domain.identity import Caller
 from app.runs.turns import Runs
 from app.store.repos.approvals import ApprovalRecord
@@ -71,8 +72,9 @@ async def get_approval(
     responses={
         404: {"description": "No such approval (or not yours)."},
         409: {
-            "description": "already_decided (another decision was taken; the same one sent "
-            "again is 200), approval_expired or approval_args_mismatch."
+            "description": "already_decided (naming the `decision` taken and, when it is "
+            "the one sent again, the continuing run's `run_id` and `events_url`), "
+            "approval_expired or approval_args_mismatch."
         },
         503: {"description": "Retry the same decision: it may have been taken already."},
         422: {"description": "Edited arguments are invalid; the approval stays pending."},
@@ -95,13 +97,20 @@ async def decide(
         run_id = await resume_conversation(
             runs, caller, conversation_id, after_call=result.approval.tool_call_id
         )
+    events_url = f"/api/conversations/{conversation_id}/runs/{run_id}/events" if run_id else None
+    if result.replayed:
+        raise Conflict(
+            "This approval was already decided.",
+            code="already_decided",
+            decision=result.approval.status,
+            run_id=run_id,
+            events_url=events_url,
+        )
     return DecisionOut(
         approval=_out(result.approval, tools),
         part=result.part,
         run_id=run_id,
-        events_url=(
-            f"/api/conversations/{conversation_id}/runs/{run_id}/events" if run_id else None
-        ),
+        events_url=events_url,
     )
 
 

@@ -175,12 +175,20 @@ async def get_idempotency_key(request: Request) -> idempotency.RequestKey | None
     key = request.headers.get(idempotency.HEADER)
     if key is None:
         return None
-    ttl = timedelta(seconds=_services(request).settings.idempotency_key_ttl_seconds)
+    ttl = get_idempotency_ttl(request)
     body = await request.body()  # read already for the body model: kept by Starlette
     return idempotency.request_key(key, request.method, request.url.path, body, ttl)
 
 
 IdempotencyDep = Annotated[idempotency.RequestKey | None, Depends(get_idempotency_key)]
+
+
+def get_idempotency_ttl(request: Request) -> timedelta:
+    """How long a kept outcome lives (`IDEMPOTENCY_KEY_TTL_SECONDS`)."""
+    return timedelta(seconds=_services(request).settings.idempotency_key_ttl_seconds)
+
+
+IdempotencyTtlDep = Annotated[timedelta, Depends(get_idempotency_ttl)]
 
 
 async def hold_stream_slot(request: Request, caller: CallerDep) -> None:

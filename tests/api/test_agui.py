@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from ag_ui.core import Event
@@ -85,9 +86,13 @@ async def run(
     messages: list[dict[str, Any]],
     *,
     status: int = 200,
+    run_id: str | None = None,
     **extra: Any,
 ) -> Any:
-    body = {"threadId": thread, "runId": f"run-{len(messages)}", "messages": messages, **extra}
+    """One run; every run has a runId of its own, as AG-UI clients make them (the same
+    runId sent again is a retry of that run)."""
+    run_id = run_id or f"run-{len(messages)}-{uuid4().hex[:8]}"
+    body = {"threadId": thread, "runId": run_id, "messages": messages, **extra}
     response = await client.post("/api/agui", json=body)
     assert response.status_code == status, response.text
     if status != 200:
@@ -121,7 +126,7 @@ async def stored(client: ApiClient, thread: str) -> list[dict[str, Any]]:
 async def test_a_thread_is_a_durable_conversation_that_later_runs_continue(
     client: ApiClient,
 ) -> None:
-    first = await run(client, "t-text", [user("hello")])
+    first = await run(client, "t-text", [user("hello")], run_id="run-1")
     said = {"id": first[1]["messageId"], "role": "assistant", "content": text_of(first)}
     second = await run(client, "t-text", [user("hello"), said, user("hello again", "u2")])
 
@@ -342,3 +347,31 @@ async def test_a_client_without_the_threads_history_gets_a_messages_snapshot(
     assert snapshot[2]["toolCallId"] == snapshot[1]["toolCalls"][0]["id"]
     # The new message under its stored id: the client replaces its own copy, in order.
     assert snapshot[-1] == {"id": stored_ids[4], "role": "user", "content": "hello"}
+
+
+async def test_a_retried_input_replays_its_run_and_starts_no_second_turn(
+    client: ApiClient,
+) -> None:
+    body = {"threadId": "t-retry", "runId": "run-r", "messages": [user("hello")]}
+    first = await client.post("/api/agui", json=body)
+    again = await client.post("/api/agui", json=body)
+
+    assert again.status_code == 200, again.text
+    replayed = events(again.text)
+    assert replayed == events(first.text)  # the same run from RUN_STARTED to its end
+    assert replayed[0]["runId"] == "run-r" and replayed[-1]["type"] == "RUN_FINISHED"
+    ours = replayed[0]["metadata"]["chatBff"]["runId"]  # our run: the first one
+    assert ours == events(first.text)[0]["metadata"]["chatBff"]["runId"]
+    assert [m["role"] for m in await stored(client, "t-retry")] == ["user", "assistant"]
+
+
+async def test_a_run_id_sent_again_with_another_input_is_refused(client: ApiClient) -> None:
+    await run(client, "t-reuse", [user("hello")], run_id="run-x")
+    refused = await run(client, "t-reuse", [user("something else")], run_id="run-x", status=422)
+
+    assert refused["error"]["code"] == "run_id_reused"
+    assert refused["error"]["param"] == "runId"
+    assert [m["role"] for m in await stored(client, "t-reuse")] == ["user", "assistant"]
+    # The same runId on another thread is another run.
+    elsewhere = await run(client, "t-other", [user("hello")], run_id="run-x")
+    assert elsewhere[-1]["type"] == "RUN_FINISHED"

@@ -15,6 +15,11 @@ is AG-UI events as SSE (see `app.api.encoders.agui`).
   `RUN_FINISHED` outcome `cancelled`. A client hanging up (`abortRun`) does not stop the
   run; it goes on and is stored.
 
+A retry of an input that started a turn (same `threadId`, `runId` and input, say after
+a dropped connection) starts no second turn: it replays the first run's events from
+`RUN_STARTED`, live while the run goes on; the same `runId` with another input is 422
+`run_id_reused` (`app.api.agui_retry`).
+
 Refusals before the run starts are HTTP errors in the native shape (`HttpAgent` throws
 them as `HTTP <status>: <body>`): 400 nothing to run, 404 a `conv_` thread or an interrupt
 that is not the caller's, 409 a run already active or an interrupt already decided.
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from ag_ui.core import RunAgentInput
 from fastapi import Path, Response
 
 from app.api.agui import (
@@ -33,7 +39,16 @@ from app.api.agui import (
     thread_snapshot,
     waiting_results,
 )
-from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep, SubmissionsDep
+from app.api.agui_retry import collided_run, keeper, kept_run, run_key
+from app.api.deps import (
+    ApprovalsDep,
+    CallerDep,
+    DbDep,
+    IdempotencyTtlDep,
+    RunsDep,
+    StreamDep,
+    SubmissionsDep,
+)
 from app.api.encoders.agui import AguiEncoder, farewell_frames
 from app.api.encoders.agui_interrupts import asked_again_frames
 from app.api.routing import api_router
@@ -44,6 +59,7 @@ from app.api.ui_chat import chat_conversation, decide_answers, stop_chat
 from app.domain.errors import Conflict, NotFound
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
+from app.store.idempotency import KeyTaken
 
 router = api_router(prefix="/api/agui", tags=["ag-ui"])
 
@@ -66,7 +82,10 @@ _STREAM: dict[int | str, dict[str, Any]] = {
         400: {"description": "Nothing to run, or a malformed resume entry."},
         404: {"description": "A `conv_` thread or an interrupt that is not yours."},
         409: {"description": "A run is active, or the interrupt was already decided."},
-        422: {"description": "invalid_submission: an answer does not match the question."},
+        422: {
+            "description": "invalid_submission: an answer does not match the question; "
+            "run_id_reused: the runId already ran on this thread with another input."
+        },
     },
     summary="Run the agent on an AG-UI thread (a RunAgentInput), streaming AG-UI events.",
 )
@@ -78,11 +97,16 @@ async def run_agui(
     submissions: SubmissionsDep,
     config: StreamDep,
     caller: CallerDep,
+    ttl: IdempotencyTtlDep,
 ) -> Response:
     body = input_body.to_protocol()
     turn = read_input(body)
     conversation = await chat_conversation(db, caller, body.thread_id)
     cid = conversation.id
+    key = run_key(caller.user_id, body, ttl)
+    first = await kept_run(db, key)
+    if first is not None:  # a retry of an input that already started its run
+        return await _again(runs, db, caller.user_id, cid, body, first, config)
     questions = await check_questions(submissions, caller, cid, turn.inputs)
     decided = await decide_answers(approvals, caller, cid, turn.answers) if turn.answers else []
     answered = await answer_questions(submissions, caller, questions)
@@ -93,7 +117,16 @@ async def run_agui(
     snapshot = None
     if turn.content:
         inputs = TurnInput(client_tools=turn.tools, model_id=turn.model)
-        run = await runs.send(caller, cid, turn.content, inputs)
+        try:
+            run = await runs.send(caller, cid, turn.content, inputs, keep=keeper(key))
+        except KeyTaken:  # a concurrent retry started the run first
+            first = await collided_run(db, key)
+            return await _again(runs, db, caller.user_id, cid, body, first, config)
+        except Conflict as exc:  # ... or holds the thread with it
+            first = await kept_run(db, key) if exc.code == "run_active" else None
+            if first is None:
+                raise
+            return await _again(runs, db, caller.user_id, cid, body, first, config)
         snapshot = await thread_snapshot(db, caller.user_id, cid, body)
     elif turn.results:
         results = await waiting_results(db, caller.user_id, cid, turn.results)
@@ -116,6 +149,30 @@ async def run_agui(
     )
     return sse_response(
         run.events(0), encoder.encode, config, farewell=lambda: farewell_frames(RESTARTING)
+    )
+
+
+async def _again(
+    runs: RunsDep,
+    db: DbDep,
+    owner_id: str,
+    cid: str,
+    body: RunAgentInput,
+    run_id: str,
+    config: StreamDep,
+) -> Response:
+    """The run a first send of this input started, its events from the start."""
+    encoder = AguiEncoder(
+        thread_id=body.thread_id,
+        run_id=body.run_id,
+        continues=False,
+        snapshot=await thread_snapshot(db, owner_id, cid, body),
+    )
+    return sse_response(
+        runs.follow(owner_id, run_id, conversation_id=cid, after=0),
+        encoder.encode,
+        config,
+        farewell=lambda: farewell_frames(RESTARTING),
     )
 
 

@@ -129,10 +129,30 @@ const out = {};
   out.cancel = { threadId: agent.threadId, run, stop: await stopping };
 }
 
+// 7. A retry: the connection drops mid-answer (the client aborts), and the client sends
+//    the same input again (same threadId, runId and messages); then the same runId with
+//    another input.
+{
+  const agent = newAgent();
+  say(agent, LONG);
+  const sent = structuredClone(agent.messages);
+  const runId = `run-${Date.now()}-${serial++}`;
+  let seenText = 0;
+  const dropped = await play(agent, { runId }, (event, a) => {
+    if (event.type === 'TEXT_MESSAGE_CONTENT' && ++seenText === 2) a.abortRun();
+  });
+  const again = new HttpAgent({ url, threadId: agent.threadId, initialMessages: sent });
+  const retried = await play(again, { runId });
+  const other = new HttpAgent({ url, threadId: agent.threadId });
+  say(other, 'hello');
+  const reused = await play(other, { runId });
+  out.retry = { threadId: agent.threadId, runId, dropped, retried, reused };
+}
+
 for (const value of Object.values(out)) {
   // Keep the line small: event lists are summarised by their types.
   for (const run of [value.run, value.first, value.second, value.elsewhere, value.asked, value.answered,
-    value.interrupted, value.unanswered, value.resumed]) {
+    value.interrupted, value.unanswered, value.resumed, value.dropped, value.retried, value.reused]) {
     if (run) delete run.events;
   }
 }

@@ -9,7 +9,9 @@ offline demo's add_node x2 + connect: calls and their results); a client tool ro
 again); an approval (the run ends with an interrupt; the client itself refuses to run on
 without answering it; a resume entry approves it and the tool runs once); an upstream
 failure (RUN_ERROR); and a stop through `POST /api/agui/{threadId}/stop` mid-answer
-(outcome cancelled, not an error).
+(outcome cancelled, not an error); a retry after a dropped connection (the same input and
+runId again: the first run replayed whole, no second turn) and the runId reused with
+another input (422).
 """
 
 from __future__ import annotations
@@ -195,3 +197,19 @@ def test_stop_ends_the_run_cancelled_not_failed(service: Service, seen: dict[str
     stored = _stored(service, cancel["threadId"])[-1]
     assert ANSWER.startswith(stored["content"][0]["data"]["text"])
     assert stored["metadata"]["status"] == "incomplete"
+
+
+def test_a_retried_input_reattaches_to_its_run(service: Service, seen: dict[str, Any]) -> None:
+    retry = seen["retry"]
+    dropped, retried = retry["dropped"], retry["retried"]
+    assert dropped["types"][0] == "RUN_STARTED" and "RUN_FINISHED" not in dropped["types"]
+    # The same input again: the first run from its start, whole, not a second turn.
+    _clean(retried)
+    assert retried["finished"]["outcome"] == "success"
+    assert _texts(retried) == [ANSWER]
+    stored = _stored(service, retry["threadId"])
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert retried["messages"][-1]["id"] == stored[1]["id"]
+    # The same runId with another input runs nothing.
+    assert "HTTP 422" in retry["reused"]["failed"] and "run_id_reused" in retry["reused"]["failed"]
+    assert len(_stored(service, retry["threadId"])) == 2

@@ -1,0 +1,82 @@
+"""AG-UI's `runId` as an idempotency key: a client that sends the same `RunAgentInput`
+again (a dropped connection, `HttpAgent` retried with the same input) re-attaches to the
+run the first one started instead of starting a second turn.
+
+The key is the caller's own (`app.store.idempotency`, kept in the transaction that
+stores the user message and starts the run), derived from the `threadId` and `runId`;
+its fingerprint is the whole input. So, per caller and thread:
+
+    the runId is ...                          the input
+    new                                       runs, and keeps the runId -> our run id
+    kept, same input                          replays that run's events from the start
+                                              (then live while it goes on): no new turn
+    kept, another input                       422 `run_id_reused`, nothing runs
+
+Only inputs that start a turn (a new user message) keep their runId; a repeated `resume`
+or tool results are refused as before (409 already decided / 404 nothing waiting), as a
+decision is never taken twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+
+from ag_ui.core import RunAgentInput
+
+from app.api.idempotency import fingerprint
+from app.domain.errors import InvalidRequest
+from app.runs.turns import KeepStart
+from app.store.database import Database, Tx
+from app.store.idempotency import IdempotencyKey, Outcome, kept_outcome, key_in_flight
+
+PATH = "/api/agui"
+
+
+def run_key(owner_id: str, body: RunAgentInput, ttl: timedelta) -> IdempotencyKey:
+    """The caller's key for the input's `threadId` and `runId`, fingerprinted by the
+    whole input (canonical JSON: key order does not make another input)."""
+    ids = hashlib.sha256(f"{body.thread_id}\n{body.run_id}".encode()).hexdigest()
+    canonical = json.dumps(body.model_dump(mode="json", by_alias=True), sort_keys=True)
+    return IdempotencyKey(
+        owner_id, f"agui-run:{ids}", fingerprint("POST", PATH, canonical.encode()), ttl
+    )
+
+
+def run_id_reused() -> InvalidRequest:
+    return InvalidRequest(
+        "This runId was already used on this thread with another input; a retry sends the "
+        "same input, a new run a new runId.",
+        code="run_id_reused",
+        status=422,
+        param="runId",
+    )
+
+
+async def kept_run(db: Database, key: IdempotencyKey) -> str | None:
+    """Our run id the input's runId started, if it started one."""
+    try:
+        kept = await kept_outcome(db, key)
+    except InvalidRequest as exc:
+        if exc.code == "idempotency_key_reused":
+            raise run_id_reused() from exc
+        raise
+    return None if kept is None else str(kept.body["run_id"])
+
+
+async def collided_run(db: Database, key: IdempotencyKey) -> str:
+    """Our run id a concurrent same input started first."""
+    first = await kept_run(db, key)
+    if first is None:
+        raise key_in_flight()
+    return first
+
+
+def keeper(key: IdempotencyKey) -> KeepStart:
+    """Keeps the runId -> our run id in the transaction that starts the run."""
+
+    async def keep(tx: Tx, run_id: str, truncated: bool) -> None:
+        await tx.idempotency.keep(key, Outcome(200, {"run_id": run_id}))
+
+    return keep

@@ -1,7 +1,8 @@
 """Query and header values read exactly as the OpenAPI schema states them.
 
 A boolean query parameter is `true` or `false` (what an OpenAPI boolean serialises to and
-what the openai SDK sends); pydantic alone would also read `yes`, `on`, `1` or `t`, and a
+what the openai SDK sends), or `True` / `False` (what python-requests and httpx make of a
+Python bool in `params`); pydantic alone would also read `yes`, `on`, `1` or `t`, and a
 typo'd `?stream=ye` would then be an error while `?stream=yes` streamed. A `Last-Event-ID`
 is the `id:` the service emitted: ASCII digits, no sign, space or `_` (which `int()` would
 take), bounded so that no number past the sequence column reaches the database.
@@ -16,9 +17,11 @@ from pydantic import BeforeValidator
 
 from app.domain.errors import InvalidRequest
 
+_BOOLEAN_TEXTS = frozenset({"true", "false", "True", "False"})
+
 
 def _boolean_text(value: Any) -> Any:
-    if value not in ("true", "false"):
+    if value not in _BOOLEAN_TEXTS:
         raise ValueError("must be true or false")
     return value
 

@@ -84,7 +84,7 @@ async def test_a_conversation_feed_position_that_is_not_feed_dot_seq_is_400(
     assert not re.fullmatch(pattern, position)
 
 
-@pytest.mark.parametrize("stream", ["yes", "1", "on", "True"])
+@pytest.mark.parametrize("stream", ["yes", "1", "on", "TRUE", "true "])
 async def test_a_v1_boolean_query_parameter_is_true_or_false(api: ApiClient, stream: str) -> None:
     refused = await api.get("/v1/responses/resp_unknown", params={"stream": stream})
     read = await api.get("/v1/responses/resp_unknown", params={"stream": "true"})
@@ -93,6 +93,16 @@ async def test_a_v1_boolean_query_parameter_is_true_or_false(api: ApiClient, str
     assert refused.json()["error"]["type"] == "invalid_request_error"
     assert "stream" in refused.json()["error"]["param"]
     assert read.status_code == 404  # accepted, and the response is not there
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_python_bool_in_params_is_read_as_python_http_clients_send_it(
+    api: ApiClient, stream: bool
+) -> None:
+    # python-requests and httpx send a bool in `params` as `True` / `False`.
+    response = await api.get("/v1/responses/resp_unknown", params={"stream": str(stream)})
+
+    assert response.status_code == 404, response.text  # accepted, and the response is not there
 
 
 def _tool(name: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ matter, the caller's usage afterwards) must be the same, request by request."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import AsyncIterator, Callable
@@ -336,6 +337,21 @@ SEND_CORPUS = [
 ]
 
 
+def _stream_token(token: re.Match[str]) -> str:
+    """A run's stream token as what it grants: its header and claims (the run's id and the
+    caller normalised with the rest of the body, its minting time read as its lifetime).
+    Its signature is over those ids and times, so it differs by right and is left out; it
+    is read before the body's ids are, which would otherwise cut into its base64 text."""
+    header, claims, signature = token.group().split(".")
+    assert signature
+    read = [
+        json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        for part in (header, claims)
+    ]
+    read[1]["ttl"] = read[1].pop("exp") - read[1].pop("iat")
+    return "<token " + json.dumps(read, sort_keys=True) + ">"
+
+
 async def _sent(api: ApiClient, sub: str, case: Case, cid: str | None) -> dict[str, Any]:
     """`case` sent to a new conversation of the caller's (or to `cid`)."""
     valid = _tokens(sub)["valid"]
@@ -349,7 +365,7 @@ async def _sent(api: ApiClient, sub: str, case: Case, cid: str | None) -> dict[s
     seen = {name: response.headers.get(name) for name in COMPARED_HEADERS}
     if seen["x-request-id"] is not None:
         seen["x-request-id"] = "<generated>" if seen["x-request-id"] else ""
-    body = _JWT.sub("<token>", _normal(response.text, sub))  # a run's stream token
+    body = _normal(_JWT.sub(_stream_token, response.text), sub)
     return {"status": response.status_code, "headers": seen, "body": body}
 
 

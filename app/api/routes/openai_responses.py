@@ -62,6 +62,7 @@ from app.domain.stream import ToolChoice, ToolSpec
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.runs.turns import Runs
+from app.store.records import RunRecord
 from app.toolruntime.approvals import ApprovalService
 from app.translate.openai_responses.read import messages_from_responses_input
 from app.translate.openai_responses.tools import tool_choice_from_responses, tools_from_responses
@@ -290,13 +291,56 @@ async def retrieve_response(
     include: Annotated[list[str] | None, Query(description="Accepted, ignored.")] = None,
 ) -> Response:
     record = await stored_run(db, caller.user_id, response_id)
-    encoder = stored_encoder(record, tools.may_pause())
-    cid = record.conversation_id
     if stream:
-        events = runs.follow(caller.user_id, record.id, conversation_id=cid)
+        encoder = stored_encoder(record, tools.may_pause())
+        events = runs.follow(caller.user_id, record.id, conversation_id=record.conversation_id)
         encode = after(encoder, -1 if starting_after is None else starting_after)
         return sse_response(events, encode, config)
+    return JSONResponse(await _as_it_stands(runs, record, caller, tools.may_pause()))
+
+
+@router.post(
+    "/responses/{response_id}/cancel",
+    summary="Cancel an in-progress response (a conversation's turn): its run stops.",
+    responses={
+        200: {
+            "model": ResponseObject,
+            "description": "The Response once its run stopped: status `cancelled`, with "
+            "the output produced so far. A response that already ended is returned "
+            "unchanged (cancelling is idempotent, as OpenAI's for background responses).",
+        },
+        404: {
+            "description": "`response_not_found`: unknown, another user's, or stateless "
+            "(only responses of a `conversation` are stored)."
+        },
+        503: {
+            "description": "`run_unreachable`: the instance running it has not confirmed "
+            "the stop yet; the cancel is kept, send it again shortly."
+        },
+    },
+)
+async def cancel_response(
+    response_id: str,
+    runs: RunsDep,
+    db: DbDep,
+    tools: ToolCatalogDep,
+    caller: CallerDep,
+) -> Response:
+    """Stops the run behind the response on whichever instance runs it (the run-cancel
+    path of `POST /api/conversations/{id}/runs/{run_id}/cancel`), so the conversation
+    takes its next turn at once."""
+    record = await stored_run(db, caller.user_id, response_id)
+    await runs.cancel(caller.user_id, record.id, record.conversation_id)
+    return JSONResponse(await _as_it_stands(runs, record, caller, tools.may_pause()))
+
+
+async def _as_it_stands(
+    runs: Runs, record: RunRecord, caller: Caller, held: frozenset[str]
+) -> dict[str, Any]:
+    """The stored response's Response object from the events its run has logged so far."""
+    encoder = stored_encoder(record, held)
+    cid = record.conversation_id
     _, last_seq = await runs.position(caller.user_id, record.id, cid)
     events = runs.follow(caller.user_id, record.id, conversation_id=cid)
     await encode_until(encoder, events, last_seq)
-    return JSONResponse(encoder.snapshot().model_dump(mode="json"))
+    return encoder.snapshot().model_dump(mode="json")

@@ -3,16 +3,17 @@ again (a dropped connection, `HttpAgent` retried with the same input) re-attache
 run the first one started instead of starting a second turn.
 
 The key is the caller's own (`app.store.idempotency`, kept in the transaction that
-stores the user message and starts the run), derived from the `threadId` and `runId`;
-its fingerprint is the whole input. So, per caller and thread:
+stores the user message and starts the run), derived from the `threadId`, the `runId` and
+the whole input (canonical JSON: key order does not make another input). So, per caller:
 
-    the runId is ...                          the input
-    new                                       runs, and keeps the runId -> our run id
-    kept, same input                          replays that run's events from the start
+    the thread, runId and input are ...      then
+    new                                       runs, and keeps them -> our run id
+    kept                                      replays that run's events from the start
                                               (then live while it goes on): no new turn
-    kept, another input                       422 `run_id_reused`, nothing runs
 
-Only inputs that start a turn (a new user message) keep their runId; a repeated `resume`
+A runId sent again with another input is another turn, as it was before runIds were
+kept: AG-UI clients make a runId per run, but one that reuses a fixed runId must not be
+refused. Only inputs that start a turn (a new user message) are kept; a repeated `resume`
 or tool results are refused as before (409 already decided / 404 nothing waiting), as a
 decision is never taken twice.
 """
@@ -26,7 +27,6 @@ from datetime import timedelta
 from ag_ui.core import RunAgentInput
 
 from app.api.idempotency import fingerprint
-from app.domain.errors import InvalidRequest
 from app.runs.turns import KeepStart
 from app.store.database import Database, Tx
 from app.store.idempotency import IdempotencyKey, Outcome, kept_outcome, key_in_flight
@@ -35,33 +35,17 @@ PATH = "/api/agui"
 
 
 def run_key(owner_id: str, body: RunAgentInput, ttl: timedelta) -> IdempotencyKey:
-    """The caller's key for the input's `threadId` and `runId`, fingerprinted by the
-    whole input (canonical JSON: key order does not make another input)."""
-    ids = hashlib.sha256(f"{body.thread_id}\n{body.run_id}".encode()).hexdigest()
+    """The caller's key for the input's `threadId`, `runId` and whole input."""
     canonical = json.dumps(body.model_dump(mode="json", by_alias=True), sort_keys=True)
+    ids = hashlib.sha256(f"{body.thread_id}\n{body.run_id}\n{canonical}".encode()).hexdigest()
     return IdempotencyKey(
         owner_id, f"agui-run:{ids}", fingerprint("POST", PATH, canonical.encode()), ttl
     )
 
 
-def run_id_reused() -> InvalidRequest:
-    return InvalidRequest(
-        "This runId was already used on this thread with another input; a retry sends the "
-        "same input, a new run a new runId.",
-        code="run_id_reused",
-        status=422,
-        param="runId",
-    )
-
-
 async def kept_run(db: Database, key: IdempotencyKey) -> str | None:
-    """Our run id the input's runId started, if it started one."""
-    try:
-        kept = await kept_outcome(db, key)
-    except InvalidRequest as exc:
-        if exc.code == "idempotency_key_reused":
-            raise run_id_reused() from exc
-        raise
+    """Our run id the input started, if it started one."""
+    kept = await kept_outcome(db, key)
     return None if kept is None else str(kept.body["run_id"])
 
 

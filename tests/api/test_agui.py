@@ -365,13 +365,15 @@ async def test_a_retried_input_replays_its_run_and_starts_no_second_turn(
     assert [m["role"] for m in await stored(client, "t-retry")] == ["user", "assistant"]
 
 
-async def test_a_run_id_sent_again_with_another_input_is_refused(client: ApiClient) -> None:
-    await run(client, "t-reuse", [user("hello")], run_id="run-x")
-    refused = await run(client, "t-reuse", [user("something else")], run_id="run-x", status=422)
+async def test_a_run_id_sent_again_with_another_input_is_another_turn(client: ApiClient) -> None:
+    first = await run(client, "t-reuse", [user("hello")], run_id="run-x")
+    said = {"id": first[1]["messageId"], "role": "assistant", "content": text_of(first)}
+    history = [user("hello"), said, user("hello again", "u2")]
 
-    assert refused["error"]["code"] == "run_id_reused"
-    assert refused["error"]["param"] == "runId"
-    assert [m["role"] for m in await stored(client, "t-reuse")] == ["user", "assistant"]
-    # The same runId on another thread is another run.
-    elsewhere = await run(client, "t-other", [user("hello")], run_id="run-x")
-    assert elsewhere[-1]["type"] == "RUN_FINISHED"
+    second = await run(client, "t-reuse", history, run_id="run-x")
+
+    assert second[-1]["type"] == "RUN_FINISHED"
+    ours = [r[0]["metadata"]["chatBff"]["runId"] for r in (first, second)]
+    assert ours[0] != ours[1]
+    roles = [m["role"] for m in await stored(client, "t-reuse")]
+    assert roles == ["user", "assistant", "user", "assistant"]

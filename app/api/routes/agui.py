@@ -17,8 +17,8 @@ is AG-UI events as SSE (see `app.api.encoders.agui`).
 
 A retry of an input that started a turn (same `threadId`, `runId` and input, say after
 a dropped connection) starts no second turn: it replays the first run's events from
-`RUN_STARTED`, live while the run goes on; the same `runId` with another input is 422
-`run_id_reused` (`app.api.agui_retry`).
+`RUN_STARTED`, live while the run goes on; the same `runId` with another input is another
+turn (`app.api.agui_retry`).
 
 Refusals before the run starts are HTTP errors in the native shape (`HttpAgent` throws
 them as `HTTP <status>: <body>`): 400 nothing to run, 404 a `conv_` thread or an interrupt
@@ -82,10 +82,7 @@ _STREAM: dict[int | str, dict[str, Any]] = {
         400: {"description": "Nothing to run, or a malformed resume entry."},
         404: {"description": "A `conv_` thread or an interrupt that is not yours."},
         409: {"description": "A run is active, or the interrupt was already decided."},
-        422: {
-            "description": "invalid_submission: an answer does not match the question; "
-            "run_id_reused: the runId already ran on this thread with another input."
-        },
+        422: {"description": "invalid_submission: an answer does not match the question."},
     },
     summary="Run the agent on an AG-UI thread (a RunAgentInput), streaming AG-UI events.",
 )

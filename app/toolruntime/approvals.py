@@ -33,11 +33,11 @@ from app.domain.parts import ToolPart, tool_part
 from app.domain.tooling import BackgroundStarted, ToolOutcome
 from app.store.repos.approvals import ApprovalRecord, approval_not_found
 from app.toolruntime.asking import approval_answer
-from app.toolruntime.decision_replay import DECIDED, Decision, same_decision, standing
+from app.toolruntime.decision_replay import DECIDED, Decision, same_decision
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
-from app.toolruntime.stored_parts import find_part, rewrite_part, updated_part
+from app.toolruntime.stored_parts import find_part, rewrite_part, standing, updated_part
 from app.tools.base import visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 

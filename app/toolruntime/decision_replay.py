@@ -17,13 +17,9 @@ arguments (as asked when the retry sends none, else the edited ones, scope re-pi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.domain.parts import ToolPart
 from app.store.repos.approvals import ApprovalRecord
-from app.store.repos.messages import MessageRepo
-from app.toolruntime.stored_parts import WAITING_STATUSES
 from app.tools.base import ServerTool
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
@@ -54,35 +50,3 @@ def same_decision(
     except InvalidArguments:
         return False
     return args_hash(pinned) == args_hash(record.args)
-
-
-@dataclass(frozen=True)
-class Standing:
-    """Where a decided call stands in its conversation."""
-
-    part: ToolPart
-    # Nothing of its message waits and no answer follows it yet: the run may resume.
-    ready_to_resume: bool
-    # The run that already continued the conversation after it, if one did.
-    continued_by: str | None
-
-
-async def standing(messages: MessageRepo, record: ApprovalRecord) -> Standing | None:
-    """The stored call of a decided approval; None when it is not stored."""
-    assert record.conversation_id is not None
-    stored = await messages.records(record.owner_id, record.conversation_id)
-    for index in range(len(stored) - 1, -1, -1):
-        message = stored[index].message
-        if message.role != "assistant":
-            continue
-        part = next((p for p in message.tool_parts() if p.id == record.tool_call_id), None)
-        if part is None:
-            continue
-        later = [r for r in stored[index + 1 :] if r.message.role == "assistant"]
-        waiting = any(p.data.status in WAITING_STATUSES for p in message.tool_parts())
-        return Standing(
-            part=part,
-            ready_to_resume=not waiting and not later,
-            continued_by=later[0].run_id if later else None,
-        )
-    return None

@@ -2,7 +2,12 @@
 
     answer(caller, conversation, tool call id, accept | decline | cancel, content?)
       no question of this call in the caller's conversation  -> 404 submission_not_found
-      answered already (or its run was stopped)              -> 409 already_answered
+      answered already with another answer, or its run
+      was stopped                                            -> 409 already_answered
+      answered already with this answer (a client retrying)  -> 409 already_answered too,
+                                                                with where the call stands
+                                                                (the tool is not called
+                                                                again)
       the stored part is not yet written / not waiting       -> 409 submission_not_ready /
                                                                 409 already_answered
       accept without content, or content not matching the
@@ -16,7 +21,10 @@
       can continue.
 
 Everything the retry needs is in the database, so the answer may reach any instance.
-The answer's content is never logged or audited: only the action is.
+The answer's content is never logged, audited or stored: only the action is, and a hash
+of action and content, so that the same answer sent again (after a 503 whose answer had
+committed) is told where the call stands in its 409, as a decision sent again is (see
+app.toolruntime.decision_replay), and the conversation continues once.
 """
 
 from __future__ import annotations
@@ -33,9 +41,9 @@ from app.store.repos.elicitations import ElicitationRecord
 from app.toolruntime.outcomes import stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
-from app.toolruntime.stored_parts import find_part, rewrite_part, updated_part
+from app.toolruntime.stored_parts import find_part, rewrite_part, standing, updated_part
 from app.tools.base import UserAnswer
-from app.tools.pinning import InvalidArguments, pin_and_validate
+from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
 Action = Literal["accept", "decline", "cancel"]
 
@@ -50,6 +58,16 @@ class AnswerResult:
     part: ToolPart
     # True when no tool part of the assistant message waits any more: the run may resume.
     ready_to_resume: bool
+    # An answer sent again: the run that already continued the conversation, if one did.
+    continued_by: str | None = None
+    # This answer was already given (a client's retry): the action taken. The answer is
+    # still 409 `already_answered`, carrying where the call stands.
+    replayed: str | None = None
+
+
+def answer_hash(action: Action, content: dict[str, Any] | None) -> str:
+    """What is kept of an answer to know it again (its content is never stored)."""
+    return args_hash({"action": action, "content": content})
 
 
 def check_content(schema: dict[str, Any], action: Action, content: dict[str, Any] | None) -> None:
@@ -99,6 +117,9 @@ class ElicitationService:
                 "No question of this tool call waits for an answer.",
                 code="submission_not_found",
             )
+        answered = answer_hash(action, content)
+        if record.status == "answered":
+            return await self._replayed(record, answered)
         if record.status != "pending":
             raise _answered(record)
         check_content(record.requested_schema, action, content)
@@ -113,8 +134,15 @@ class ElicitationService:
         except InvalidArguments as exc:  # the tool's schema changed since it asked
             raise Conflict(str(exc), code="tool_unavailable") from None
         async with self.db.write() as tx:
-            if not await tx.elicitations.claim(owner, record.id, action=action):
-                raise Conflict("This question was already answered.", code="already_answered")
+            claimed = await tx.elicitations.claim(
+                owner, record.id, action=action, answer_hash=answered
+            )
+        if not claimed:
+            async with self.db.read() as tx:
+                latest = await tx.elicitations.get(owner, record.id)
+            if latest is not None and latest.status == "answered":
+                return await self._replayed(latest, answered)
+            raise Conflict("This question was already answered.", code="already_answered")
         answer = UserAnswer(action=action, content=content, state=record.state)
         outcome = await self.runtime.run_or_ask(
             tool, model, stored_site(caller, record), answer=answer
@@ -140,6 +168,18 @@ class ElicitationService:
             raise _answered(record)
         check_content(record.requested_schema, action, content)
         return record
+
+    async def _replayed(self, record: ElicitationRecord, answered: str) -> AnswerResult:
+        """Where the call of a question answered so stands; 409 for another answer."""
+        if record.answer_hash != answered:
+            raise _answered(record)
+        async with self.db.read() as tx:
+            found = await standing(tx.messages, record)
+        if found is None:  # pragma: no cover - checked before the claim; never deleted
+            raise _answered(record)
+        return AnswerResult(
+            found.part, found.ready_to_resume, found.continued_by, replayed=record.action
+        )
 
     async def _check_part(self, record: ElicitationRecord) -> None:
         async with self.db.read() as tx:

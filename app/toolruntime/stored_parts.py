@@ -5,6 +5,7 @@ for (a person: `requires_action`; a background job: `awaiting_background`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from app.domain.messages import Message
@@ -90,4 +91,38 @@ async def find_part(
         for p in stored.message.tool_parts():
             if p.id == record.tool_call_id:
                 return (stored.message, stored.run_id), p
+    return None
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a decided (approved, rejected) or answered call stands in its conversation:
+    what a client that sends its decision or answer again is told."""
+
+    part: ToolPart
+    # Nothing of its message waits and no answer follows it yet: the run may resume.
+    ready_to_resume: bool
+    # The run that already continued the conversation after it, if one did.
+    continued_by: str | None
+
+
+async def standing(messages: MessageRepo, record: _StoredCall) -> Standing | None:
+    """The stored call of a decided approval or an answered question; None when it is
+    not stored."""
+    assert record.conversation_id is not None
+    stored = await messages.records(record.owner_id, record.conversation_id)
+    for index in range(len(stored) - 1, -1, -1):
+        message = stored[index].message
+        if message.role != "assistant":
+            continue
+        part = next((p for p in message.tool_parts() if p.id == record.tool_call_id), None)
+        if part is None:
+            continue
+        later = [r for r in stored[index + 1 :] if r.message.role == "assistant"]
+        waiting = any(p.data.status in WAITING_STATUSES for p in message.tool_parts())
+        return Standing(
+            part=part,
+            ready_to_resume=not waiting and not later,
+            continued_by=later[0].run_id if later else None,
+        )
     return None

@@ -41,7 +41,11 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert await current_revisions(empty_engine) == head_revisions() == ("0015_idempotency_keys",)
+    assert (
+        await current_revisions(empty_engine)
+        == head_revisions()
+        == ("0016_elicitation_answer_hash",)
+    )
     assert await tables(empty_engine) == CORE_TABLES
 
 

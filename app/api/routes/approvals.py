@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import Protocol
 
 from app.api.deps import ApprovalsDep, CallerDep, RunsDep, ToolCatalogDep
 from app.api.routing import api_router
@@ -91,11 +92,11 @@ async def decide(
     result = await approvals.decide(
         caller, approval_id, body.decision, args=body.args, reason=body.reason, replay=True
     )
-    run_id = result.continued_by
     conversation_id = result.approval.conversation_id
-    if result.ready_to_resume and conversation_id is not None:
-        run_id = await resume_conversation(
-            runs, caller, conversation_id, after_call=result.approval.tool_call_id
+    run_id = result.continued_by
+    if conversation_id is not None:
+        run_id = await continuing_run(
+            runs, caller, conversation_id, result.approval.tool_call_id, result
         )
     events_url = f"/api/conversations/{conversation_id}/runs/{run_id}/events" if run_id else None
     if result.replayed:
@@ -112,6 +113,25 @@ async def decide(
         run_id=run_id,
         events_url=events_url,
     )
+
+
+class Answered(Protocol):
+    """A decision or an answer, taken now or sent again."""
+
+    @property
+    def ready_to_resume(self) -> bool: ...
+    @property
+    def continued_by(self) -> str | None: ...
+
+
+async def continuing_run(
+    runs: Runs, caller: Caller, conversation_id: str, tool_call_id: str, result: Answered
+) -> str | None:
+    """The run continuing the conversation after a decision or an answer (taken now, or
+    sent again): started here when nothing waits any more and no run continued yet."""
+    if not result.ready_to_resume:
+        return result.continued_by
+    return await resume_conversation(runs, caller, conversation_id, after_call=tool_call_id)
 
 
 async def resume_conversation(

@@ -3,23 +3,28 @@
 `POST /api/conversations/{conversation_id}/submissions/{tool_call_id}` answers the
 question in the waiting part's `data.elicitation`; the tool is called again with the
 answer (on whichever instance receives it: the question and the tool's state are in the
-database). Refusals: 404 `submission_not_found`, 409 `already_answered`,
-409 `submission_not_ready` (retryable), 409 `tool_unavailable`, 422 `invalid_submission`
-(`problems` names each mismatch with `requestedSchema`; the question stays open).
+database). Refusals: 404 `submission_not_found`, 409 `already_answered` (a second
+answer; a stopped run), 409 `submission_not_ready` (retryable), 409
+`tool_unavailable`, 422 `invalid_submission` (`problems` names each mismatch with
+`requestedSchema`; the question stays open).
+
+A second answer is 409 `already_answered` and never calls the tool again, but an answer is
+safe to retry, as a decision is: the 409 names the action taken (`action`) and, when the
+answer sent again is the one given, the run that continues the conversation (`run_id`,
+`events_url`), continuing it if that has not happened yet. So an outage after the answer
+committed is answered as it is, 503 `database_unavailable` (retryable), rather than a 200
+whose conversation never goes on.
 """
 
 from __future__ import annotations
 
-import logging
-
 from app.api.deps import CallerDep, RunsDep, SubmissionsDep
-from app.api.routes.approvals import resume_conversation
+from app.api.routes.approvals import continuing_run
 from app.api.routing import api_router
 from app.api.schemas.submissions import SubmissionIn, SubmissionOut
-from app.domain.errors import Unavailable
+from app.domain.errors import Conflict
 
 router = api_router(prefix="/api/conversations", tags=["approvals"])
-log = logging.getLogger("chat_bff.submissions")
 
 
 @router.post(
@@ -28,7 +33,12 @@ log = logging.getLogger("chat_bff.submissions")
     summary="Answer the question a server tool asked mid-call; the call and the run go on.",
     responses={
         404: {"description": "No question of this call (or not yours)."},
-        409: {"description": "already_answered, submission_not_ready or tool_unavailable."},
+        409: {
+            "description": "already_answered (naming the `action` taken and, when it is "
+            "the answer sent again, the continuing run's `run_id` and `events_url`), "
+            "submission_not_ready or tool_unavailable."
+        },
+        503: {"description": "Retry the same answer: it may have been given already."},
         422: {"description": "invalid_submission: the answer does not match the schema."},
     },
 )
@@ -43,18 +53,14 @@ async def answer_submission(
     result = await submissions.answer(
         caller, conversation_id, tool_call_id, body.action, body.content
     )
-    run_id = None
-    if result.ready_to_resume:
-        try:
-            run_id = await resume_conversation(runs, caller, conversation_id)
-        except Unavailable:
-            # An answer is not safe to send again yet (409 `already_answered`): a 503 here
-            # would strand the client, so the answer stands and the run waits.
-            log.warning("could not resume after an answer: the database is out of reach")
-    return SubmissionOut(
-        part=result.part,
-        run_id=run_id,
-        events_url=(
-            f"/api/conversations/{conversation_id}/runs/{run_id}/events" if run_id else None
-        ),
-    )
+    run_id = await continuing_run(runs, caller, conversation_id, tool_call_id, result)
+    events_url = f"/api/conversations/{conversation_id}/runs/{run_id}/events" if run_id else None
+    if result.replayed is not None:
+        raise Conflict(
+            "This question was already answered.",
+            code="already_answered",
+            action=result.replayed,
+            run_id=run_id,
+            events_url=events_url,
+        )
+    return SubmissionOut(part=result.part, run_id=run_id, events_url=events_url)

@@ -38,6 +38,7 @@ class ElicitationRecord:
     state: dict[str, Any]
     status: str
     action: str | None
+    answer_hash: str | None
 
 
 def _record(row: ElicitationRow) -> ElicitationRecord:
@@ -56,6 +57,7 @@ def _record(row: ElicitationRow) -> ElicitationRecord:
         state=row.state,
         status=row.status,
         action=row.action,
+        answer_hash=row.answer_hash,
     )
 
 
@@ -113,7 +115,9 @@ class ElicitationRepo:
         )
         return _record(row) if row is not None else None
 
-    async def claim(self, owner_id: str, elicitation_id: str, *, action: str) -> bool:
+    async def claim(
+        self, owner_id: str, elicitation_id: str, *, action: str, answer_hash: str
+    ) -> bool:
         """Mark a pending question answered; True for exactly one caller."""
         result = await self._session.execute(
             update(ElicitationRow)
@@ -122,7 +126,7 @@ class ElicitationRepo:
                 ElicitationRow.owner_id == owner_id,
                 ElicitationRow.status == "pending",
             )
-            .values(status="answered", action=action, answered_at=utcnow())
+            .values(status="answered", action=action, answer_hash=answer_hash, answered_at=utcnow())
             .execution_options(synchronize_session=False)
         )
         return rowcount(result) == 1

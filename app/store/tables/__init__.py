@@ -7,6 +7,7 @@
                  and cancels asked for on another instance (0014_run_cancel_requests)
     tools.py     tool approvals, proposals and their batches            (0002_tools)
                  and the questions tools ask mid-call              (0009_elicitations)
+                 and the hash of each question's answer   (0016_elicitation_answer_hash)
     identity.py  API keys                                               (0003_identity)
     files.py     uploaded files and their extracted text                (0004_files)
     queue.py     the review queue's per-user change feed               (0005_queue_events)

@@ -52,7 +52,9 @@ async def rewrite_part(
     unit of work (which holds the conversation's write lock); None when it is not stored.
     Also says whether no part of the message waits any more (the run may resume), and
     the message's id."""
-    assert record.conversation_id is not None
+    conversation_id = record.conversation_id
+    if conversation_id is None:  # a stateless turn's call: no conversation stores it
+        return None
     found = await find_part(tx.messages, record)
     if found is None:
         return None
@@ -69,7 +71,7 @@ async def rewrite_part(
         metadata["background_jobs"] = jobs["background_jobs"]
         metadata.setdefault("finish_reason", jobs["finish_reason"])
     updated = message.model_copy(update={"content": content, "metadata": metadata})
-    await tx.messages.upsert(record.owner_id, record.conversation_id, updated, run_id=run_id)
+    await tx.messages.upsert(record.owner_id, conversation_id, updated, run_id=run_id)
     return part, ready, message.id
 
 
@@ -83,8 +85,10 @@ async def find_part(
 ) -> tuple[tuple[Message, str | None], ToolPart] | None:
     """The newest current message holding the tool part of this stored call (an approval's,
     a question's)."""
-    assert record.conversation_id is not None
-    records = await messages.records(record.owner_id, record.conversation_id)
+    conversation_id = record.conversation_id
+    if conversation_id is None:  # a stateless turn's call: no conversation stores it
+        return None
+    records = await messages.records(record.owner_id, conversation_id)
     for stored in reversed(records):
         if stored.message.role != "assistant":
             continue
@@ -109,8 +113,10 @@ class Standing:
 async def standing(messages: MessageRepo, record: _StoredCall) -> Standing | None:
     """The stored call of a decided approval or an answered question; None when it is
     not stored."""
-    assert record.conversation_id is not None
-    stored = await messages.records(record.owner_id, record.conversation_id)
+    conversation_id = record.conversation_id
+    if conversation_id is None:  # a stateless turn's call: no conversation stores it
+        return None
+    stored = await messages.records(record.owner_id, conversation_id)
     for index in range(len(stored) - 1, -1, -1):
         message = stored[index].message
         if message.role != "assistant":

@@ -19,6 +19,7 @@ from app.store.repos import MessageRepo
 from app.store.tables.core import AuditRow
 from app.toolruntime.approvals import ApprovalService, Unprocessable
 from app.toolruntime.runtime import ServerToolRuntime
+from app.toolruntime.stored_parts import find_part, standing
 from tests.tools.conftest import (
     ALICE,
     MALLORY,
@@ -313,6 +314,19 @@ async def test_an_approval_of_a_stateless_run_answers_the_part_and_does_not_resu
     assert result.part is not None
     assert result.part.data.status == "success"
     assert result.part.data.args == {"target": "prod"}
+
+
+async def test_a_stateless_runs_call_stands_in_no_conversation(
+    runtime: ServerToolRuntime,
+) -> None:
+    """Asked where a stateless turn's call stands, the answer is nowhere: no stored part,
+    neither an error nor, under `python -O`, a query for a conversation of None."""
+    needed = await runtime.invoke(call("danger", {"target": "prod"}), run_ctx(ALICE, None))
+    assert isinstance(needed, ApprovalNeeded)
+    async with runtime.db.read() as tx:
+        record = await tx.approvals.get("alice", needed.approval_id)
+        assert await standing(tx.messages, record) is None
+        assert await find_part(tx.messages, record) is None
 
 
 async def test_an_approval_whose_call_was_cancelled_leaves_the_inbox_and_never_runs(

@@ -16,21 +16,17 @@ that has not happened yet. So an outage after the decision committed is answered
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime
-from typing import Protocol
 
 from app.api.deps import ApprovalsDep, CallerDep, RunsDep, ToolCatalogDep
 from app.api.routing import api_router
 from app.api.schemas.approvals import ApprovalList, ApprovalOut, DecisionIn, DecisionOut
-from app.domain.errors import ChatBffError, Conflict, Unavailable
-from app.domain.identity import Caller
-from app.runs.turns import Runs
+from app.domain.errors import Conflict
+from app.runs.continuing import continuing_run
 from app.store.repos.approvals import ApprovalRecord
 from app.tools.catalog import ToolCatalog
 
 router = api_router(prefix="/api/approvals", tags=["approvals"])
-log = logging.getLogger("chat_bff.approvals")
 
 
 def _out(record: ApprovalRecord, tools: ToolCatalog) -> ApprovalOut:
@@ -113,39 +109,3 @@ async def decide(
         run_id=run_id,
         events_url=events_url,
     )
-
-
-class Answered(Protocol):
-    """A decision or an answer, taken now or sent again."""
-
-    @property
-    def ready_to_resume(self) -> bool: ...
-    @property
-    def continued_by(self) -> str | None: ...
-
-
-async def continuing_run(
-    runs: Runs, caller: Caller, conversation_id: str, tool_call_id: str, result: Answered
-) -> str | None:
-    """The run continuing the conversation after a decision or an answer (taken now, or
-    sent again): started here when nothing waits any more and no run continued yet."""
-    if not result.ready_to_resume:
-        return result.continued_by
-    return await resume_conversation(runs, caller, conversation_id, after_call=tool_call_id)
-
-
-async def resume_conversation(
-    runs: Runs, caller: Caller, conversation_id: str, *, after_call: str | None = None
-) -> str | None:
-    """Continue the conversation; the id of the run that does (one already running, when
-    the conversation is busy). The decision stands whatever happens here: a refusal is
-    logged, but an outage (`Unavailable`) is raised, for the client to retry."""
-    try:
-        run = await runs.resume(caller, conversation_id, after_call=after_call)
-    except Unavailable:
-        raise
-    except ChatBffError as exc:
-        log.warning("could not resume after an approval", extra={"code": exc.code})
-        active = exc.extra.get("active_run_id") if exc.code == "run_active" else None
-        return active if isinstance(active, str) else None
-    return run.run_id if run is not None else None

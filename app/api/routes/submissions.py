@@ -19,10 +19,10 @@ whose conversation never goes on.
 from __future__ import annotations
 
 from app.api.deps import CallerDep, RunsDep, SubmissionsDep
-from app.api.routes.approvals import continuing_run
 from app.api.routing import api_router
 from app.api.schemas.submissions import SubmissionIn, SubmissionOut
 from app.domain.errors import Conflict
+from app.runs.continuing import continuing_run
 
 router = api_router(prefix="/api/conversations", tags=["approvals"])
 

@@ -34,20 +34,25 @@ DESCRIPTION = (
 )
 
 
-# The header as an OpenAPI parameter, for the routes' `openapi_extra`: the dependency
-# reads it from the request itself, so that a turn's route keeps the direct path
-# (`app.api.direct_handler` takes dependencies that take only the request).
-OPENAPI: dict[str, Any] = {
-    "parameters": [
-        {
-            "name": HEADER,
-            "in": "header",
-            "required": False,
-            "description": DESCRIPTION,
-            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
-        }
-    ]
-}
+def openapi(note: str = "") -> dict[str, Any]:
+    """The header as an OpenAPI parameter, for the routes' `openapi_extra` (with `note`
+    on what the route keeps): the dependency reads it from the request itself, so that a
+    turn's route keeps the direct path (`app.api.direct_handler` takes dependencies that
+    take only the request)."""
+    return {
+        "parameters": [
+            {
+                "name": HEADER,
+                "in": "header",
+                "required": False,
+                "description": f"{DESCRIPTION} {note}".strip(),
+                "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+            }
+        ]
+    }
+
+
+OPENAPI = openapi()
 
 
 @dataclass(frozen=True, slots=True)

@@ -261,8 +261,16 @@ class Runs:
         )
         return self._handle(run, request) if run is not None else None
 
-    async def regenerate(self, caller: Caller, conversation_id: str, turn: TurnInput) -> RunHandle:
-        """Answer the last user message again; earlier answers are kept as superseded."""
+    async def regenerate(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        turn: TurnInput,
+        *,
+        keep: KeepStart | None = None,
+    ) -> RunHandle:
+        """Answer the last user message again; earlier answers are kept as superseded.
+        `keep` as for `send`."""
         conversation = await self._conversation(caller, conversation_id)
         request = self._request(caller, conversation, turn)
 
@@ -276,8 +284,10 @@ class Runs:
                 await messages.supersede(caller.user_id, conversation_id, history[last_user + 1].id)
             return True
 
+        run_id = new_run_id()
+        prepare = supersede if keep is None else _keeping(keep, run_id, False, supersede)
         run = await self.manager.start_in_conversation(
-            request, conversation_id, None, prepare=supersede
+            request, conversation_id, None, prepare=prepare, run_id=run_id
         )
         assert run is not None
         return self._handle(run, request)
@@ -289,8 +299,11 @@ class Runs:
         message_id: str,
         content: str | list[Part],
         turn: TurnInput,
+        *,
+        keep: KeepStart | None = None,
     ) -> RunHandle:
-        """Replace the last user message and answer it; the old version is kept, superseded."""
+        """Replace the last user message and answer it; the old version is kept, superseded.
+        `keep` as for `send`."""
 
         async def supersede(tx: Tx) -> bool:
             messages = tx.messages
@@ -305,7 +318,9 @@ class Runs:
             await messages.supersede(caller.user_id, conversation_id, message_id)
             return True
 
-        return await self._answer_user(caller, conversation_id, content, turn, prepare=supersede)
+        return await self._answer_user(
+            caller, conversation_id, content, turn, prepare=supersede, keep=keep
+        )
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -321,7 +336,7 @@ class Runs:
     ) -> RunHandle:
         """A run that answers the new user message `content`, its files admitted and then
         tied to the conversation; `prepare` runs in the claim's transaction (`edit`), and
-        `keep` there too, told the run's id (`send`)."""
+        `keep` there too, told the run's id."""
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
         if self._typed_answers is not None:  # "yes" to the waiting approval decides it

@@ -18,15 +18,18 @@ mapping is in `app.api.encoders.responses`.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from app.api import idempotency
 from app.api.deps import (
     ApprovalsDep,
     CallerDep,
     DbDep,
+    IdempotencyDep,
     RunsDep,
     StreamDep,
     StreamSlot,
@@ -35,6 +38,8 @@ from app.api.deps import (
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
 from app.api.exact_params import QueryBool
+from app.api.idempotency import RequestKey
+from app.api.idempotent_turns import run_id_of, start_once
 from app.api.openai_params import responses_options
 from app.api.responses_approvals import (
     answers_approvals,
@@ -61,7 +66,9 @@ from app.domain.identity import Caller
 from app.domain.stream import ToolChoice, ToolSpec
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
-from app.runs.turns import Runs
+from app.runs.turns import KeepStart, Runs
+from app.store.database import Database
+from app.store.idempotency import Outcome
 from app.store.records import RunRecord
 from app.toolruntime.approvals import ApprovalService
 from app.translate.openai_responses.read import messages_from_responses_input
@@ -117,11 +124,15 @@ async def _conversation_turn(
     caller: Caller,
     approvals: ApprovalService,
     held: frozenset[str],
+    db: Database,
+    idempotency_key: RequestKey | None,
 ) -> Response:
     """A turn of a durable conversation: the input's last item is the user's message (or
     the input answers the conversation's pending approvals); the conversation holds the
     history (and its own system prompt: `instructions` is refused). The run is durable: a
-    client hanging up does not stop it."""
+    client hanging up does not stop it. Under an Idempotency-Key a repeated message
+    answers the first one's run (`_again`), never a second turn; a repeated approval
+    answer is refused as already decided, as without a key."""
     cid = _conversation_id(body.conversation)
     if body.instructions is not None:
         raise InvalidRequest(
@@ -133,7 +144,9 @@ async def _conversation_turn(
     choice = tool_choice_from_responses(body.tool_choice)
     if answers_approvals(body.input):
         assert isinstance(body.input, list)
-        handle = await decide_in_conversation(approvals, runs, caller, cid, body.input)
+        started: RunHandle | Outcome = await decide_in_conversation(
+            approvals, runs, caller, cid, body.input
+        )
         # The run continues the paused turn with that turn's client tools.
         options = await runs.manager.stored_options(caller.user_id, cid)
         client_tools = [ToolSpec.model_validate(t) for t in options.get("client_tools", [])]
@@ -142,14 +155,44 @@ async def _conversation_turn(
         if not sent or sent[-1].role != "user":
             raise InvalidRequest("The last input item must be a user message.", param="input")
         turn = _turn_input(body, client_tools, choice)
-        handle = await runs.send(caller, cid, sent[-1].content, turn)
+
+        def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
+            return runs.send(caller, cid, sent[-1].content, turn, keep=keep)
+
+        started = await _start(db, caller, idempotency_key, start)
     echo = _echo(body, client_tools, choice) | {"conversation": {"id": cid}}
     names = frozenset(t.name for t in client_tools)
-    wire = ResponsesWire(handle, names, echo, held, body.client_tool_items == "submission_request")
-    if wants_stream(request, body.stream):
-        return sse_response(handle.events(0), wire.encode, stream, farewell=wire.farewell)
-    await handle.wait()
-    return JSONResponse(await wire.answer(handle))
+    subs = body.client_tool_items == "submission_request"
+
+    def wire_for(run_id: str, model: str, created_at: int | None = None) -> ResponsesWire:
+        return ResponsesWire(run_id, model, names, echo, held, subs, created_at)
+
+    streamed = wants_stream(request, body.stream)
+    if isinstance(started, Outcome):  # a repeat: the first message's run
+        record = await stored_run(db, caller.user_id, response_id(run_id_of(started)))
+        wire = wire_for(record.id, record.model, int(record.created_at.timestamp()))
+        events = runs.follow(caller.user_id, record.id, conversation_id=cid)
+        if streamed:
+            return sse_response(events, wire.encode, stream, farewell=wire.farewell)
+        return JSONResponse(await wire.replayed(events))
+    wire = wire_for(started.run_id, started.model_id)
+    if streamed:
+        return sse_response(started.events(0), wire.encode, stream, farewell=wire.farewell)
+    await started.wait()
+    return JSONResponse(await wire.answer(started))
+
+
+async def _start(
+    db: Database,
+    caller: Caller,
+    idempotency_key: RequestKey | None,
+    start: Callable[[KeepStart | None], Awaitable[RunHandle]],
+) -> RunHandle | Outcome:
+    """The turn `start` starts, once under the caller's Idempotency-Key (if sent)."""
+    if idempotency_key is None:
+        return await start(None)
+    key = idempotency_key.of(caller.user_id)
+    return await start_once(db, key, start, lambda run_id, _: Outcome(200, {"run_id": run_id}))
 
 
 def _echo(
@@ -170,17 +213,19 @@ class ResponsesWire:
 
     def __init__(
         self,
-        handle: RunHandle,
+        run_id: str,
+        model: str,
         client_tools: frozenset[str],
         echo: dict[str, Any],
         held: frozenset[str],
         client_submissions: bool = False,
+        created_at: int | None = None,
     ):
-        self._run_id = handle.run_id
+        self._run_id = run_id
         self._encoder = ResponsesEncoder(
-            response_id=response_id(handle.run_id),
-            model=handle.model_id,
-            created_at=int(time.time()),
+            response_id=response_id(run_id),
+            model=model,
+            created_at=int(time.time()) if created_at is None else created_at,
             client_tools=client_tools,
             held_tools=held,
             client_submissions=client_submissions,
@@ -197,7 +242,12 @@ class ResponsesWire:
         handle.result()  # the run's failure, raised
         # The answer is the encoder's final Response for the same events: identical to
         # what a stream of this run ends with, by construction.
-        async for batch in handle.events(0):
+        return await self.replayed(handle.events(0))
+
+    async def replayed(self, batches: AsyncIterator[list[SequencedEvent]]) -> dict[str, Any]:
+        """The final Response the run's events build, once the run ended (a failed run's
+        says `failed`, with its error)."""
+        async for batch in batches:
             self._encoder.encode(batch)
         if self._encoder.final is None:  # pragma: no cover - an ended run ends its log
             raise ChatBffError("The run ended without a response.")
@@ -207,6 +257,10 @@ class ResponsesWire:
 @router.post(
     "/responses",
     summary="OpenAI Responses API, stateless (stream and non-stream).",
+    openapi_extra=idempotency.openapi(
+        "Only a message to a `conversation` is kept (it starts one run however often it "
+        "is sent); a stateless request stores nothing and ignores the key."
+    ),
     responses={
         200: {
             "model": ResponseObject,
@@ -223,11 +277,15 @@ async def create_response(
     approvals: ApprovalsDep,
     tools: ToolCatalogDep,
     caller: CallerDep,
+    db: DbDep,
+    idempotency_key: IdempotencyDep,
 ) -> Response:
     _refuse_stateful(body)
     held = tools.may_pause()
     if body.conversation is not None:
-        return await _conversation_turn(body, request, runs, stream, caller, approvals, held)
+        return await _conversation_turn(
+            body, request, runs, stream, caller, approvals, held, db, idempotency_key
+        )
     history = messages_from_responses_input(body.input, body.instructions)
     if not any(m.role != "system" for m in history):
         raise InvalidRequest("input must not be empty.", param="input")
@@ -248,7 +306,7 @@ async def create_response(
         runs,
         stream,
         turn,
-        lambda handle: ResponsesWire(handle, names, echo, held, subs),
+        lambda handle: ResponsesWire(handle.run_id, handle.model_id, names, echo, held, subs),
     )
 
 

@@ -3,7 +3,8 @@ client tool results, regenerate and edit. Thin: the work is in `app.runs.turns`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Query, Request, Response, status
@@ -22,6 +23,7 @@ from app.api.deps import (
 from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.exact_params import last_event_id_header, resume_position
+from app.api.idempotent_turns import run_id_of, start_once
 from app.api.routing import api_router
 from app.api.schemas.runs import (
     EditMessage,
@@ -35,14 +37,13 @@ from app.api.schemas.runs import (
 from app.api.streaming import StreamConfig, sse_response
 from app.api.turn import wants_stream
 from app.auth.authenticator import Authenticator
-from app.domain.errors import Conflict
 from app.domain.events import ErrorEvent
 from app.domain.identity import Caller
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
-from app.runs.turns import Runs, ToolResult
-from app.store.database import Tx
-from app.store.idempotency import KeyTaken, Outcome, after_collision, kept_outcome
+from app.runs.turns import KeepStart, Runs, ToolResult
+from app.store.database import Database
+from app.store.idempotency import Outcome
 from app.translate.openai_chat.read import tool_choice_from_openai, tools_from_openai
 
 router = api_router(prefix="/api/conversations", tags=["runs"])
@@ -120,30 +121,58 @@ def _answer(
     return JSONResponse(body.model_dump(), status_code=status.HTTP_202_ACCEPTED)
 
 
-def _answer_again(
-    request: Request,
-    kept: Outcome,
-    conversation_id: str,
-    caller: Caller,
-    stream: bool,
-    runs: Runs,
-    config: StreamConfig,
-    auth: Authenticator,
-) -> Response:
-    """A repeated send (same Idempotency-Key): the first send's run, never a second one.
+@dataclass(frozen=True)
+class _Answer:
+    """How a route that starts a run answers: the new run (202, or its SSE), or, for a
+    repeat under the same Idempotency-Key, the first request's run, never a second one.
     A streamed repeat follows that run's events from the start, as the first answer did;
     otherwise the first 202 again, with a fresh stream token."""
-    run_id: str = kept.body["run_id"]
-    if wants_stream(request, stream):
-        return sse_response(
-            runs.follow(caller.user_id, run_id, conversation_id=conversation_id, after=0),
-            native.frames,
-            config,
-            farewell=_resume_elsewhere(run_id, events_url(conversation_id, run_id)),
-            retry_ms=RECONNECT_MS,
-        )
-    body = {**kept.body, "stream_token": stream_token(auth, caller, run_id)}
-    return JSONResponse(body, status_code=kept.status)
+
+    request: Request
+    conversation_id: str
+    caller: Caller
+    stream: bool
+    runs: Runs
+    config: StreamConfig
+    auth: Authenticator
+
+    async def once(
+        self,
+        db: Database,
+        key: idempotency.RequestKey | None,
+        start: Callable[[KeepStart | None], Awaitable[RunHandle]],
+    ) -> Response:
+        """The run `start` starts, done once under the key (when one was sent)."""
+        if key is None:
+            return self.started(await start(None))
+        started = await start_once(db, key.of(self.caller.user_id), start, self._kept_as)
+        if isinstance(started, Outcome):
+            return self.again(started)
+        return self.started(started)
+
+    def started(self, run: RunHandle) -> Response:
+        return _answer(self.request, run, self.caller, self.stream, self.config, self.auth)
+
+    def again(self, kept: Outcome) -> Response:
+        run_id, cid, caller = run_id_of(kept), self.conversation_id, self.caller
+        if wants_stream(self.request, self.stream):
+            return sse_response(
+                self.runs.follow(caller.user_id, run_id, conversation_id=cid, after=0),
+                native.frames,
+                self.config,
+                farewell=_resume_elsewhere(run_id, events_url(cid, run_id)),
+                retry_ms=RECONNECT_MS,
+            )
+        body = {**kept.body, "stream_token": stream_token(self.auth, caller, run_id)}
+        return JSONResponse(body, status_code=kept.status)
+
+    def _kept_as(self, run_id: str, truncated: bool) -> Outcome:
+        started = {
+            "run_id": run_id,
+            "events_url": events_url(self.conversation_id, run_id),
+            "truncated_input": truncated,
+        }
+        return Outcome(status.HTTP_202_ACCEPTED, started)
 
 
 def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
@@ -176,32 +205,12 @@ async def send_message(
     idempotency_key: IdempotencyDep,
 ) -> Response:
     turn = _turn(body.tools, body.tool_choice, body.model)
-    if idempotency_key is None:
-        run = await runs.send(caller, conversation_id, body.content, turn)
-        return _answer(request, run, caller, body.stream, config, auth)
-    key = idempotency_key.of(caller.user_id)
-    kept = await kept_outcome(db, key)
-    if kept is None:
 
-        async def keep(tx: Tx, run_id: str, truncated: bool) -> None:
-            started = {
-                "run_id": run_id,
-                "events_url": events_url(conversation_id, run_id),
-                "truncated_input": truncated,
-            }
-            await tx.idempotency.keep(key, Outcome(status.HTTP_202_ACCEPTED, started))
+    def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
+        return runs.send(caller, conversation_id, body.content, turn, keep=keep)
 
-        try:
-            run = await runs.send(caller, conversation_id, body.content, turn, keep=keep)
-        except KeyTaken:  # a concurrent repeat kept its run first
-            kept = await after_collision(db, key)
-        except Conflict as exc:  # ... or holds the conversation with it
-            kept = await kept_outcome(db, key) if exc.code == "run_active" else None
-            if kept is None:
-                raise
-        else:
-            return _answer(request, run, caller, body.stream, config, auth)
-    return _answer_again(request, kept, conversation_id, caller, body.stream, runs, config, auth)
+    answer = _Answer(request, conversation_id, caller, body.stream, runs, config, auth)
+    return await answer.once(db, idempotency_key, start)
 
 
 @router.get(
@@ -306,6 +315,7 @@ async def submit_tool_results(
     responses=_STARTED,
     response_model=RunStarted,
     summary="Answer the last user message again (the old answer is kept, superseded).",
+    openapi_extra=idempotency.OPENAPI,
 )
 async def regenerate(
     conversation_id: str,
@@ -314,13 +324,18 @@ async def regenerate(
     config: StreamDep,
     auth: AuthDep,
     caller: CallerDep,
+    db: DbDep,
+    idempotency_key: IdempotencyDep,
     body: Regenerate | None = None,
 ) -> Response:
     body = body or Regenerate()  # every option is optional, so is the body
-    run = await runs.regenerate(
-        caller, conversation_id, TurnInput(client_tools=[], model_id=body.model, retractable=True)
-    )
-    return _answer(request, run, caller, body.stream, config, auth)
+    turn = TurnInput(client_tools=[], model_id=body.model, retractable=True)
+
+    def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
+        return runs.regenerate(caller, conversation_id, turn, keep=keep)
+
+    answer = _Answer(request, conversation_id, caller, body.stream, runs, config, auth)
+    return await answer.once(db, idempotency_key, start)
 
 
 @router.put(
@@ -329,6 +344,7 @@ async def regenerate(
     responses=_STARTED,
     response_model=RunStarted,
     summary="Edit the last user message and answer it again (old version kept).",
+    openapi_extra=idempotency.OPENAPI,
 )
 async def edit_message(
     conversation_id: str,
@@ -339,12 +355,13 @@ async def edit_message(
     config: StreamDep,
     auth: AuthDep,
     caller: CallerDep,
+    db: DbDep,
+    idempotency_key: IdempotencyDep,
 ) -> Response:
-    run = await runs.edit(
-        caller,
-        conversation_id,
-        message_id,
-        body.content,
-        TurnInput(client_tools=[], model_id=body.model, retractable=True),
-    )
-    return _answer(request, run, caller, body.stream, config, auth)
+    turn = TurnInput(client_tools=[], model_id=body.model, retractable=True)
+
+    def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
+        return runs.edit(caller, conversation_id, message_id, body.content, turn, keep=keep)
+
+    answer = _Answer(request, conversation_id, caller, body.stream, runs, config, auth)
+    return await answer.once(db, idempotency_key, start)

@@ -176,7 +176,12 @@ async def answer_questions(
     parts = []
     for record, answer in checked:
         result = await submissions.answer(
-            caller, record.conversation_id, record.tool_call_id, answer.action, answer.content
+            caller,
+            record.conversation_id,
+            record.tool_call_id,
+            answer.action,
+            answer.content,
+            elicitation_id=record.id,
         )
         parts.append(result.part)
     return parts

@@ -1,7 +1,9 @@
 """Answering a question a server tool asked the user mid-call (an MCP elicitation).
 
-    answer(caller, conversation, tool call id, accept | decline | cancel, content?)
-      no question of this call in the caller's conversation  -> 404 submission_not_found
+    answer(caller, conversation, tool call id, accept | decline | cancel, content?,
+           elicitation id?)
+      no question of this call in the caller's conversation
+      (with an elicitation id: no such question of this call) -> 404 submission_not_found
       answered already with another answer, or its run
       was stopped                                            -> 409 already_answered
       answered already with this answer (a client retrying)  -> 409 already_answered too,
@@ -19,6 +21,11 @@
       tool may finish (the part is final) or ask again (the part waits for the new
       question); write the part and an audit record, and say whether the conversation
       can continue.
+
+An answer names the question it answers (its elicitation id) or, without one, answers the
+call's newest question. A tool may ask again after an answer, so only a named question
+keeps a resend of the first answer from answering the second: named, it is the first
+question's 409 (`elicitation_id` says which), as the decision table reads.
 
 Everything the retry needs is in the database, so the answer may reach any instance.
 The answer's content is never logged, audited or stored: only the action is, and a hash
@@ -63,6 +70,8 @@ class AnswerResult:
     # This answer was already given (a client's retry): the action taken. The answer is
     # still 409 `already_answered`, carrying where the call stands.
     replayed: str | None = None
+    # The question answered (or, replayed, answered before).
+    elicitation_id: str | None = None
 
 
 def answer_hash(action: Action, content: dict[str, Any] | None) -> str:
@@ -108,11 +117,21 @@ class ElicitationService:
         tool_call_id: str,
         action: Action,
         content: dict[str, Any] | None,
+        *,
+        elicitation_id: str | None = None,
     ) -> AnswerResult:
+        """Answer `elicitation_id` (a question of this call), or the call's newest question."""
         owner = caller.user_id
         async with self.db.read() as tx:
-            record = await tx.elicitations.latest(owner, conversation_id, tool_call_id)
-        if record is None:
+            if elicitation_id is None:
+                record = await tx.elicitations.latest(owner, conversation_id, tool_call_id)
+            else:
+                record = await tx.elicitations.get(owner, elicitation_id)
+        if (
+            record is None
+            or record.conversation_id != conversation_id
+            or record.tool_call_id != tool_call_id
+        ):
             raise NotFound(
                 "No question of this tool call waits for an answer.",
                 code="submission_not_found",
@@ -178,7 +197,11 @@ class ElicitationService:
         if found is None:  # pragma: no cover - checked before the claim; never deleted
             raise _answered(record)
         return AnswerResult(
-            found.part, found.ready_to_resume, found.continued_by, replayed=record.action
+            found.part,
+            found.ready_to_resume,
+            found.continued_by,
+            replayed=record.action,
+            elicitation_id=record.id,
         )
 
     async def _check_part(self, record: ElicitationRecord) -> None:
@@ -223,7 +246,7 @@ class ElicitationService:
                     {"outcome": answered},
                 ),
             )
-        return AnswerResult(part, ready)
+        return AnswerResult(part, ready, elicitation_id=record.id)
 
 
 def _answered(record: ElicitationRecord) -> Conflict:
@@ -231,6 +254,7 @@ def _answered(record: ElicitationRecord) -> Conflict:
         "This question was already answered.",
         code="already_answered",
         action=record.action or record.status,
+        elicitation_id=record.id,
     )
 
 

@@ -8,6 +8,11 @@ answer; a stopped run), 409 `submission_not_ready` (retryable), 409
 `tool_unavailable`, 422 `invalid_submission` (`problems` names each mismatch with
 `requestedSchema`; the question stays open).
 
+A tool may ask again after an answer (the part then waits with a new
+`data.elicitation.id`). An answer that names its question (`elicitation_id`) answers that
+question only: sent again once the tool asked its next one, it is 409 `already_answered`
+naming the question it answered (`elicitation_id`), never an answer to the next.
+
 A second answer is 409 `already_answered` and never calls the tool again, but an answer is
 safe to retry, as a decision is: the 409 names the action taken (`action`) and, when the
 answer sent again is the one given, the run that continues the conversation (`run_id`,
@@ -34,8 +39,9 @@ router = api_router(prefix="/api/conversations", tags=["approvals"])
     responses={
         404: {"description": "No question of this call (or not yours)."},
         409: {
-            "description": "already_answered (naming the `action` taken and, when it is "
-            "the answer sent again, the continuing run's `run_id` and `events_url`), "
+            "description": "already_answered (naming the `action` taken, the question "
+            "answered (`elicitation_id`) and, when it is the answer sent again, the "
+            "continuing run's `run_id` and `events_url`), "
             "submission_not_ready or tool_unavailable."
         },
         503: {"description": "Retry the same answer: it may have been given already."},
@@ -51,7 +57,12 @@ async def answer_submission(
     caller: CallerDep,
 ) -> SubmissionOut:
     result = await submissions.answer(
-        caller, conversation_id, tool_call_id, body.action, body.content
+        caller,
+        conversation_id,
+        tool_call_id,
+        body.action,
+        body.content,
+        elicitation_id=body.elicitation_id,
     )
     run_id = await continuing_run(runs, caller, conversation_id, tool_call_id, result)
     events_url = f"/api/conversations/{conversation_id}/runs/{run_id}/events" if run_id else None
@@ -60,6 +71,7 @@ async def answer_submission(
             "This question was already answered.",
             code="already_answered",
             action=result.replayed,
+            elicitation_id=result.elicitation_id,
             run_id=run_id,
             events_url=events_url,
         )

@@ -22,6 +22,14 @@ class SubmissionIn(BaseModel):
         default=None,
         description="The answer (accept only), matching `elicitation.requestedSchema`.",
     )
+    elicitation_id: str | None = Field(
+        default=None,
+        max_length=128,
+        description="The question this answers: the part's `data.elicitation.id`. A tool may "
+        "ask again after an answer; with the id, that answer sent again is 409 "
+        "`already_answered` naming its question and never answers the next one. Without "
+        "it, the call's newest question is answered.",
+    )
 
 
 class SubmissionOut(BaseModel):

@@ -19,8 +19,11 @@ outcome still be unreadable after a collision, the answer is 409
 `idempotency_key_in_flight` with Retry-After.
 
 Keys are the caller's own (the primary key starts with the owner) and live for the
-`ttl` the request came with; a lapsed key is free again, and a caller's lapsed keys are
-deleted when the caller keeps a new one.
+`ttl` the request came with; a lapsed key is free again. Each key kept deletes the
+caller's lapsed keys and up to `SWEEP` lapsed keys of anyone: an outcome holds what the
+request created (a title, an item's text), so a caller who never comes back must not
+leave it for ever. The sweep skips rows another transaction holds (Postgres), so callers
+never wait on each other's lapsed keys.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain.errors import InvalidRequest, RetryLater
@@ -41,6 +44,10 @@ from app.store.tables.types import utcnow
 
 if TYPE_CHECKING:
     from app.store.database import Database, Tx
+
+# Lapsed keys of other callers deleted with each key kept: more than one request keeps, so
+# the table shrinks back to the keys alive.
+SWEEP = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,15 @@ class IdempotencyRepo:
         table = IdempotencyKeyRow
         await self._session.execute(
             delete(table).where(table.owner_id == key.owner_id, table.expires_at <= now)
+        )
+        lapsed = (
+            select(table.owner_id, table.key)
+            .where(table.expires_at <= now)
+            .limit(SWEEP)
+            .with_for_update(skip_locked=True)
+        )
+        await self._session.execute(
+            delete(table).where(tuple_(table.owner_id, table.key).in_(lapsed))
         )
         result = await self._session.execute(
             conflict_insert(self._session, table)

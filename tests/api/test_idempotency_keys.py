@@ -144,6 +144,26 @@ async def test_a_key_past_its_lifetime_is_free_again(client: ApiClient) -> None:
     assert await conversations_of(client, "me") == 2
 
 
+async def test_a_lapsed_key_is_deleted_though_its_caller_never_comes_back(
+    client: ApiClient,
+) -> None:
+    # What a one-off caller kept (here a title; an item's text on /v1) must not stay for
+    # ever: another caller's keyed create clears it once it lapsed.
+    await client.post(URL, json={"title": "Secret plans"}, headers=keyed("k-1"))
+    async with client.services.db.sessions.begin() as session:
+        await session.execute(
+            text("UPDATE idempotency_keys SET expires_at = :past"),
+            {"past": datetime(2000, 1, 1, tzinfo=UTC)},
+        )
+
+    answer = await client.post(URL, json={}, headers=keyed("k-9", OTHER))
+
+    assert answer.status_code == 201, answer.text
+    kept = select(func.count()).select_from(text("idempotency_keys"))
+    mine = kept.where(text("owner_id = 'me'"))
+    assert (await count(client, mine), await count(client, kept)) == (0, 1)
+
+
 @pytest.mark.parametrize("key", [b"", b" ", b"x" * 256, "caf\u00e9".encode("latin-1"), b"a\tb"])
 async def test_a_malformed_key_is_a_400_and_creates_nothing(client: ApiClient, key: bytes) -> None:
     headers = [(b"Authorization", ME["Authorization"].encode()), (b"Idempotency-Key", key)]

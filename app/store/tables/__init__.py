@@ -15,6 +15,7 @@
     feed.py      a conversation's follow feed: runs and part changes    (0008_conversation_feed)
     jobs.py      background jobs (long-running tool calls)              (0011_background_jobs)
     idempotency.py  create requests' outcomes under an Idempotency-Key  (0015_idempotency_keys)
+                    and their expiry, for the sweep         (0017_idempotency_key_expiry)
 
 Every module here is imported by `app.store.migrate.target_metadata()`, which a test
 compares with the migrations. Tool modules that keep tables of their own (the example

@@ -4,7 +4,8 @@ Created by `migrations/versions/0015_idempotency_keys.py`. One row per (owner, k
 written in the same transaction as what the request created, so a lost COMMIT keeps both
 or neither. `fingerprint` is a hash of the request (method, path, body): a key sent again
 with another request is refused. `expires_at` ends the key's life (see
-`app.store.idempotency`).
+`app.store.idempotency`); lapsed rows are swept by it (`ix_idempotency_keys_expires_at`,
+0017_idempotency_key_expiry).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String
+from sqlalchemy import Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.store.db import Base
@@ -21,6 +22,7 @@ from app.store.tables.types import JSONType, UTCDateTime
 
 class IdempotencyKeyRow(Base):
     __tablename__ = "idempotency_keys"
+    __table_args__ = (Index("ix_idempotency_keys_expires_at", "expires_at"),)
 
     owner_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     key: Mapped[str] = mapped_column(String(255), primary_key=True)

@@ -96,6 +96,21 @@ def _validation_detail(errors: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
+class OpenAIParamError(ValueError):
+    """A body check written in OpenAI's words, raised inside a validator: on `/v1` it is
+    answered with its own `code` and `param` (`metadata.<key>`, where pydantic's location
+    only names the field); elsewhere it is an ordinary validation error."""
+
+    def __init__(self, code: str, param: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.param, self.message = code, param, message
+
+
+def _openai_param_error(errors: list[Any]) -> OpenAIParamError | None:
+    cause = (errors[0].get("ctx") or {}).get("error") if errors else None
+    return cause if isinstance(cause, OpenAIParamError) else None
+
+
 def domain_error_response(request: Request, exc: ChatBffError) -> JSONResponse:
     """The answer to one of our errors: its status, code, message and `Retry-After`."""
     if isinstance(exc, ProviderError):
@@ -125,6 +140,9 @@ def install_error_handlers(app: FastAPI) -> None:
                 "invalid_json",
                 "The request body is not valid JSON.",
             )
+        named = _openai_param_error(list(exc.errors()))
+        if named is not None and _is_openai_surface(request):
+            return error_response(request, 400, named.code, named.message, param=named.param)
         first = detail[0] if detail else {"loc": [], "msg": "invalid request"}
         loc = ".".join(str(x) for x in first["loc"] if x != "body")
         message = f"{loc}: {first['msg']}" if loc else str(first["msg"])

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.openai_metadata import OpenAIMetadata
 from app.store.records import ConversationRecord
 
 MAX_ITEMS = 20  # OpenAI's own cap on items added in one request
@@ -18,8 +19,8 @@ class ConversationCreateV1(BaseModel):
     items: list[dict[str, Any]] | None = Field(
         default=None, max_length=MAX_ITEMS, description="Messages to start the conversation with."
     )
-    metadata: dict[str, str] | None = Field(
-        default=None, max_length=16, description="Up to 16 string key-value pairs."
+    metadata: OpenAIMetadata | None = Field(
+        default=None, description="Up to 16 string key-value pairs."
     )
 
 
@@ -27,7 +28,7 @@ class ConversationUpdateV1(BaseModel):
     """`client.conversations.update(...)`'s body."""
 
     model_config = ConfigDict(extra="forbid")
-    metadata: dict[str, str] = Field(max_length=16, description="Replaces the metadata.")
+    metadata: OpenAIMetadata = Field(description="Replaces the metadata.")
 
 
 class ItemsCreateV1(BaseModel):

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
+from app.api.schemas.openai_metadata import OpenAIMetadata
+
 
 class TextOptions(BaseModel):
     """Responses `text`: the output format and verbosity."""
@@ -55,7 +57,7 @@ class ResponsesRequest(BaseModel):
     stream: StrictBool = Field(default=False, description="Stream Responses events as SSE.")
     max_output_tokens: StrictInt | None = Field(default=None, ge=1, description="Output token cap.")
     temperature: StrictFloat | None = Field(default=None, ge=0, le=2, description="Sampling.")
-    metadata: dict[str, str] | None = Field(default=None, description="Echoed in the response.")
+    metadata: OpenAIMetadata | None = Field(default=None, description="Echoed in the response.")
     previous_response_id: str | None = Field(
         default=None, description="Not supported: responses are not stored; send the history."
     )

@@ -10,6 +10,7 @@ the whole input (canonical JSON: key order does not make another input). So, per
     new                                       runs, and keeps them -> our run id
     kept                                      replays that run's events from the start
                                               (then live while it goes on): no new turn
+    kept by a concurrent send meanwhile       the same: its run, committed first, replays
 
 A runId sent again with another input is another turn, as it was before runIds were
 kept: AG-UI clients make a runId per run, but one that reuses a fixed runId must not be
@@ -29,7 +30,7 @@ from ag_ui.core import RunAgentInput
 from app.api.idempotency import fingerprint
 from app.runs.turns import KeepStart
 from app.store.database import Database, Tx
-from app.store.idempotency import IdempotencyKey, Outcome, kept_outcome, key_in_flight
+from app.store.idempotency import IdempotencyKey, Outcome, after_collision, kept_outcome
 
 PATH = "/api/agui"
 
@@ -50,11 +51,10 @@ async def kept_run(db: Database, key: IdempotencyKey) -> str | None:
 
 
 async def collided_run(db: Database, key: IdempotencyKey) -> str:
-    """Our run id a concurrent same input started first."""
-    first = await kept_run(db, key)
-    if first is None:
-        raise key_in_flight()
-    return first
+    """Our run id a concurrent same input started first (it took the key: its outcome is
+    committed, read as any idempotent create reads the outcome it collided with)."""
+    first = await after_collision(db, key)
+    return str(first.body["run_id"])
 
 
 def keeper(key: IdempotencyKey) -> KeepStart:

@@ -235,6 +235,18 @@ class RunJournal:
             await tx.conversations.release_active_run(conversation_id, run_id)
             await tx.commit()
 
+    async def refuse_if_busy(self, owner_id: str, conversation_id: str) -> None:
+        """409 `run_active` naming the conversation's running run, if one is; what a send
+        refused before its claim (no run slot left) answers, as the claim would have."""
+        async with self._db.read() as tx:
+            holder = (await tx.conversations.get(owner_id, conversation_id)).active_run_id
+        if holder is not None:
+            raise Conflict(
+                "A run is already active in this conversation.",
+                code="run_active",
+                active_run_id=holder,
+            )
+
     async def get_run(
         self, owner_id: str, run_id: str, conversation_id: str | None
     ) -> RunRecord | None:

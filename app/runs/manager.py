@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.agent.ports import ToolRuntime, ToolSelector
-from app.domain.errors import NotFound
+from app.domain.errors import NotFound, RateLimited
 from app.domain.events import MessageEnd, RunEnd, RunStatus, SequencedEvent, UsageInfo
 from app.domain.messages import Message, new_message_id
 from app.files.attachments import Attachments
@@ -137,7 +137,12 @@ class RunManager:
         run_id = run_id or new_run_id()
         message_id = new_message_id()
         allowance = await self._usage.admit(request.caller)
-        await self._hooks.admit(request.caller, run_id)
+        try:
+            await self._hooks.admit(request.caller, run_id)
+        except RateLimited:
+            # A conversation that is busy answers 409 with its run, whatever the limits.
+            await self._journal.refuse_if_busy(request.caller.user_id, conversation_id)
+            raise
         try:
             history = await self._journal.begin(
                 owner_id=request.caller.user_id,

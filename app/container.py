@@ -63,7 +63,7 @@ from app.usage.writer import UsageWriter
 
 if TYPE_CHECKING:
     from app.mcp.sources import McpSources
-    from app.runs.redis_outage import RedisOutage
+    from app.redis.outage import RedisOutage
 
 log = logging.getLogger("chat_bff")
 
@@ -148,7 +148,7 @@ def build_redis_outage(settings: Settings) -> RedisOutage | None:
     bus: a hang either one noticed spares the other the timeout too."""
     if not settings.redis_url:
         return None
-    from app.runs.redis_outage import RedisOutage
+    from app.redis.outage import RedisOutage
 
     return RedisOutage(settings.redis_retry_seconds)
 

@@ -11,7 +11,7 @@ opens connections until the pool refuses, and a refusal that looked like "Redis 
 let the whole flood through. Each command is tried once with a socket timeout
 (`REDIS_TIMEOUT_SECONDS`): a Redis that is down or hangs is `BackendUnavailable` quickly,
 and a timed-out rate script is not run twice. After such a failure the calls skip Redis for
-`REDIS_RETRY_SECONDS` (`app.runs.redis_outage`): `BackendUnavailable` at once, without
+`REDIS_RETRY_SECONDS` (`app.redis.outage`): `BackendUnavailable` at once, without
 each request waiting out the timeout of a Redis that hangs.
 """
 
@@ -28,7 +28,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import MaxConnectionsError, RedisError
 
 from app.limits.backends import BackendBusy, BackendUnavailable
-from app.runs.redis_outage import RedisOutage
+from app.redis.outage import RedisOutage
 
 
 class ConnectionGate:

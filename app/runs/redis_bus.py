@@ -13,7 +13,7 @@ each reads what it missed from the database, as after any gap) and reconnects wi
 subscribing again to every topic still held. Publishing never blocks a run for long: one
 try with the socket timeout, errors to the caller; after a publish or a subscription that
 Redis did not answer, publishing fails at once and subscribing does not wait for Redis's
-confirmation for `REDIS_RETRY_SECONDS` (`app.runs.redis_outage`), so a Redis that hangs
+confirmation for `REDIS_RETRY_SECONDS` (`app.redis.outage`), so a Redis that hangs
 does not hold every commit's announcement and every reader for the whole timeout.
 """
 
@@ -31,8 +31,8 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from app.redis.outage import RedisOutage
 from app.runs.bus import Subscription
-from app.runs.redis_outage import RedisOutage
 
 log = logging.getLogger("chat_bff.runs")
 

@@ -15,8 +15,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app.limits.backends import BackendUnavailable
 from app.limits.redis_backend import RedisBackend
+from app.redis.outage import RedisOutage, RedisSkipped
 from app.runs.redis_bus import RedisBus
-from app.runs.redis_outage import RedisOutage, RedisSkipped
 from tests.e2e.redis_server import own_redis
 
 

@@ -45,6 +45,7 @@ from app.domain.identity import Caller
 from app.domain.parts import Elicitation, ToolPart
 from app.domain.tooling import InputNeeded, ToolOutcome
 from app.store.repos.elicitations import ElicitationRecord
+from app.toolruntime.lost_answers import settle_lost, waiting_on
 from app.toolruntime.outcomes import stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
@@ -189,7 +190,10 @@ class ElicitationService:
         return record
 
     async def _replayed(self, record: ElicitationRecord, answered: str) -> AnswerResult:
-        """Where the call of a question answered so stands; 409 for another answer."""
+        """Where the call of a question answered so stands; 409 for another answer. A card
+        the answer's outage left waiting on it is settled first (app.toolruntime.
+        lost_answers)."""
+        await self._settle_lost(record)
         if record.answer_hash != answered:
             raise _answered(record)
         async with self.db.read() as tx:
@@ -204,6 +208,11 @@ class ElicitationService:
             elicitation_id=record.id,
         )
 
+    async def _settle_lost(self, record: ElicitationRecord) -> bool:
+        tool = self.runtime.catalog.registry.get(record.tool_name)
+        limit = self.runtime.timeout_for(tool) if tool else self.runtime.default_timeout
+        return await settle_lost(self.db, record, time_limit=limit)
+
     async def _check_part(self, record: ElicitationRecord) -> None:
         async with self.db.read() as tx:
             found = await find_part(tx.messages, record)
@@ -215,6 +224,14 @@ class ElicitationService:
             )
         part = found[1]
         asked = part.data.elicitation
+        if part.data.status == "waitingSubmission" and asked is not None and asked.id != record.id:
+            # The card still shows an earlier question: its answer's rewrite was lost
+            # after the tool asked this one. The card now shows this one; the answer was
+            # meant for the earlier, so it is not given to this one.
+            async with self.db.read() as tx:
+                earlier = await tx.elicitations.get(record.owner_id, asked.id)
+            if earlier is not None and await self._settle_lost(earlier):
+                raise _answered(earlier)
         if part.data.status != "waitingSubmission" or asked is None or asked.id != record.id:
             raise Conflict(
                 "This tool call no longer waits for this answer (its run was cancelled or "
@@ -265,7 +282,4 @@ def _answered_part(part: ToolPart, outcome: ToolOutcome | InputNeeded) -> ToolPa
     asked = Elicitation(
         id=outcome.elicitation_id, message=outcome.message, requestedSchema=outcome.requested_schema
     )
-    data = part.data.model_copy(
-        update={"status": "waitingSubmission", "bodyContent": outcome.message, "elicitation": asked}
-    )
-    return ToolPart(id=part.id, data=data)
+    return waiting_on(part, asked)

@@ -39,6 +39,7 @@ class ElicitationRecord:
     status: str
     action: str | None
     answer_hash: str | None
+    answered_at: datetime | None
 
 
 def _record(row: ElicitationRow) -> ElicitationRecord:
@@ -58,6 +59,7 @@ def _record(row: ElicitationRow) -> ElicitationRecord:
         status=row.status,
         action=row.action,
         answer_hash=row.answer_hash,
+        answered_at=row.answered_at,
     )
 
 

@@ -12,6 +12,14 @@ The file name is read as browsers write it: the HTML standard's multipart/form-d
 encoding escapes three bytes of a name, `"` as `%22`, CR as `%0D` and LF as `%0A`, and
 nothing else (fetch's FormData, httpx and curl do the same), so those three are undone
 and every other `%` is kept as sent.
+
+A `filename*` parameter (RFC 6266's ext-value, RFC 5987: `UTF-8''%E2%82%AC.csv`) names the
+file too, and wins over `filename` when both are sent (RFC 6266 §4.3). RFC 7578 asks
+senders not to use it in forms, but some do for a name beyond ASCII, alone or beside an
+ASCII stand-in (.NET's MultipartFormDataContent, some Java and mobile clients); ignoring it
+stored such a file under a made-up name or the stand-in. One that cannot be read (another
+charset than UTF-8 or ISO-8859-1, a stray `%`, bytes that are not its charset) is
+ignored, and `filename` names the file as before.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from urllib.parse import unquote_to_bytes
 
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -30,6 +39,39 @@ FILE_FIELD = "file"
 OTHER_FIELDS_BYTES = 64 * 1024
 _FORM_ESCAPES = {b"%22": b'"', b"%0D": b"\r", b"%0A": b"\n"}
 _FORM_ESCAPE = re.compile(rb"%22|%0D|%0A")
+
+
+# `; name=value` where value is a quoted string or a run of anything but `;` and `"`.
+_PARAMETER = re.compile(rb';\s*([^\s=;"]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;"]*)\s*')
+# RFC 5987 ext-value: charset ' [language] ' value-chars (percent-encoded).
+_EXT_VALUE = re.compile(rb"([A-Za-z0-9!#$&+^_`{}~-]+)'[A-Za-z0-9-]*'((?:%[0-9A-Fa-f]{2}|[^%\s])+)")
+_EXT_CHARSETS = {"utf-8": "utf-8", "iso-8859-1": "latin-1"}
+
+
+def _ext_value(value: bytes) -> str | None:
+    """An RFC 5987 ext-value decoded, or None when it is malformed."""
+    match = _EXT_VALUE.fullmatch(value)
+    charset = _EXT_CHARSETS.get(match.group(1).decode().lower()) if match else None
+    if match is None or charset is None:
+        return None
+    try:
+        return unquote_to_bytes(match.group(2)).decode(charset)
+    except UnicodeDecodeError:
+        return None
+
+
+def _ext_filename(disposition: bytes) -> str | None:
+    """The disposition's `filename*`, decoded; None when absent or unreadable."""
+    pos = disposition.find(b";")
+    while 0 <= pos < len(disposition):
+        parameter = _PARAMETER.match(disposition, pos)
+        if parameter is None:
+            return None
+        if parameter.group(1).lower() == b"filename*":
+            quoted = parameter.group(2)
+            return _ext_value(quoted[1:-1] if quoted.startswith(b'"') else quoted)
+        pos = parameter.end()
+    return None
 
 
 def _form_name(raw: bytes) -> str:
@@ -71,6 +113,7 @@ class _State:
         _, options = parse_options_header(self.disposition)
         name = options.get(b"name", b"").decode("utf-8", "replace")
         raw = options.get(b"filename")
+        ext = _ext_filename(self.disposition)
         if name == FILE_FIELD and self.file_seen:
             raise InvalidRequest(
                 "Send one file per request: the form has a second part named `file`.",
@@ -78,8 +121,8 @@ class _State:
             )
         if name == FILE_FIELD:
             self.in_file = self.file_seen = True
-            self.filename = _form_name(raw) if raw is not None else None
-        elif raw is not None:
+            self.filename = ext if ext is not None else _form_name(raw) if raw is not None else None
+        elif raw is not None or ext is not None:
             raise InvalidRequest(
                 f"The file is in a part named {name!r}; send it in a part named `file`.",
                 code="invalid_upload",

@@ -33,12 +33,12 @@ from app.domain.parts import ToolPart, tool_part
 from app.domain.tooling import BackgroundStarted, ToolOutcome
 from app.store.repos.approvals import ApprovalRecord, approval_not_found
 from app.toolruntime.asking import approval_answer
-from app.toolruntime.decision_replay import DECIDED, Decision, same_decision
+from app.toolruntime.decision_replay import DECIDED, Decision, lost_outcome, same_decision
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
 from app.toolruntime.stored_parts import find_part, rewrite_part, standing, updated_part
-from app.tools.base import visible_args
+from app.tools.base import ServerTool, visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
 
@@ -48,6 +48,10 @@ def recorded(outcome: ToolOutcome | BackgroundStarted) -> tuple[str, Any]:
     if isinstance(outcome, BackgroundStarted):
         return "background", {"background_job": outcome.job_id}
     return outcome.status, outcome.result
+
+
+class _Recorded(Exception):
+    """The call's outcome is stored already: the unit writes nothing."""
 
 
 class Unprocessable(ChatBffError):
@@ -243,9 +247,37 @@ class ApprovalService:
             found = await standing(tx.messages, record)
         if found is None:
             return DecisionResult(record, None, ready_to_resume=False, replayed=True)
+        if found.part.data.status == "waitingConfirmation":
+            closed = await self._close_lost(caller, record, tool, decision, reason)
+            if closed is not None:
+                return closed
         return DecisionResult(
             record, found.part, found.ready_to_resume, found.continued_by, replayed=True
         )
+
+    async def _close_lost(
+        self,
+        caller: Caller,
+        record: ApprovalRecord,
+        tool: ServerTool[Any] | None,
+        decision: Decision,
+        reason: str | None,
+    ) -> DecisionResult | None:
+        """The call of a decision whose outcome was lost, closed (see decision_replay);
+        None while the attempt that decided it may still be running, or once it stored
+        an outcome after all."""
+        timeout = self.runtime.timeout_for(tool) if tool else self.runtime.default_timeout
+        outcome = lost_outcome(tool, record, reason, timeout=timeout, now=_now())
+        if outcome is None:
+            return None
+        try:
+            part, ready = await self._finish(
+                caller, record, decision, outcome, record.args, "api", unless_recorded=True
+            )
+        except _Recorded:
+            return None
+        latest = await self.get(caller, record.id)
+        return DecisionResult(latest, part, ready, replayed=True)
 
     def ensure_open(self, record: ApprovalRecord) -> None:
         """409 `approval_expired` / `already_decided` unless the approval can be decided."""
@@ -303,16 +335,26 @@ class ApprovalService:
         outcome: ToolOutcome | BackgroundStarted,
         final_args: dict[str, Any],
         via: str,
+        *,
+        unless_recorded: bool = False,
     ) -> tuple[ToolPart | None, bool]:
+        """Store the decided call's outcome, in its part and the audit; with
+        `unless_recorded`, `_Recorded` (nothing written) when an outcome is stored already."""
         owner = caller.user_id
         part: ToolPart | None = None
         ready = False
         written: tuple[ToolPart, bool, str] | None = None
         status, result = recorded(outcome)
         async with self.db.write() as tx:
-            await tx.approvals.record_outcome(
-                owner, record.id, outcome_status=status, result=result
+            kept = await tx.approvals.record_outcome(
+                owner,
+                record.id,
+                outcome_status=status,
+                result=result,
+                unless_recorded=unless_recorded,
             )
+            if not kept and unless_recorded:
+                raise _Recorded(record.id)
             if record.conversation_id is not None:
                 # Take the conversation's write lock first, so two decisions on one message
                 # queue up instead of overwriting each other's part.

@@ -13,18 +13,34 @@ the client's retry must still find its conversation going on:
 
 The same decision is the same `decision`, `reason` and, for an approval, the same
 arguments (as asked when the retry sends none, else the edited ones, scope re-pinned).
+
+The decision is committed before the tool runs and its outcome is stored after, so an
+outage or a crash in between leaves the call decided, its outcome unknown and its part
+waiting for ever. The same decision sent again once the first attempt cannot still be
+running (past the call's timeout and `LOST_AFTER_SECONDS`) closes the call with an error
+saying so (`lost_outcome`; a rejection with the rejection), and the conversation goes on.
+The tool is never run again: it may have run.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from app.domain.tooling import ToolOutcome
 from app.store.repos.approvals import ApprovalRecord
-from app.tools.base import ServerTool
+from app.toolruntime.outcomes import REJECTED, error_outcome
+from app.tools.base import ServerTool, visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
 Decision = Literal["approve", "reject"]
 DECIDED = frozenset({"approved", "rejected"})  # what a human decided (not cancelled, expired)
+# Beyond the call's timeout: the first attempt stores its outcome well within this.
+LOST_AFTER_SECONDS = 60.0
+LOST = (
+    "The service was interrupted after this call was approved and before its outcome was "
+    "stored, so it may or may not have run; check before asking for it again."
+)
 
 
 def same_decision(
@@ -50,3 +66,23 @@ def same_decision(
     except InvalidArguments:
         return False
     return args_hash(pinned) == args_hash(record.args)
+
+
+def lost_outcome(
+    tool: ServerTool[Any] | None,
+    record: ApprovalRecord,
+    reason: str | None,
+    *,
+    timeout: float,
+    now: datetime,
+) -> ToolOutcome | None:
+    """What closes the call of an approval decided and never finished (its outcome not
+    stored); None while the attempt that decided it may still be running it."""
+    if record.outcome_status is not None or record.decided_at is None:
+        return None
+    if now < record.decided_at + timedelta(seconds=timeout + LOST_AFTER_SECONDS):
+        return None
+    shown = visible_args(tool, record.args) if tool is not None else None
+    if record.status == "rejected":
+        return error_outcome(REJECTED, args=shown, reason=reason)
+    return error_outcome(LOST, args=shown)

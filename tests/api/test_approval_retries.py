@@ -7,11 +7,14 @@ conversation waiting for ever."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from app.settings import Settings
+from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.messages import MessageRepo
 from tests.api.test_approvals import follow, node_names, waiting_delete
 from tests.fakes.db import ApiClient, MakeApi
@@ -57,6 +60,45 @@ async def test_an_outage_after_the_decision_is_a_503_and_the_same_decision_again
     assert (retried["code"], retried["decision"]) == ("already_decided", "approved")
     assert retried["run_id"] is not None
     assert (await follow(client, retried["events_url"]))[-1].data["status"] == "completed"
+    again = (await _decide(client, approval_id, 409, decision="approve"))["error"]
+    assert again["run_id"] == retried["run_id"]
+    assert await _assistant_messages(client, cid) == answers + 1
+    assert await node_names(client) == ["Analytical Engine"]
+
+
+async def test_a_decision_whose_outcome_an_outage_lost_is_closed_when_sent_again(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid, approval_id = await waiting_delete(client)
+    answers = await _assistant_messages(client, cid)
+    with monkeypatch.context() as outage:
+        # The decision commits and the tool runs; storing what it did fails.
+        lose_connection_in(outage, ApprovalRepo, "record_outcome", times=1)
+        refused = await client.post(f"/api/approvals/{approval_id}", json={"decision": "approve"})
+    assert refused.status_code == 503, refused.text
+    assert await node_names(client) == ["Analytical Engine"]
+    # Sent again once the first attempt cannot still be running (past the tool's timeout).
+    async with client.services.db.sessions.begin() as session:
+        await session.execute(
+            text("UPDATE tool_approvals SET decided_at = :past"),
+            {"past": datetime(2000, 1, 1, tzinfo=UTC)},
+        )
+
+    retried = (await _decide(client, approval_id, 409, decision="approve"))["error"]
+
+    assert (retried["code"], retried["decision"]) == ("already_decided", "approved")
+    assert retried["run_id"] is not None, retried
+    assert (await follow(client, retried["events_url"]))[-1].data["status"] == "completed"
+    detail = (await client.get(f"/api/conversations/{cid}")).json()
+    call = next(
+        p
+        for m in detail["messages"]
+        if m["role"] == "assistant"
+        for p in m["content"]
+        if p["type"] == "tool" and p["data"].get("approvalId") == approval_id
+    )
+    assert call["data"]["status"] == "error"
+    assert "may or may not have run" in call["data"]["bodyContent"]
     again = (await _decide(client, approval_id, 409, decision="approve"))["error"]
     assert again["run_id"] == retried["run_id"]
     assert await _assistant_messages(client, cid) == answers + 1

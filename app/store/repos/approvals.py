@@ -235,11 +235,24 @@ class ApprovalRepo:
         return len(ids)
 
     async def record_outcome(
-        self, owner_id: str, approval_id: str, *, outcome_status: str, result: Any
-    ) -> None:
-        await self._session.execute(
-            update(ApprovalRow)
-            .where(ApprovalRow.id == approval_id, ApprovalRow.owner_id == owner_id)
-            .values(outcome_status=outcome_status, result=result)
-            .execution_options(synchronize_session=False)
+        self,
+        owner_id: str,
+        approval_id: str,
+        *,
+        outcome_status: str,
+        result: Any,
+        unless_recorded: bool = False,
+    ) -> bool:
+        """Keep the decided call's outcome; with `unless_recorded`, only when none is kept
+        yet. True when it was kept."""
+        query = update(ApprovalRow).where(
+            ApprovalRow.id == approval_id, ApprovalRow.owner_id == owner_id
         )
+        if unless_recorded:
+            query = query.where(ApprovalRow.outcome_status.is_(None))
+        kept = await self._session.execute(
+            query.values(outcome_status=outcome_status, result=result).execution_options(
+                synchronize_session=False
+            )
+        )
+        return rowcount(kept) == 1

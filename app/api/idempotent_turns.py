@@ -1,15 +1,17 @@
-"""A turn started once under an `Idempotency-Key`: the send, edit and regenerate routes and
-a `conversation`'s `POST /v1/responses` share it.
+"""A turn started once under an `Idempotency-Key`: the send, edit, regenerate and
+tool-results routes and a `conversation`'s `POST /v1/responses` share it.
 
 The key's outcome (the run id, and whatever the route answers besides) is kept in the
 transaction that stores the turn and claims the conversation (`app.runs.turns.KeepStart`),
 so a lost COMMIT kept both or neither:
 
     the caller's key is ...                         `start_once` answers
-    not kept                                        the new run (`start` ran, keeping it)
+    not kept                                        what `start` answers (it kept it)
     kept, same request                              the kept outcome; `start` does not run
     kept by a concurrent repeat meanwhile           its outcome (`KeyTaken` rolled this back)
-    holding the conversation with a repeat's run    its outcome (`run_active` from `start`)
+    kept by a repeat that `start` conflicts with    its outcome (`run_active`: the repeat's
+                                                    run holds the conversation; tool
+                                                    results it already answered)
     kept for another request                        422 `idempotency_key_reused`
 
 The route then answers a kept outcome by following that run, never by starting another.
@@ -18,6 +20,7 @@ The route then answers a kept outcome by following that run, never by starting a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from app.domain.errors import Conflict
 from app.runs.handle import RunHandle
@@ -25,36 +28,54 @@ from app.runs.turns import KeepStart
 from app.store.database import Database, Tx
 from app.store.idempotency import IdempotencyKey, KeyTaken, Outcome, after_collision, kept_outcome
 
-# What the route keeps for a run it starts: told the run's id and whether input was cut.
-KeptAs = Callable[[str, bool], Outcome]
+T = TypeVar("T")
+# Keeps the route's outcome under the key, in the transaction that starts the turn.
+KeepOutcome = Callable[[Tx, Outcome], Awaitable[None]]
 
 
 async def start_once(
-    db: Database,
-    key: IdempotencyKey,
-    start: Callable[[KeepStart], Awaitable[RunHandle]],
-    kept_as: KeptAs,
-) -> RunHandle | Outcome:
-    """The run `start` starts, its outcome kept under the key in the transaction that
-    starts it; or, when the key already names a run, that run's kept outcome."""
+    db: Database, key: IdempotencyKey, start: Callable[[KeepOutcome], Awaitable[T]]
+) -> T | Outcome:
+    """What `start` answers, its outcome kept under the key (by `start`, through the
+    `KeepOutcome` it is given) in the transaction that starts the turn; or, when the key
+    already holds an outcome, that outcome."""
     kept = await kept_outcome(db, key)
     if kept is not None:
         return kept
 
-    async def keep(tx: Tx, run_id: str, truncated: bool) -> None:
-        await tx.idempotency.keep(key, kept_as(run_id, truncated))
+    async def keep(tx: Tx, outcome: Outcome) -> None:
+        await tx.idempotency.keep(key, outcome)
 
     try:
         return await start(keep)
-    except KeyTaken:  # a concurrent repeat kept its run first
+    except KeyTaken:  # a concurrent repeat kept its outcome first
         return await after_collision(db, key)
-    except Conflict as exc:  # ... or holds the conversation with it
-        kept = await kept_outcome(db, key) if exc.code == "run_active" else None
+    except Conflict:  # ... or holds the conversation (`run_active`), or answered first
+        kept = await kept_outcome(db, key)
         if kept is None:
             raise
         return kept
 
 
-def run_id_of(outcome: Outcome) -> str:
-    """The run a kept outcome names."""
-    return str(outcome.body["run_id"])
+async def start_run_once(
+    db: Database,
+    key: IdempotencyKey,
+    start: Callable[[KeepStart], Awaitable[RunHandle]],
+    kept_as: Callable[[str, bool], Outcome],
+) -> RunHandle | Outcome:
+    """`start_once` for a turn that always starts a run: `kept_as` makes the outcome kept
+    from the run's id and whether the input was cut."""
+
+    def started(keep: KeepOutcome) -> Awaitable[RunHandle]:
+        async def keep_run(tx: Tx, run_id: str, truncated: bool) -> None:
+            await keep(tx, kept_as(run_id, truncated))
+
+        return start(keep_run)
+
+    return await start_once(db, key, started)
+
+
+def run_id_of(outcome: Outcome) -> str | None:
+    """The run a kept outcome names (None: the request started none)."""
+    run_id = outcome.body.get("run_id")
+    return None if run_id is None else str(run_id)

@@ -43,6 +43,8 @@ from app.translate.openai_chat.read import tool_choice_from_openai
 ResultStatus = Literal["success", "error", "cancelled"]
 # Told, in the transaction that stores a new turn, its run id and whether input was cut.
 KeepStart = Callable[[Tx, str, bool], Awaitable[None]]
+# Told, in the transaction that stores tool results, the run that continues (None: none yet).
+KeepContinuation = Callable[[Tx, str | None], Awaitable[None]]
 PrepareHistory = Callable[[list[Message]], Awaitable[tuple[list[Message], list[PartChange]]]]
 
 
@@ -158,9 +160,16 @@ class Runs:
         return await self._answer_user(caller, conversation_id, content, turn, keep=keep)
 
     async def submit_tool_results(
-        self, caller: Caller, conversation_id: str, results: list[ToolResult]
+        self,
+        caller: Caller,
+        conversation_id: str,
+        results: list[ToolResult],
+        *,
+        keep: KeepContinuation | None = None,
     ) -> RunHandle | None:
-        """Store the browser's results; continue the conversation once none is waiting."""
+        """Store the browser's results; continue the conversation once none is waiting.
+        `keep` is told the continuing run's id (None when others still wait) in the
+        transaction that stores the results (an Idempotency-Key's outcome)."""
         if not results:
             raise InvalidRequest("results must not be empty.", param="results")
         ids = [r.tool_call_id for r in results]
@@ -205,12 +214,16 @@ class Runs:
                 )
             updated = target.model_copy(update={"content": parts})
             await messages.upsert(caller.user_id, conversation_id, updated)
-            return not any(
+            due = not any(
                 isinstance(p, ToolPart) and p.data.status not in FINAL_TOOL_STATUSES for p in parts
             )
+            if keep is not None:
+                await keep(tx, run_id if due else None)
+            return due
 
+        run_id = new_run_id()
         run = await self.manager.start_in_conversation(
-            request, conversation_id, None, prepare=apply
+            request, conversation_id, None, prepare=apply, run_id=run_id
         )
         return self._handle(run, request) if run is not None else None
 

@@ -15,7 +15,7 @@ import pytest
 from pydantic import SecretStr
 from sqlalchemy import func, select
 
-from app.providers.scripted import ScriptedTurn
+from app.providers.scripted import ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
 from app.store.tables.core import MessageRow, RunRow
 from tests.api.runs.helpers import play
@@ -238,3 +238,80 @@ async def test_a_repeated_edit_answers_the_same_run_and_stores_one_new_version(
     assert reused.status_code == 422, reused.text
     assert reused.json()["error"]["code"] == "idempotency_key_reused"
     assert await stored_turns(client, cid) == (2, 2)
+
+
+# --- client tool results -------------------------------------------------------------------
+
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+}
+
+
+def asks(*ids: str) -> ScriptedTurn:
+    return ScriptedTurn(tool_calls=[ScriptedToolCall(name="get_weather", id=i) for i in ids])
+
+
+async def waiting_for_results(client: ApiClient) -> str:
+    """A conversation whose last answer waits for the browser's get_weather results."""
+    cid = (await client.post(URL, json={}, headers=ME)).json()["id"]
+    body = {"content": "Weather?", "tools": [WEATHER]}
+    sent = await client.post(f"{URL}/{cid}/messages", json=body, headers=ME)
+    await client.get(sent.json()["events_url"], headers=ME)
+    return str(cid)
+
+
+def result(call_id: str) -> dict[str, Any]:
+    return {"toolCallId": call_id, "status": "success", "result": {"sky": "sunny"}}
+
+
+async def test_repeated_tool_results_answer_the_same_continuation(client: ApiClient) -> None:
+    play(client, asks("c1"), ScriptedTurn(text="Sunny."), ScriptedTurn(text="Again."))
+    cid = await waiting_for_results(client)
+    url, body = f"{URL}/{cid}/tool-results", {"results": [result("c1")]}
+
+    first = await client.post(url, json=body, headers=keyed("t-1"))
+    await client.get(first.json()["events_url"], headers=ME)
+    again = await client.post(url, json=body, headers=keyed("t-1"))
+    streamed = await client.post(url, json={**body, "stream": True}, headers=keyed("t-2"))
+
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert first.json()["waiting"] is False
+    assert await stored_turns(client, cid) == (1, 2)
+    # Under another key it is another request, refused as before: nothing waits now.
+    assert streamed.status_code == 404, streamed.text
+    assert streamed.json()["error"]["code"] == "tool_call_not_found"
+
+
+async def test_a_repeated_streamed_tool_result_follows_the_same_run(client: ApiClient) -> None:
+    play(client, asks("c1"), ScriptedTurn(text="Sunny."), ScriptedTurn(text="Again."))
+    cid = await waiting_for_results(client)
+    url, body = f"{URL}/{cid}/tool-results", {"results": [result("c1")], "stream": True}
+
+    first = await client.post(url, json=body, headers=keyed("t-1"))
+    again = await client.post(url, json=body, headers=keyed("t-1"))
+
+    assert first.status_code == again.status_code == 200, again.text
+    assert [(f.id, f.event, f.data) for f in parse(again.text)] == [
+        (f.id, f.event, f.data) for f in parse(first.text)
+    ]
+    assert parse(again.text)[-1].event == "run_end"
+    assert await stored_turns(client, cid) == (1, 2)
+
+
+async def test_a_repeated_partial_tool_result_still_waits_and_stores_nothing_again(
+    client: ApiClient,
+) -> None:
+    play(client, asks("c1", "c2"), ScriptedTurn(text="Sunny."))
+    cid = await waiting_for_results(client)
+    url = f"{URL}/{cid}/tool-results"
+
+    first = await client.post(url, json={"results": [result("c1")]}, headers=keyed("t-1"))
+    again = await client.post(url, json={"results": [result("c1")]}, headers=keyed("t-1"))
+    rest = await client.post(url, json={"results": [result("c2")]}, headers=keyed("t-2"))
+
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.json() == first.json() == {"run_id": None, "events_url": None, "waiting": True}
+    assert rest.json()["waiting"] is False
+    assert await stored_turns(client, cid) == (1, 2)

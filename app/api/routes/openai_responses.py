@@ -39,7 +39,7 @@ from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
 from app.api.exact_params import QueryBool
 from app.api.idempotency import RequestKey
-from app.api.idempotent_turns import run_id_of, start_once
+from app.api.idempotent_turns import run_id_of, start_run_once
 from app.api.openai_params import responses_options
 from app.api.responses_approvals import (
     answers_approvals,
@@ -169,7 +169,9 @@ async def _conversation_turn(
 
     streamed = wants_stream(request, body.stream)
     if isinstance(started, Outcome):  # a repeat: the first message's run
-        record = await stored_run(db, caller.user_id, response_id(run_id_of(started)))
+        run_id = run_id_of(started)
+        assert run_id is not None  # a conversation's message always starts a run
+        record = await stored_run(db, caller.user_id, response_id(run_id))
         wire = wire_for(record.id, record.model, int(record.created_at.timestamp()))
         events = runs.follow(caller.user_id, record.id, conversation_id=cid)
         if streamed:
@@ -192,7 +194,7 @@ async def _start(
     if idempotency_key is None:
         return await start(None)
     key = idempotency_key.of(caller.user_id)
-    return await start_once(db, key, start, lambda run_id, _: Outcome(200, {"run_id": run_id}))
+    return await start_run_once(db, key, start, lambda run_id, _: Outcome(200, {"run_id": run_id}))
 
 
 def _echo(

@@ -4,7 +4,7 @@ client tool results, regenerate and edit. Thin: the work is in `app.runs.turns`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from fastapi import Query, Request, Response, status
@@ -23,7 +23,7 @@ from app.api.deps import (
 from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.exact_params import last_event_id_header, resume_position
-from app.api.idempotent_turns import run_id_of, start_once
+from app.api.idempotent_turns import KeepOutcome, run_id_of, start_once, start_run_once
 from app.api.routing import api_router
 from app.api.schemas.runs import (
     EditMessage,
@@ -42,7 +42,7 @@ from app.domain.identity import Caller
 from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
 from app.runs.turns import KeepStart, Runs, ToolResult
-from app.store.database import Database
+from app.store.database import Database, Tx
 from app.store.idempotency import Outcome
 from app.translate.openai_chat.read import tool_choice_from_openai, tools_from_openai
 
@@ -135,6 +135,7 @@ class _Answer:
     runs: Runs
     config: StreamConfig
     auth: Authenticator
+    tokens: bool = True  # a 202 carries a stream token; tool results' answer does not
 
     async def once(
         self,
@@ -145,7 +146,7 @@ class _Answer:
         """The run `start` starts, done once under the key (when one was sent)."""
         if key is None:
             return self.started(await start(None))
-        started = await start_once(db, key.of(self.caller.user_id), start, self._kept_as)
+        started = await start_run_once(db, key.of(self.caller.user_id), start, self._kept_as)
         if isinstance(started, Outcome):
             return self.again(started)
         return self.started(started)
@@ -155,7 +156,7 @@ class _Answer:
 
     def again(self, kept: Outcome) -> Response:
         run_id, cid, caller = run_id_of(kept), self.conversation_id, self.caller
-        if wants_stream(self.request, self.stream):
+        if run_id is not None and wants_stream(self.request, self.stream):
             return sse_response(
                 self.runs.follow(caller.user_id, run_id, conversation_id=cid, after=0),
                 native.frames,
@@ -163,7 +164,9 @@ class _Answer:
                 farewell=_resume_elsewhere(run_id, events_url(cid, run_id)),
                 retry_ms=RECONNECT_MS,
             )
-        body = {**kept.body, "stream_token": stream_token(self.auth, caller, run_id)}
+        body = kept.body
+        if run_id is not None and self.tokens:
+            body = {**body, "stream_token": stream_token(self.auth, caller, run_id)}
         return JSONResponse(body, status_code=kept.status)
 
     def _kept_as(self, run_id: str, truncated: bool) -> Outcome:
@@ -287,6 +290,10 @@ async def cancel_run(
         409: {"description": "Already answered, or a run is active."},
     },
     summary="Submit client tool results (AIKit submitResult); the run continues.",
+    openapi_extra=idempotency.openapi(
+        "A repeat answers the first one's continuation (its run's events from the start "
+        "when streamed) instead of 409 `tool_call_already_answered`."
+    ),
 )
 async def submit_tool_results(
     conversation_id: str,
@@ -296,17 +303,41 @@ async def submit_tool_results(
     config: StreamDep,
     auth: AuthDep,
     caller: CallerDep,
+    db: DbDep,
+    idempotency_key: IdempotencyDep,
 ) -> Response:
     results = [ToolResult(r.toolCallId, r.status, r.result) for r in body.results]
-    run = await runs.submit_tool_results(caller, conversation_id, results)
-    if run is None:
-        return JSONResponse(ToolResultsOut(run_id=None, events_url=None, waiting=True).model_dump())
-    if wants_stream(request, body.stream):
+
+    async def start(keep: KeepOutcome | None) -> RunHandle | None:
+        async def keep_continuation(tx: Tx, run_id: str | None) -> None:
+            assert keep is not None
+            await keep(tx, Outcome(200, _continued(conversation_id, run_id).model_dump()))
+
+        kept = None if keep is None else keep_continuation
+        return await runs.submit_tool_results(caller, conversation_id, results, keep=kept)
+
+    if idempotency_key is None:
+        run = await start(None)
+    else:
+        started = await start_once(db, idempotency_key.of(caller.user_id), start)
+        if isinstance(started, Outcome):
+            answer = _Answer(request, conversation_id, caller, body.stream, runs, config, auth)
+            return replace(answer, tokens=False).again(started)
+        run = started
+    if run is not None and wants_stream(request, body.stream):
         return _answer(request, run, caller, True, config, auth)
-    out = ToolResultsOut(
-        run_id=run.run_id, events_url=events_url(conversation_id, run.run_id), waiting=False
+    return JSONResponse(
+        _continued(conversation_id, None if run is None else run.run_id).model_dump()
     )
-    return JSONResponse(out.model_dump())
+
+
+def _continued(conversation_id: str, run_id: str | None) -> ToolResultsOut:
+    """Tool results' answer: the run that continues the conversation, or still waiting."""
+    if run_id is None:
+        return ToolResultsOut(run_id=None, events_url=None, waiting=True)
+    return ToolResultsOut(
+        run_id=run_id, events_url=events_url(conversation_id, run_id), waiting=False
+    )
 
 
 @router.post(

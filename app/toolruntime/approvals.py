@@ -70,6 +70,9 @@ class DecisionResult:
     # The approval was already decided as this request asks (a client's retry): the answer
     # is still 409 `already_decided`, carrying where the call stands.
     replayed: bool = False
+    # Sent again: the conversation went on with a new user message, so no run continues
+    # the call (`app.toolruntime.stored_parts.Standing`).
+    moved_on: bool = False
 
 
 def _now() -> datetime:
@@ -252,7 +255,12 @@ class ApprovalService:
             if closed is not None:
                 return closed
         return DecisionResult(
-            record, found.part, found.ready_to_resume, found.continued_by, replayed=True
+            record,
+            found.part,
+            found.ready_to_resume,
+            found.continued_by,
+            replayed=True,
+            moved_on=found.moved_on,
         )
 
     async def _close_lost(

@@ -73,6 +73,9 @@ class AnswerResult:
     replayed: str | None = None
     # The question answered (or, replayed, answered before).
     elicitation_id: str | None = None
+    # Sent again: the conversation went on with a new user message, so no run continues
+    # the call (`app.toolruntime.stored_parts.Standing`).
+    moved_on: bool = False
 
 
 def answer_hash(action: Action, content: dict[str, Any] | None) -> str:
@@ -206,6 +209,7 @@ class ElicitationService:
             found.continued_by,
             replayed=record.action,
             elicitation_id=record.id,
+            moved_on=found.moved_on,
         )
 
     async def _settle_lost(self, record: ElicitationRecord) -> bool:

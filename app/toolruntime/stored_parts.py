@@ -108,6 +108,9 @@ class Standing:
     ready_to_resume: bool
     # The run that already continued the conversation after it, if one did.
     continued_by: str | None
+    # The conversation went on with a new user message instead: no run continues the
+    # call (a run of that message is not its continuation, even while it is active).
+    moved_on: bool = False
 
 
 async def standing(messages: MessageRepo, record: _StoredCall) -> Standing | None:
@@ -124,11 +127,14 @@ async def standing(messages: MessageRepo, record: _StoredCall) -> Standing | Non
         part = next((p for p in message.tool_parts() if p.id == record.tool_call_id), None)
         if part is None:
             continue
-        later = [r for r in stored[index + 1 :] if r.message.role == "assistant"]
+        after = stored[index + 1 : index + 2]
+        moved_on = bool(after) and after[0].message.role == "user"
+        continued = bool(after) and after[0].message.role == "assistant"
         waiting = any(p.data.status in WAITING_STATUSES for p in message.tool_parts())
         return Standing(
             part=part,
-            ready_to_resume=not waiting and not later,
-            continued_by=later[0].run_id if later else None,
+            ready_to_resume=not waiting and not after,
+            continued_by=after[0].run_id if continued else None,
+            moved_on=moved_on,
         )
     return None

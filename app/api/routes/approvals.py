@@ -12,6 +12,9 @@ safe to retry: the 409 names the decision taken (`decision`) and, when it is the
 again, the run that continues the conversation (`run_id`, `events_url`), continuing it if
 that has not happened yet. So an outage after the decision committed is answered as it is,
 503 `database_unavailable` (retryable), rather than a 200 whose conversation never goes on.
+The run named is the one continuing the call, never merely the one active: when the
+conversation went on with a new user message instead (after such an outage), no run
+continues the call, and the 409 says so with `moved_on: true` and no `run_id`.
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ async def get_approval(
         404: {"description": "No such approval (or not yours)."},
         409: {
             "description": "already_decided (naming the `decision` taken and, when it is "
-            "the one sent again, the continuing run's `run_id` and `events_url`), "
+            "the one sent again, the continuing run's `run_id` and `events_url`, or "
+            "`moved_on: true` when a new message went on instead), "
             "approval_expired or approval_args_mismatch."
         },
         503: {"description": "Retry the same decision: it may have been taken already."},
@@ -102,6 +106,7 @@ async def decide(
             decision=result.approval.status,
             run_id=run_id,
             events_url=events_url,
+            moved_on=result.moved_on,
         )
     return DecisionOut(
         approval=_out(result.approval, tools),

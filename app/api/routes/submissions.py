@@ -18,7 +18,8 @@ safe to retry, as a decision is: the 409 names the action taken (`action`) and, 
 answer sent again is the one given, the run that continues the conversation (`run_id`,
 `events_url`), continuing it if that has not happened yet. So an outage after the answer
 committed is answered as it is, 503 `database_unavailable` (retryable), rather than a 200
-whose conversation never goes on.
+whose conversation never goes on. As for a decision, the run named continues the call;
+`moved_on: true` (and no `run_id`) says a new user message went on instead.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ router = api_router(prefix="/api/conversations", tags=["approvals"])
         409: {
             "description": "already_answered (naming the `action` taken, the question "
             "answered (`elicitation_id`) and, when it is the answer sent again, the "
-            "continuing run's `run_id` and `events_url`), "
+            "continuing run's `run_id` and `events_url`, or `moved_on: true` when a new "
+            "message went on instead), "
             "submission_not_ready or tool_unavailable."
         },
         503: {"description": "Retry the same answer: it may have been given already."},
@@ -74,5 +76,6 @@ async def answer_submission(
             elicitation_id=result.elicitation_id,
             run_id=run_id,
             events_url=events_url,
+            moved_on=result.moved_on,
         )
     return SubmissionOut(part=result.part, run_id=run_id, events_url=events_url)

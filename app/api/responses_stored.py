@@ -2,10 +2,10 @@
 stream (`?stream=true&starting_after=N`).
 
 A response id names its run (`resp_<hex>` is the run `run_<hex>`), so a response is as
-durable as its run: the responses of a `conversation` are stored with their events and
-survive a restart or another instance; stateless responses (no `conversation`) are never
-stored, whatever `store` says, and are 404 `response_not_found` like an unknown id or
-another user's.
+durable as its run: the responses of a `conversation` (a `background` one is a
+conversation's too) are stored with their events and survive a restart or another
+instance; other stateless responses are never stored, whatever `store` says, and are 404
+`response_not_found` like an unknown id or another user's.
 
 The Responses encoder is deterministic, so the stream is rebuilt from the run's stored
 events with the same frames and `sequence_number`s as the live one: `starting_after=N`
@@ -59,7 +59,7 @@ def tool_echo(tools: list[ToolSpec], choice: ToolChoice | None) -> dict[str, Any
 def _not_found() -> NotFound:
     return NotFound(
         "No stored response with this id. Only responses that are turns of a `conversation` "
-        "are stored; a stateless response (without `conversation`) cannot be retrieved.",
+        "or `background` are stored; another stateless response cannot be retrieved.",
         code="response_not_found",
     )
 
@@ -87,15 +87,17 @@ def stored_encoder(record: RunRecord, held_tools: frozenset[str]) -> ResponsesEn
     raw = options.get("tool_choice")
     choice = tool_choice_from_openai({"function": raw} if isinstance(raw, dict) else raw)
     assert record.conversation_id is not None
+    wire = options.get("wire") or {}
     return ResponsesEncoder(
         response_id=response_id(record.id),
         model=record.model,
         created_at=int(record.created_at.timestamp()),
         client_tools=frozenset(t.name for t in tools),
         held_tools=held_tools,
-        client_submissions=(options.get("wire") or {}).get("client_tool_items")
-        == "submission_request",
-        request=tool_echo(tools, choice) | {"conversation": {"id": record.conversation_id}},
+        client_submissions=wire.get("client_tool_items") == "submission_request",
+        request=tool_echo(tools, choice)
+        | {"conversation": {"id": record.conversation_id}}
+        | ({"background": True} if wire.get("background") == "true" else {}),
     )
 
 

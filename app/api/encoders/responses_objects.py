@@ -155,7 +155,7 @@ def response_object(
     """The Response object; `request` holds what it echoes back.
 
     Echoed: instructions, tools in Responses shape, tool_choice, temperature,
-    max_output_tokens, metadata, parallel_tool_calls.
+    max_output_tokens, metadata, parallel_tool_calls, conversation, background.
     """
     return ResponseObject(
         id=response_id,
@@ -174,6 +174,7 @@ def response_object(
         tools=request.get("tools") or [],
         usage=usage,
         conversation=request.get("conversation"),
+        background=request.get("background"),
     )
 
 

@@ -2,14 +2,16 @@
 
 The official openai SDK (`client.responses.create(...)`, also with `stream=True`) and
 AIKit's `useOpenAIStreamAdapter` work against it unchanged. Each request is one stateless
-run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id` and
-`background` are refused rather than silently ignored; a client keeps its history and
+run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id` is
+refused rather than silently ignored; a client keeps its history and
 sends it back as input items (`input += response.output` works, see
 `app.translate.openai_responses`). With `conversation` (an id from `/v1/conversations`
 or `/api/conversations`) the request is instead a turn of that durable conversation: its
 last input item is the user's message, the stored history is the rest. Either way,
 `mcp_approval_response` input items decide pending approvals and the turn continues in
-the same request (`app.api.responses_approvals`). Fields that
+the same request (`app.api.responses_approvals`). With `background: true` the answer
+is the Response at once, in progress, and the run is a conversation's (a new one holds
+the request when none is named: `app.api.responses_background`). Fields that
 could smuggle identity or routing are refused; other OpenAI parameters we do not act on
 are accepted and ignored. Errors answer in OpenAI's shape (`app.api.errors`). The wire
 mapping is in `app.api.encoders.responses`.
@@ -46,6 +48,7 @@ from app.api.responses_approvals import (
     decide_in_conversation,
     stateless_claims,
 )
+from app.api.responses_background import hold_request, let_go, refuse_unstored
 from app.api.responses_stored import (
     after,
     encode_until,
@@ -85,8 +88,7 @@ def _refuse_stateful(body: ResponsesRequest) -> None:
             "retrievable).",
             param="previous_response_id",
         )
-    if body.background:
-        raise InvalidRequest("background responses are not supported.", param="background")
+    refuse_unstored(body.background, body.store)
 
 
 def _turn_input(
@@ -100,13 +102,16 @@ def _turn_input(
         temperature=body.temperature,
         parallel_tool_calls=body.parallel_tool_calls,
         options=responses_options(body),
-        wire_options=_wire_options(body.client_tool_items == "submission_request"),
+        wire_options=_wire_options(body),
     )
 
 
-def _wire_options(client_submissions: bool) -> dict[str, str]:
+def _wire_options(body: ResponsesRequest) -> dict[str, str]:
     """Stored with the run, so a replay (`GET /v1/responses/{id}`) shows what the stream did."""
-    return {"client_tool_items": "submission_request"} if client_submissions else {}
+    options = {"background": "true"} if body.background else {}
+    if body.client_tool_items == "submission_request":
+        options["client_tool_items"] = "submission_request"
+    return options
 
 
 def _conversation_id(value: Any) -> str:
@@ -160,6 +165,55 @@ async def _conversation_turn(
             return runs.send(caller, cid, sent[-1].content, turn, keep=keep)
 
         started = await _start(db, caller, idempotency_key, start)
+    tools = (client_tools, choice)
+    return await _answer(body, request, runs, db, stream, caller, held, cid, started, tools)
+
+
+async def _background_turn(
+    body: ResponsesRequest,
+    request: Request,
+    runs: Runs,
+    db: Database,
+    stream: StreamConfig,
+    caller: Caller,
+    held: frozenset[str],
+) -> Response:
+    """`background: true` without a conversation: a new conversation holds the request
+    and its turn is the response (`app.api.responses_background`)."""
+    if answers_approvals(body.input):
+        raise InvalidRequest(
+            "A background response cannot answer approvals without its conversation.",
+            param="input",
+        )
+    history = messages_from_responses_input(body.input, body.instructions)
+    client_tools = tools_from_responses(body.tools)
+    choice = tool_choice_from_responses(body.tool_choice)
+    cid, content = await hold_request(db, caller.user_id, history, body.model)
+    try:
+        started = await runs.send(caller, cid, content, _turn_input(body, client_tools, choice))
+    except BaseException:
+        await let_go(db, caller.user_id, cid)
+        raise
+    tools = (client_tools, choice)
+    return await _answer(body, request, runs, db, stream, caller, held, cid, started, tools)
+
+
+async def _answer(
+    body: ResponsesRequest,
+    request: Request,
+    runs: Runs,
+    db: Database,
+    stream: StreamConfig,
+    caller: Caller,
+    held: frozenset[str],
+    cid: str,
+    started: RunHandle | Outcome,
+    tools: tuple[list[ToolSpec], ToolChoice | None],
+) -> Response:
+    """A conversation's response (`tools`: the client tools and tool choice it echoes):
+    streamed (a hang-up does not stop the run), at once while it runs (`background`), or
+    once it ended."""
+    client_tools, choice = tools
     echo = _echo(body, client_tools, choice) | {"conversation": {"id": cid}}
     names = frozenset(t.name for t in client_tools)
     subs = body.client_tool_items == "submission_request"
@@ -176,10 +230,14 @@ async def _conversation_turn(
         events = runs.follow(caller.user_id, record.id, conversation_id=cid)
         if streamed:
             return sse_response(events, wire.encode, stream, farewell=wire.farewell)
+        if body.background:
+            return JSONResponse(await _as_it_stands(runs, record, caller, held))
         return JSONResponse(await wire.replayed(events))
     wire = wire_for(started.run_id, started.model_id)
     if streamed:
         return sse_response(started.events(0), wire.encode, stream, farewell=wire.farewell)
+    if body.background:
+        return JSONResponse(wire.started())
     await started.wait()
     return JSONResponse(await wire.answer(started))
 
@@ -207,6 +265,7 @@ def _echo(
         "metadata": body.metadata,
         "parallel_tool_calls": body.parallel_tool_calls is not False,
         "temperature": body.temperature,
+        "background": True if body.background else None,
     } | tool_echo(tools, choice)
 
 
@@ -240,6 +299,10 @@ class ResponsesWire:
     def farewell(self) -> bytes:
         return self._encoder.encode(interrupted_events(self._run_id))
 
+    def started(self) -> dict[str, Any]:
+        """The Response of a run that has just started: `in_progress`, no output yet."""
+        return self._encoder.snapshot().model_dump(mode="json")
+
     async def answer(self, handle: RunHandle) -> dict[str, Any]:
         handle.result()  # the run's failure, raised
         # The answer is the encoder's final Response for the same events: identical to
@@ -258,10 +321,11 @@ class ResponsesWire:
 
 @router.post(
     "/responses",
-    summary="OpenAI Responses API, stateless (stream and non-stream).",
+    summary="OpenAI Responses API, stateless (stream and non-stream), or a conversation's "
+    "turn, or in the background.",
     openapi_extra=idempotency.openapi(
         "Only a message to a `conversation` is kept (it starts one run however often it "
-        "is sent); a stateless request stores nothing and ignores the key."
+        "is sent); a stateless request, `background` ones included, ignores the key."
     ),
     responses={
         200: {
@@ -288,6 +352,8 @@ async def create_response(
         return await _conversation_turn(
             body, request, runs, stream, caller, approvals, held, db, idempotency_key
         )
+    if body.background:
+        return await _background_turn(body, request, runs, db, stream, caller, held)
     history = messages_from_responses_input(body.input, body.instructions)
     if not any(m.role != "system" for m in history):
         raise InvalidRequest("input must not be empty.", param="input")
@@ -315,7 +381,8 @@ async def create_response(
 @router.get(
     "/responses/{response_id}",
     dependencies=[StreamSlot],
-    summary="Retrieve a stored response (a conversation's turn), or replay / resume its stream.",
+    summary="Retrieve a stored response (a conversation's turn or a background response), "
+    "or replay / resume its stream.",
     responses={
         200: {
             "model": ResponseObject,
@@ -326,7 +393,7 @@ async def create_response(
         },
         404: {
             "description": "`response_not_found`: unknown, another user's, or stateless "
-            "(only responses of a `conversation` are stored)."
+            "(only responses of a `conversation` or `background` are stored)."
         },
     },
 )
@@ -361,7 +428,8 @@ async def retrieve_response(
 
 @router.post(
     "/responses/{response_id}/cancel",
-    summary="Cancel an in-progress response (a conversation's turn): its run stops.",
+    summary="Cancel an in-progress response (a conversation's turn or a background "
+    "response): its run stops.",
     responses={
         200: {
             "model": ResponseObject,
@@ -371,7 +439,7 @@ async def retrieve_response(
         },
         404: {
             "description": "`response_not_found`: unknown, another user's, or stateless "
-            "(only responses of a `conversation` are stored)."
+            "(only responses of a `conversation` or `background` are stored)."
         },
         503: {
             "description": "`run_unreachable`: the instance running it has not confirmed "

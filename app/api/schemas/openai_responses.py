@@ -66,7 +66,12 @@ class ResponsesRequest(BaseModel):
         description="A durable conversation (id or {id}) this turn continues; the last "
         "input item is the user's message.",
     )
-    background: StrictBool | None = Field(default=None, description="Not supported (stateless).")
+    background: StrictBool | None = Field(
+        default=None,
+        description="`true`: answer at once (`in_progress`) and run on with no client "
+        "attached; poll, stream or cancel it through /v1/responses/{id}. Without "
+        "`conversation` a new conversation holds the request. Requires `store` not false.",
+    )
     client_tool_items: Literal["function_call", "submission_request"] = Field(
         default="function_call",
         description="How a client tool call the client must answer is shown: `function_call` "
@@ -90,8 +95,9 @@ class ResponsesRequest(BaseModel):
     )
     store: StrictBool | None = Field(
         default=None,
-        description="Accepted and ignored: the upstream provider is never asked to store, "
-        "and only responses of a `conversation` are stored here (GET /v1/responses/{id}).",
+        description="The upstream provider is never asked to store; only responses of a "
+        "`conversation` or `background` are stored here (GET /v1/responses/{id}). "
+        "`false` with `background` is a 400.",
     )
     include: list[str] | None = Field(
         default=None, description="Only empty: no extra output data is produced."

@@ -192,6 +192,11 @@ class ResponseObject(BaseModel):
         exclude_if=lambda value: value is None,
         description="The durable conversation this response is a turn of (only then present).",
     )
+    background: bool | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="`true` for a background response (only then present).",
+    )
     temperature: int | float | None = Field(default=None, description="Echoed.")
     text: dict[str, Any] = Field(
         default_factory=lambda: {"format": {"type": "text"}}, description="Output format."

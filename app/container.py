@@ -84,6 +84,7 @@ class Services:
     metrics: Metrics
     bus: Bus
     files: Files
+    attachments: Attachments
     router: ToolRouter
     usage: UsageBook
     background: BackgroundJobs
@@ -353,6 +354,7 @@ async def build_services(
         metrics=metrics,
         bus=bus,
         files=files,
+        attachments=attachments,
         usage=usage,
         background=await start_background(background, runs, db, settings, bus),
         mcp=mcp,

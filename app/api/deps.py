@@ -27,6 +27,7 @@ from app.auth.authenticator import Authenticator, Credentials
 from app.container import Services
 from app.domain.identity import Caller
 from app.domain.models import Catalog
+from app.files.attachments import Attachments
 from app.files.service import Files
 from app.observability.logging import user_id_var
 from app.routing.router import ToolRouter
@@ -108,6 +109,10 @@ async def get_files(request: Request) -> Files:
     return _services(request).files
 
 
+async def get_attachments(request: Request) -> Attachments:
+    return _services(request).attachments
+
+
 async def get_tool_sources(request: Request) -> list[dict[str, Any]]:
     """Each MCP server's state (`connected`, `unavailable`, ...), for `/readyz`."""
     mcp = _services(request).mcp
@@ -132,6 +137,7 @@ FollowDep = Annotated[ConversationFollow, Depends(get_follow)]
 UndoDep = Annotated[BatchUndo, Depends(get_undo)]
 ToolCatalogDep = Annotated[ToolCatalog, Depends(get_tool_catalog)]
 FilesDep = Annotated[Files, Depends(get_files)]
+AttachmentsDep = Annotated[Attachments, Depends(get_attachments)]
 ToolSourcesDep = Annotated[list[dict[str, Any]], Depends(get_tool_sources)]
 RouterDep = Annotated[ToolRouter, Depends(get_router)]
 

@@ -7,6 +7,9 @@
                             type are taken from the stored file
     image, model without `supports_vision`   -> 400 naming the model
     anything else (an https URL, a client id) -> left as it is
+  Items added to a conversation without a turn (`model` None) are admitted the same way,
+  but no model reads them yet: no vision check, and an inline image is kept as sent (the
+  items API shows it back as its `image_url`).
 
 `for_model` (in the run, before the history is fitted): a document part becomes a text
 part holding the document's extracted text (cached with the file), cut to this turn's
@@ -80,11 +83,15 @@ class Attachments:
     # -- at the edge ------------------------------------------------------------------
 
     async def admit(
-        self, owner_id: str, messages: list[Message], model: ModelInfo
+        self, owner_id: str, messages: list[Message], model: ModelInfo | None
     ) -> tuple[list[Message], list[str]]:
         """The turn with its file parts resolved (see the module doc), and the ids of the
         caller's files it refers to."""
-        parts = _file_parts(messages)
+        parts = [
+            p
+            for p in _file_parts(messages)
+            if model is not None or not (_is_data_url(p.data) and _names_image(p.data))
+        ]
         if not parts:
             return messages, []
         known = await self._known(owner_id, parts)
@@ -92,7 +99,7 @@ class Attachments:
         for part in parts:
             record = await self._record_for(owner_id, part, known)
             image = is_image(record.media_type) if record else _names_image(part.data)
-            if image and not model.supports_vision:
+            if image and model is not None and not model.supports_vision:
                 raise InvalidRequest(
                     f"The model `{model.id}` does not accept images (its catalogue entry "
                     "has no supports_vision); choose a vision model or leave the image out.",
@@ -192,6 +199,10 @@ def _swap(message: Message, replaced: Mapping[int, Part]) -> Message:
         return message
     content: list[Part] = [replaced.get(id(p), p) for p in message.content]
     return message.model_copy(update={"content": content})
+
+
+def _is_data_url(data: FileData) -> bool:
+    return (data.url or "").startswith("data:")
 
 
 def _names_image(data: FileData) -> bool:

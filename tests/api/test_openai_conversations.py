@@ -4,6 +4,7 @@ ones (same ids, owner-scoped), and `responses.create(conversation=...)` continue
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -228,4 +229,71 @@ async def test_a_conversation_is_its_owners_only(make_api: MakeApi, app_settings
             await bob.conversations.delete(mine.id)
         assert (await ann.conversations.retrieve(mine.id)).metadata == {"owner": "ann"}
         assert len((await ann.conversations.items.list(mine.id)).data) == 2
+        await http.aclose()
+
+
+async def test_an_inline_file_added_as_an_item_is_stored_as_a_turn_stores_it(
+    sdk: openai.AsyncOpenAI, api: ApiClient
+) -> None:
+    # items.create kept the data URL in the message, where a turn stores the file and
+    # refers to it: the same history listed two shapes, and a purge left the file behind.
+    csv = b"city,rate\nOslo,1\n"
+    url = "data:text/csv;base64," + base64.b64encode(csv).decode()
+    content: Any = [
+        {"type": "input_text", "text": "see the rates"},
+        {"type": "input_file", "filename": "rates.csv", "file_data": url},
+    ]
+    message: Any = {"type": "message", "role": "user", "content": content}
+    by_turn = await sdk.conversations.create()
+    await sdk.responses.create(model="scripted", conversation=by_turn.id, input=[message])
+    by_item = await sdk.conversations.create()
+    answered = await sdk.conversations.items.create(by_item.id, items=[message])
+    at_start = await sdk.conversations.create(items=[message])
+
+    def shown(item: Any) -> tuple[str, list[dict[str, Any]]]:
+        text, file = (p.model_dump() for p in item.content)
+        assert file["file_id"].startswith("file_") and file.get("file_data") is None
+        return file["file_id"], [text, {**file, "file_id": "file_"}]
+
+    listed = [
+        (await sdk.conversations.items.list(c.id, order="asc")).data[0]
+        for c in (by_turn, by_item, at_start)
+    ]
+    (turn_file, turn_shape), *others = [shown(i) for i in [*listed, answered.data[0]]]
+    assert [shape for _, shape in others] == [turn_shape] * 3
+    assert turn_shape[1]["filename"] == "rates.csv"
+    for file_id, _ in [(turn_file, None), *others]:
+        assert (await api.get(f"/api/files/{file_id}/content")).content == csv
+
+    await sdk.conversations.delete(by_item.id)
+    assert (await api.get(f"/api/files/{others[0][0]}/content")).status_code == 404
+
+
+async def test_another_users_file_id_in_an_added_item_is_404(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    # items.create stored any `file_id` as sent, where a turn refuses one not the caller's.
+    settings = app_settings.model_copy(
+        update={"jwt_secret": SecretStr(HS_SECRET), "default_model": "scripted"}
+    )
+    async with make_api(settings, providers={"scripted": ScriptedProvider(SCRIPT)}) as api:
+        tokens = {user: hs_token(sub=user, roles=["user"]) for user in ("ann", "bob")}
+        upload = await api.post(
+            "/api/files",
+            files={"file": ("q3.csv", b"a,b\n1,2\n", "text/csv")},
+            headers={"Authorization": f"Bearer {tokens['ann']}"},
+        )
+        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=api.app), base_url="http://t")
+        bob = openai.AsyncOpenAI(
+            api_key=tokens["bob"], base_url="http://t/v1", http_client=http, max_retries=0
+        )
+        conversation = await bob.conversations.create()
+        part: Any = {"type": "input_file", "file_id": upload.json()["id"]}
+        message: Any = {"type": "message", "role": "user", "content": [part]}
+
+        with pytest.raises(openai.NotFoundError):
+            await bob.conversations.items.create(conversation.id, items=[message])
+        with pytest.raises(openai.NotFoundError):
+            await bob.conversations.create(items=[message])
+        assert (await bob.conversations.items.list(conversation.id)).data == []
         await http.aclose()

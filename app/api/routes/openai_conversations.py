@@ -20,6 +20,7 @@ id is 404). `client.responses.create(conversation=id, input=...)` runs a turn in
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import Path, Query
@@ -36,7 +37,15 @@ from app.api.conversation_items import (
     ordered_items,
     past_cursor,
 )
-from app.api.deps import CallerDep, DbDep, FilesDep, IdempotencyDep, RunsDep, ToolCatalogDep
+from app.api.deps import (
+    AttachmentsDep,
+    CallerDep,
+    DbDep,
+    FilesDep,
+    IdempotencyDep,
+    RunsDep,
+    ToolCatalogDep,
+)
 from app.api.routes.conversations import delete_conversation
 from app.api.routing import api_router
 from app.api.schemas.openai_conversations import (
@@ -49,6 +58,7 @@ from app.api.schemas.openai_conversations import (
 )
 from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.messages import Message
+from app.files.attachments import Attachments
 from app.store.database import Database, Tx
 from app.store.idempotency import IdempotencyKey, Outcome, once
 from app.translate.openai_responses.read import messages_from_responses_input
@@ -67,9 +77,24 @@ def _messages(raw: list[dict[str, object]]) -> list[Message]:
     return messages
 
 
-async def _append(tx: Tx, owner_id: str, conversation_id: str, messages: list[Message]) -> None:
-    for message in messages:
-        await tx.messages.append(owner_id, conversation_id, message)
+@dataclass
+class _Added:
+    """Messages to add, their files admitted as a turn's are (an inline `file_data`
+    stored as the caller's file and referred to by id, a `file_id` checked as theirs)."""
+
+    messages: list[Message]
+    file_ids: list[str]
+
+    @classmethod
+    async def of(
+        cls, raw: list[dict[str, object]], attachments: Attachments, owner_id: str
+    ) -> _Added:
+        return cls(*await attachments.admit(owner_id, _messages(raw), None))
+
+    async def append(self, tx: Tx, owner_id: str, conversation_id: str) -> None:
+        for message in self.messages:
+            await tx.messages.append(owner_id, conversation_id, message)
+        await tx.files.attach(owner_id, self.file_ids, conversation_id)
 
 
 @router.post(
@@ -79,13 +104,17 @@ async def _append(tx: Tx, owner_id: str, conversation_id: str, messages: list[Me
     openapi_extra=idempotency.OPENAPI,
 )
 async def create_conversation_v1(
-    body: ConversationCreateV1, db: DbDep, caller: CallerDep, idempotency_key: IdempotencyDep
+    body: ConversationCreateV1,
+    db: DbDep,
+    attachments: AttachmentsDep,
+    caller: CallerDep,
+    idempotency_key: IdempotencyDep,
 ) -> ConversationV1 | JSONResponse:
-    messages = _messages(list(body.items or []))
+    added = await _Added.of(list(body.items or []), attachments, caller.user_id)
 
     async def create(tx: Tx) -> ConversationV1:
         record = await tx.conversations.create(caller.user_id, metadata=body.metadata)
-        await _append(tx, caller.user_id, record.id, messages)
+        await added.append(tx, caller.user_id, record.id)
         return ConversationV1.of(record)
 
     if idempotency_key is None:
@@ -218,11 +247,14 @@ async def create_items_v1(
     conversation_id: ConversationId,
     body: ItemsCreateV1,
     db: DbDep,
+    attachments: AttachmentsDep,
     tools: ToolCatalogDep,
     caller: CallerDep,
     idempotency_key: IdempotencyDep,
 ) -> ItemListV1 | JSONResponse:
-    messages = _messages(list(body.items))
+    async with db.read() as tx:  # another user's id is 404 before any file is stored
+        await tx.conversations.get(caller.user_id, conversation_id)
+    added = await _Added.of(list(body.items), attachments, caller.user_id)
 
     async def create(tx: Tx) -> ItemListV1:
         record = await tx.conversations.get(caller.user_id, conversation_id)
@@ -232,8 +264,8 @@ async def create_items_v1(
                 code="run_active",
                 run_id=record.active_run_id,
             )
-        await _append(tx, caller.user_id, conversation_id, messages)
-        return ItemListV1.of(items_of(messages, tools.knows), False)
+        await added.append(tx, caller.user_id, conversation_id)
+        return ItemListV1.of(items_of(added.messages, tools.knows), False)
 
     if idempotency_key is None:
         async with db.write() as tx:

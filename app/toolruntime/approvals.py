@@ -239,21 +239,25 @@ class ApprovalService:
         args: dict[str, Any] | None,
         reason: str | None,
     ) -> DecisionResult:
-        """Where the call of an approval decided as asked stands; 409 otherwise."""
+        """Where the call of an approval decided as asked stands; 409 otherwise. A call
+        whose outcome was lost is closed first, whatever this request decides."""
         tool = self.runtime.catalog.registry.get(record.tool_name)
+        found = None
+        if record.conversation_id is not None:
+            async with self.db.read() as tx:
+                found = await standing(tx.messages, record)
+        closed = None
+        if found is not None and found.part.data.status == "waitingConfirmation":
+            closed = await self._close_lost(caller, record, tool)
         if not same_decision(tool, record, decision, args, reason):
             self._refuse_if_closed(record)  # decided otherwise: 409 already_decided
+        if closed is not None:
+            return closed
         if record.conversation_id is None:  # a stateless turn's: nothing stored to resume
             part = await self.decided_part(caller, record.id, record.tool_call_id)
             return DecisionResult(record, part, ready_to_resume=False, replayed=True)
-        async with self.db.read() as tx:
-            found = await standing(tx.messages, record)
         if found is None:
             return DecisionResult(record, None, ready_to_resume=False, replayed=True)
-        if found.part.data.status == "waitingConfirmation":
-            closed = await self._close_lost(caller, record, tool, decision, reason)
-            if closed is not None:
-                return closed
         return DecisionResult(
             record,
             found.part,
@@ -264,23 +268,19 @@ class ApprovalService:
         )
 
     async def _close_lost(
-        self,
-        caller: Caller,
-        record: ApprovalRecord,
-        tool: ServerTool[Any] | None,
-        decision: Decision,
-        reason: str | None,
+        self, caller: Caller, record: ApprovalRecord, tool: ServerTool[Any] | None
     ) -> DecisionResult | None:
         """The call of a decision whose outcome was lost, closed (see decision_replay);
         None while the attempt that decided it may still be running, or once it stored
         an outcome after all."""
         timeout = self.runtime.timeout_for(tool) if tool else self.runtime.default_timeout
-        outcome = lost_outcome(tool, record, reason, timeout=timeout, now=_now())
+        outcome = lost_outcome(tool, record, timeout=timeout, now=_now())
         if outcome is None:
             return None
+        decided: Decision = "approve" if record.status == "approved" else "reject"
         try:
             part, ready = await self._finish(
-                caller, record, decision, outcome, record.args, "api", unless_recorded=True
+                caller, record, decided, outcome, record.args, "api", unless_recorded=True
             )
         except _Recorded:
             return None

@@ -19,7 +19,8 @@ outage or a crash in between leaves the call decided, its outcome unknown and it
 waiting for ever. The same decision sent again once the first attempt cannot still be
 running (past the call's timeout and `LOST_AFTER_SECONDS`) closes the call with an error
 saying so (`lost_outcome`; a rejection with the rejection), and the conversation goes on.
-The tool is never run again: it may have run.
+Another decision sent then closes the call as well (the card stops waiting) and is refused
+as above. The tool is never run again: it may have run.
 """
 
 from __future__ import annotations
@@ -71,7 +72,6 @@ def same_decision(
 def lost_outcome(
     tool: ServerTool[Any] | None,
     record: ApprovalRecord,
-    reason: str | None,
     *,
     timeout: float,
     now: datetime,
@@ -84,5 +84,5 @@ def lost_outcome(
         return None
     shown = visible_args(tool, record.args) if tool is not None else None
     if record.status == "rejected":
-        return error_outcome(REJECTED, args=shown, reason=reason)
+        return error_outcome(REJECTED, args=shown, reason=record.reason)
     return error_outcome(LOST, args=shown)

@@ -66,42 +66,72 @@ async def test_an_outage_after_the_decision_is_a_503_and_the_same_decision_again
     assert await node_names(client) == ["Analytical Engine"]
 
 
-async def test_a_decision_whose_outcome_an_outage_lost_is_closed_when_sent_again(
-    client: ApiClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _outcome_lost(client: ApiClient, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A conversation whose approved delete ran but whose outcome an outage lost, decided
+    long enough ago that the attempt cannot still be running (past the tool's timeout)."""
     cid, approval_id = await waiting_delete(client)
-    answers = await _assistant_messages(client, cid)
     with monkeypatch.context() as outage:
         # The decision commits and the tool runs; storing what it did fails.
         lose_connection_in(outage, ApprovalRepo, "record_outcome", times=1)
         refused = await client.post(f"/api/approvals/{approval_id}", json={"decision": "approve"})
     assert refused.status_code == 503, refused.text
     assert await node_names(client) == ["Analytical Engine"]
-    # Sent again once the first attempt cannot still be running (past the tool's timeout).
     async with client.services.db.sessions.begin() as session:
         await session.execute(
             text("UPDATE tool_approvals SET decided_at = :past"),
             {"past": datetime(2000, 1, 1, tzinfo=UTC)},
         )
+    return cid, approval_id
 
-    retried = (await _decide(client, approval_id, 409, decision="approve"))["error"]
 
-    assert (retried["code"], retried["decision"]) == ("already_decided", "approved")
-    assert retried["run_id"] is not None, retried
-    assert (await follow(client, retried["events_url"]))[-1].data["status"] == "completed"
+async def _the_call(client: ApiClient, cid: str, approval_id: str) -> dict[str, Any]:
     detail = (await client.get(f"/api/conversations/{cid}")).json()
-    call = next(
+    part: dict[str, Any] = next(
         p
         for m in detail["messages"]
         if m["role"] == "assistant"
         for p in m["content"]
         if p["type"] == "tool" and p["data"].get("approvalId") == approval_id
     )
+    return part
+
+
+async def test_a_decision_whose_outcome_an_outage_lost_is_closed_when_sent_again(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid, approval_id = await _outcome_lost(client, monkeypatch)
+    answers = await _assistant_messages(client, cid)
+
+    retried = (await _decide(client, approval_id, 409, decision="approve"))["error"]
+
+    assert (retried["code"], retried["decision"]) == ("already_decided", "approved")
+    assert retried["run_id"] is not None, retried
+    assert (await follow(client, retried["events_url"]))[-1].data["status"] == "completed"
+    call = await _the_call(client, cid, approval_id)
     assert call["data"]["status"] == "error"
     assert "may or may not have run" in call["data"]["bodyContent"]
     again = (await _decide(client, approval_id, 409, decision="approve"))["error"]
     assert again["run_id"] == retried["run_id"]
     assert await _assistant_messages(client, cid) == answers + 1
+    assert await node_names(client) == ["Analytical Engine"]
+
+
+async def test_another_decision_on_an_approval_whose_outcome_was_lost_settles_its_card(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid, approval_id = await _outcome_lost(client, monkeypatch)
+    answers = await _assistant_messages(client, cid)
+
+    refused = (await _decide(client, approval_id, 409, decision="reject"))["error"]
+
+    assert (refused["code"], refused["decision"]) == ("already_decided", "approved")
+    assert "run_id" not in refused
+    call = await _the_call(client, cid, approval_id)
+    assert call["data"]["status"] == "error"
+    assert "may or may not have run" in call["data"]["bodyContent"]
+    approval = (await client.get(f"/api/approvals/{approval_id}")).json()
+    assert (approval["status"], approval["outcome"]) == ("approved", "error")
+    assert await _assistant_messages(client, cid) == answers
     assert await node_names(client) == ["Analytical Engine"]
 
 

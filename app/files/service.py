@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 
+from app.domain.errors import NotFound, Unavailable
 from app.domain.files import (
     KIND_OF_MEDIA_TYPE,
     MEDIA_TYPES,
@@ -34,7 +35,7 @@ from app.files.archive import ArchiveLimits
 from app.files.extract import Budget, ExtractionTimeout, ExtractLimits, extract
 from app.files.sniff import HEAD_BYTES, refuse_early, sniff
 from app.files.store import BlobWriter, FileStore
-from app.store.database import Database
+from app.store.database import Database, Tx
 from app.store.repos.files import new_file_id
 
 log = logging.getLogger("chat_bff.files")
@@ -91,6 +92,19 @@ class _Quota:
             raise UploadQuotaExceeded(self.limit, self.used)
 
 
+@dataclass(frozen=True)
+class StagedUpload:
+    """An upload's bytes stored and read, not yet a file (`Files.stage`)."""
+
+    file_id: str
+    owner_id: str
+    name: str
+    size: int
+    sha256: str
+    kind: FileKind
+    text: Extraction | None
+
+
 class Files:
     def __init__(self, db: Database, store: FileStore, limits: FileLimits) -> None:
         self.db = db
@@ -103,7 +117,20 @@ class Files:
     async def upload(
         self, owner_id: str, name: str | None, chunks: AsyncIterable[bytes]
     ) -> FileRecord:
-        """Store a stream as the owner's file; refused uploads leave nothing behind.
+        """Store a stream as the owner's file; refused uploads leave nothing behind."""
+        staged = await self.stage(owner_id, name, chunks)
+        try:
+            async with self.db.write() as tx:
+                return await self.record(tx, staged)
+        except BaseException:
+            await self.unless_recorded(staged)
+            raise
+
+    async def stage(
+        self, owner_id: str, name: str | None, chunks: AsyncIterable[bytes]
+    ) -> StagedUpload:
+        """The stream stored, its kind decided and its text read, but no file recorded
+        yet: `record` it in a transaction, or `discard` it.
 
         The quota is checked as the bytes arrive, against what the owner had stored when
         the upload began (so a file that cannot fit is refused early), and again in the
@@ -128,36 +155,60 @@ class Files:
             await writer.abort()
             raise
         try:
-            return await self._register(owner_id, file_id, clean_name(name), counted)
+            data = await self.store.read(file_id)
+            kind = await asyncio.to_thread(sniff, data, self.limits.archive)
+            text = await self._extract(kind, data)
         except BaseException:
             await self.store.delete(file_id)
             raise
+        return StagedUpload(
+            file_id=file_id,
+            owner_id=owner_id,
+            name=clean_name(name),
+            size=counted.size,
+            sha256=counted.digest.hexdigest(),
+            kind=kind,
+            text=text,
+        )
 
-    async def _register(
-        self, owner_id: str, file_id: str, name: str, counted: _Counted
-    ) -> FileRecord:
-        data = await self.store.read(file_id)
-        kind = await asyncio.to_thread(sniff, data, self.limits.archive)
-        text = await self._extract(kind, data)
-        async with self.db.write() as tx:
-            used = await tx.files.stored_bytes(owner_id, lock=True)
-            _Quota(self.limits.quota_bytes, used).check(counted.size)
-            record = await tx.files.create(
-                file_id=file_id,
-                owner_id=owner_id,
-                name=name,
-                media_type=MEDIA_TYPES[kind],
-                size=counted.size,
-                sha256=counted.digest.hexdigest(),
-                storage_key=file_id,
-            )
-            if text is not None:
-                await tx.files.save_extraction(owner_id, file_id, text)
+    async def record(self, tx: Tx, staged: StagedUpload) -> FileRecord:
+        """The staged upload recorded as its owner's file, in `tx` (the quota checked
+        again, under a lock)."""
+        owner_id, file_id = staged.owner_id, staged.file_id
+        used = await tx.files.stored_bytes(owner_id, lock=True)
+        _Quota(self.limits.quota_bytes, used).check(staged.size)
+        record = await tx.files.create(
+            file_id=file_id,
+            owner_id=owner_id,
+            name=staged.name,
+            media_type=MEDIA_TYPES[staged.kind],
+            size=staged.size,
+            sha256=staged.sha256,
+            storage_key=file_id,
+        )
+        if staged.text is not None:
+            await tx.files.save_extraction(owner_id, file_id, staged.text)
         log.info(
             "file stored",
             extra={"file_id": file_id, "media_type": record.media_type, "size": record.size},
         )
         return record
+
+    async def discard(self, staged: StagedUpload) -> None:
+        """A staged upload that is not recorded: its bytes go."""
+        await self.store.delete(staged.file_id)
+
+    async def unless_recorded(self, staged: StagedUpload) -> None:
+        """After recording failed: the bytes go, unless the file was recorded after all
+        (a COMMIT whose answer was lost) or that cannot be told now (the database out of
+        reach): a stray blob is harmless, a recorded file without its bytes is not."""
+        try:
+            async with self.db.read() as tx:
+                await tx.files.get(staged.owner_id, staged.file_id)
+        except NotFound:
+            await self.discard(staged)
+        except Unavailable:
+            log.warning("upload kept unrecorded", extra={"file_id": staged.file_id})
 
     async def add_bytes(self, owner_id: str, name: str | None, data: bytes) -> FileRecord:
         """Store bytes already in hand (an inline data URL) like an upload."""

@@ -7,9 +7,11 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Path, Request, Response, status
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
-from app.api.deps import CallerDep, FilesDep
+from app.api import idempotency
+from app.api.deps import CallerDep, DbDep, FilesDep, IdempotencyTtlDep
+from app.api.idempotent_upload import upload_once
 from app.api.routing import api_router
 from app.api.schemas.files import FileOut
 from app.api.uploads import read_file_part
@@ -48,7 +50,11 @@ _UPLOAD_BODY: dict[str, Any] = {
     summary="Upload a file (PDF, XLSX, CSV, JSON, PNG or JPEG, up to the size limit).",
     description="The type is decided from the file's bytes, not its name or Content-Type. "
     "Documents are read into text at once (so a broken one is refused here).",
-    openapi_extra=_UPLOAD_BODY,
+    openapi_extra=_UPLOAD_BODY
+    | idempotency.openapi(
+        "Its request is the file's name and bytes: the same file sent again with the key "
+        "answers the first upload's file (same id) and keeps no second copy."
+    ),
     responses={
         400: {"description": "`invalid_upload`: not multipart, or no part named `file`."},
         408: {"description": "`upload_timeout`: the upload took too long."},
@@ -61,8 +67,17 @@ _UPLOAD_BODY: dict[str, Any] = {
         422: {"description": "`file_rejected`: unreadable, or an archive bomb."},
     },
 )
-async def upload_file(request: Request, files: FilesDep, caller: CallerDep) -> FileOut:
+async def upload_file(
+    request: Request, files: FilesDep, db: DbDep, caller: CallerDep, ttl: IdempotencyTtlDep
+) -> FileOut | JSONResponse:
+    raw_key = request.headers.get(idempotency.HEADER)
+    # A malformed key is refused before a byte is stored; the fingerprint comes later.
+    key = None if raw_key is None else idempotency.request_key(raw_key, "POST", "", b"", ttl)
     name, chunks = await read_file_part(request)
+    if key is not None:
+        path = request.url.path
+        outcome = await upload_once(files, db, caller.user_id, name, chunks, key, path)
+        return JSONResponse(outcome.body, status_code=outcome.status)
     record = await files.upload(caller.user_id, name, chunks)
     _, extraction = await files.get(caller.user_id, record.id)
     return FileOut.from_record(record, extraction)

@@ -302,6 +302,13 @@ async def _drain(receive: Receive) -> None:
         message = await receive()
 
 
+def _awaits_continue(scope: Scope) -> bool:
+    """`Expect: 100-continue`: the client sends the body only when told to, so it reads an
+    answer sent at once (and reading the body would tell it to send)."""
+    expect = _header(scope, b"expect")
+    return expect is not None and expect.strip().lower() == "100-continue"
+
+
 class BodyLimits:
     """Guards the request before the app sees it: a body over the cap is 413, and a NUL
     character in the path or the query is 400 (no id or filter can hold one). A NUL inside
@@ -356,7 +363,7 @@ class BodyLimits:
         digits = declared is not None and declared.isascii() and declared.isdigit()
         length = int(declared) if digits and declared is not None else None
         if limit and length is not None and length > limit:
-            if length <= _DRAIN_BYTES:
+            if length <= _DRAIN_BYTES and not _awaits_continue(scope):
                 await _drain(receive)
             await self._reject(scope, send)
             return

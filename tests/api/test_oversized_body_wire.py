@@ -6,6 +6,7 @@ same body as a connection error). Over real HTTP on loopback, as the server runs
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
@@ -53,3 +54,26 @@ async def test_a_body_over_the_cap_is_answered_413_while_the_client_sends_it(
     assert [a.status_code for a in answers] == [413] * 6
     assert {a.json()["error"]["code"] for a in answers} == {"payload_too_large"}
     assert listed.json()["data"] == []
+
+
+async def test_a_client_that_awaits_continue_is_refused_before_it_sends_the_body(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    """`Expect: 100-continue` (curl's way past 1 MB): 413 at once, and no go-ahead to send
+    a body that would be refused."""
+    settings = app_settings.model_copy(update={"max_body_bytes": CAP})
+    head = (
+        "POST /api/conversations HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        f"Expect: 100-continue\r\nContent-Length: {64 * CAP}\r\n\r\n"
+    )
+    async with (
+        make_api(settings) as api,
+        loopback.serving(api.app, http=LeanHttpToolsProtocol) as (_, port),
+    ):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(head.encode())
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 10)
+        writer.close()
+
+    assert status.startswith(b"HTTP/1.1 413 "), status

@@ -89,6 +89,7 @@ class Services:
     usage: UsageBook
     background: BackgroundJobs
     mcp: McpSources | None = None
+    redis_outage: RedisOutage | None = None  # the breaker of REDIS_URL's Redis, if any
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
@@ -359,4 +360,5 @@ async def build_services(
         background=await start_background(background, runs, db, settings, bus),
         mcp=mcp,
         router=router,
+        redis_outage=redis_outage,
     )

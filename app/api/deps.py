@@ -30,6 +30,7 @@ from app.domain.models import Catalog
 from app.files.attachments import Attachments
 from app.files.service import Files
 from app.observability.logging import user_id_var
+from app.redis.state import RedisState
 from app.routing.router import ToolRouter
 from app.runs.following import ConversationFollow
 from app.runs.turns import Runs
@@ -123,6 +124,13 @@ async def get_router(request: Request) -> ToolRouter:
     return _services(request).router
 
 
+async def get_redis_state(request: Request) -> RedisState | None:
+    """What the process last learnt of its Redis (`REDIS_URL`), for `/readyz`; None
+    without one."""
+    outage = _services(request).redis_outage
+    return outage.state if outage is not None else None
+
+
 DbDep = Annotated[Database, Depends(get_db)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RunsDep = Annotated[Runs, Depends(get_runs)]
@@ -140,6 +148,7 @@ FilesDep = Annotated[Files, Depends(get_files)]
 AttachmentsDep = Annotated[Attachments, Depends(get_attachments)]
 ToolSourcesDep = Annotated[list[dict[str, Any]], Depends(get_tool_sources)]
 RouterDep = Annotated[ToolRouter, Depends(get_router)]
+RedisStateDep = Annotated[RedisState | None, Depends(get_redis_state)]
 
 
 async def get_usage(request: Request) -> UsageBook:

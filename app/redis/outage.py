@@ -11,10 +11,23 @@ database). After the window one call probes Redis while the others keep skipping
 answer closes the circuit, its failure opens it for another window. A window of 0 skips
 nothing: every call tries Redis (and pays the timeout while it hangs).
 
-Only a Redis that did not answer opens it: a reply, even an error reply (`ResponseError`:
-a refused command, a script error, out of memory), shows it is up and closes it, and so
-does anything the bus's pub/sub connection hears (it closes the circuit at once when that
-connection comes back).
+A reply, even an error reply (`ResponseError`: a refused command, a script error, out of
+memory), shows Redis is up and closes it, and so does anything the bus's pub/sub
+connection hears (it closes the circuit at once when that connection comes back). Two
+replies open it all the same, each told for what it is (`state`, shown by `/readyz`):
+
+    Redis ...                                   state          logged when it starts
+    answered                                    ok             info: answers again
+    did not answer (timeout, no connection)     unreachable    warning
+    replied LOADING (it restarted and reads     loading        warning: transient, calls
+      its data back): a reply, but no service                  are retried after the window
+    refused our credentials (WRONGPASS,         auth_failed    error: REDIS_URL's password
+      NOAUTH, ...): a configuration error                      or user is wrong
+    our own pool was full                       (no verdict)
+
+A refused login opens the circuit too, so a wrong password costs each request no
+connection and login of its own, and a password fixed on the Redis side is found by the
+next probe; but it is logged once as the error it is, not as Redis being down.
 """
 
 from __future__ import annotations
@@ -24,9 +37,17 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    BusyLoadingError,
+    MaxConnectionsError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import MaxConnectionsError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from app.redis.state import Failure, RedisState
 
 log = logging.getLogger("chat_bff.redis")
 
@@ -34,8 +55,22 @@ log = logging.getLogger("chat_bff.redis")
 NOT_ANSWERING = (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError)
 
 
+def failure_of(exc: BaseException) -> Failure | None:
+    """What a failed call says of Redis; None when it says nothing (a reply, our own pool
+    full, a cancel). redis-py raises a refused login and LOADING as connection errors, so
+    they are told apart first."""
+    if isinstance(exc, MaxConnectionsError):
+        return None
+    if isinstance(exc, (AuthenticationError, AuthorizationError)):
+        return "auth_failed"
+    if isinstance(exc, BusyLoadingError):
+        return "loading"
+    return "unreachable" if isinstance(exc, NOT_ANSWERING) else None
+
+
 class RedisSkipped(RedisConnectionError):
-    """Redis was not called: it failed moments ago (or another call is probing it)."""
+    """Redis was not called: it failed or refused moments ago (or another call is probing
+    it)."""
 
 
 class RedisOutage:
@@ -47,6 +82,7 @@ class RedisOutage:
         self._retry = retry_seconds
         self._clock = clock
         self._failed_at: float | None = None  # None: the last call was answered
+        self._state: RedisState = "ok"
         self._probing = False
 
     @property
@@ -56,12 +92,18 @@ class RedisOutage:
             return False
         return self._probing or self._clock() - self._failed_at < self._retry
 
+    @property
+    def state(self) -> RedisState:
+        """What the last call (or the bus's connection) learnt of Redis."""
+        return self._state
+
     @asynccontextmanager
     async def call(self) -> AsyncIterator[None]:
         """Around one call to Redis: raises `RedisSkipped` (no call made) while open; a
-        call that does not answer opens it, one answered closes it."""
+        call that does not answer (or is refused, see above) opens it, one answered
+        closes it."""
         if self.open:
-            raise RedisSkipped(f"Redis did not answer; skipped for {self._retry:g} s")
+            raise RedisSkipped(f"Redis skipped for {self._retry:g} s: {self._state}")
         probe = self._failed_at is not None
         self._probing = probe
         try:
@@ -70,15 +112,11 @@ class RedisOutage:
             if probe:  # an error reply is still a reply: Redis is up
                 self.answered()
             raise
-        except NOT_ANSWERING as exc:
-            if not isinstance(exc, MaxConnectionsError):  # our own pool full: no verdict
-                self.failed(type(exc).__name__)
-                raise
-            if probe:
-                self._probing = False
-            raise
-        except BaseException:
-            if probe:  # cancelled or refused here, not by Redis: no verdict, probe again
+        except BaseException as exc:
+            failure = failure_of(exc)
+            if failure is not None:
+                self.failed(type(exc).__name__, failure)
+            elif probe:  # cancelled or refused here, not by Redis: no verdict, probe again
                 self._probing = False
             raise
         if probe:
@@ -87,16 +125,33 @@ class RedisOutage:
     def answered(self) -> None:
         """Redis answered (here or elsewhere, e.g. the bus's listener heard from it)."""
         if self._failed_at is not None:
-            log.info("Redis answers again")
+            log.info("Redis answers again", extra={"was": self._state})
         self._failed_at = None
+        self._state = "ok"
         self._probing = False
 
-    def failed(self, why: str) -> None:
-        """Redis did not answer (here or in a call made outside `call`)."""
-        if self._failed_at is None:
-            log.warning(
-                "Redis did not answer; skipping it for a while",
-                extra={"error_type": why, "seconds": self._retry},
-            )
+    def failed(self, why: str, failure: Failure = "unreachable") -> None:
+        """Redis did not answer, or refused (here or in a call made outside `call`);
+        logged when this failure starts, not at each probe that finds it again."""
+        if failure != self._state:
+            _tell(failure, why, self._retry)
         self._failed_at = self._clock()
+        self._state = failure
         self._probing = False
+
+
+def _tell(failure: Failure, why: str, seconds: float) -> None:
+    extra = {"error_type": why, "seconds": seconds}
+    if failure == "unreachable":
+        log.warning("Redis did not answer; skipping it for a while", extra=extra)
+    elif failure == "loading":
+        log.warning(
+            "Redis is loading its data (it restarted); skipping it for a while", extra=extra
+        )
+    else:
+        log.error(
+            "Redis refused the credentials in REDIS_URL (a wrong password or user, not an "
+            "outage); limits let requests through and the bus falls back to the database "
+            "until Redis accepts them",
+            extra=extra,
+        )

@@ -31,7 +31,7 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from app.redis.outage import RedisOutage
+from app.redis.outage import RedisOutage, failure_of
 from app.runs.bus import Subscription
 
 log = logging.getLogger("chat_bff.runs")
@@ -143,8 +143,9 @@ class RedisBus:
         except TimeoutError:
             self._outage.failed("TimeoutError")
             log.warning("bus: Redis did not confirm a subscription", extra={"topic": topic})
-        except Exception:
-            log.warning("bus: could not subscribe", extra={"topic": topic}, exc_info=True)
+        except Exception as exc:
+            if not self._refused(exc):
+                log.warning("bus: could not subscribe", extra={"topic": topic}, exc_info=True)
         finally:
             waiting = self._confirming.get(channel, [])
             if confirmed in waiting:
@@ -157,8 +158,9 @@ class RedisBus:
             return
         try:
             await self._pubsub.unsubscribe(self._prefix + topic)
-        except Exception:
-            log.warning("bus: could not unsubscribe", extra={"topic": topic}, exc_info=True)
+        except Exception as exc:
+            if not self._refused(exc):
+                log.warning("bus: could not unsubscribe", extra={"topic": topic}, exc_info=True)
 
     async def _connected(self) -> PubSub:
         """The pub/sub connection; the first call starts the listener, which from then on
@@ -212,12 +214,22 @@ class RedisBus:
                 await old.aclose()  # type: ignore[no-untyped-call]
         try:
             await self._pubsub.subscribe(*self._channels())
-        except Exception:
-            log.warning("bus: Redis is still unreachable", exc_info=True)
+        except Exception as exc:
+            if not self._refused(exc):
+                log.warning("bus: Redis is still unreachable", exc_info=True)
             return
         # Messages published before the new subscriptions took effect are lost: the
         # subscribers read them from the log.
         self._tell_gap()
+
+    def _refused(self, exc: Exception) -> bool:
+        """A Redis that refused our credentials or is loading its data answered: the
+        breaker hears it (and says so once) rather than this bus at every attempt."""
+        failure = failure_of(exc)
+        if failure not in ("auth_failed", "loading"):
+            return False
+        self._outage.failed(type(exc).__name__, failure)
+        return True
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         self._outage.answered()  # whatever it says, Redis is there

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pydantic import SecretStr
+
 from app.store.database import Database
 from app.store.db import create_engine
-from tests.fakes.db import ApiClient
+from tests.auth.tokens import HS_SECRET, bearer, hs_token, sqlite_settings
+from tests.e2e.redis_server import own_redis
+from tests.fakes.db import ApiClient, MakeApi
 
 
 async def test_healthz_answers_ok(api: ApiClient) -> None:
@@ -34,3 +40,22 @@ async def test_readyz_is_503_when_the_database_does_not_answer(api: ApiClient) -
 
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "not_ready"
+
+
+async def test_readyz_names_a_redis_that_refuses_the_password_without_going_unready(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    with own_redis(password="right") as redis:
+        settings = sqlite_settings(
+            tmp_path,
+            jwt_secret=SecretStr(HS_SECRET),
+            rate_limit_requests_per_minute=100,
+            redis_url=redis.url_with("wrong"),
+        )
+        async with make_api(settings) as api:
+            me = await api.get("/api/me", headers=bearer(hs_token(sub="alice")))
+            response = await api.get("/readyz")
+
+    assert me.status_code == 200  # limits let the request through meanwhile
+    assert response.status_code == 200
+    assert response.json()["redis"] == "auth_failed"

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
-from app.api.deps import DbDep, RouterDep, ToolSourcesDep
+from app.api.deps import DbDep, RedisStateDep, RouterDep, ToolSourcesDep
 from app.api.routing import api_router
 from app.api.schemas.catalog import Health, ToolSourceStatus
 
@@ -35,10 +35,12 @@ async def healthz() -> Health:
     "/readyz",
     response_model=Health,
     responses=_NOT_READY,
-    summary="Readiness: the database answers (and how each MCP server is doing).",
+    summary="Readiness: the database answers (and how each MCP server and Redis are doing).",
     response_model_exclude_none=True,
 )
-async def readyz(db: DbDep, sources: ToolSourcesDep, tool_router: RouterDep) -> Response:
+async def readyz(
+    db: DbDep, sources: ToolSourcesDep, tool_router: RouterDep, redis: RedisStateDep
+) -> Response:
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
             ready = await db.answers()
@@ -48,5 +50,5 @@ async def readyz(db: DbDep, sources: ToolSourcesDep, tool_router: RouterDep) -> 
         body = {"error": {"code": "not_ready", "message": "The database does not answer."}}
         return JSONResponse(body, status_code=503)
     shown = [ToolSourceStatus.model_validate(s) for s in sources] or None
-    health = Health(status="ok", toolSources=shown, toolRouter=tool_router.status())
+    health = Health(status="ok", toolSources=shown, toolRouter=tool_router.status(), redis=redis)
     return JSONResponse(health.model_dump(exclude_none=True))

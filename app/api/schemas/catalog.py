@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from app.redis.state import RedisState
+
 
 class ModelOut(BaseModel):
     """A catalogue model; its id is what requests send as `model`."""
@@ -48,4 +50,11 @@ class Health(BaseModel):
         description="`/readyz` only: the tool router's mode, tool count and embedding model "
         "state; a model that could not load is named here (routing falls back to keywords) "
         "without making the instance unready.",
+    )
+    redis: RedisState | None = Field(
+        default=None,
+        description="`/readyz` only, with `REDIS_URL`: what the last call learnt of Redis. "
+        "`unreachable` and `loading` (restarting) pass; `auth_failed` is a configuration "
+        "error (REDIS_URL's password or user). None of them makes the instance unready: limits "
+        "let requests through and the bus falls back to the database meanwhile.",
     )

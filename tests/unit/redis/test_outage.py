@@ -7,6 +7,8 @@ the test's own (SIGSTOP), the limiter and the bus skip it after the first timeou
 from __future__ import annotations
 
 import asyncio
+import logging
+from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
@@ -17,7 +19,7 @@ from app.limits.backends import BackendUnavailable
 from app.limits.redis_backend import RedisBackend
 from app.redis.outage import RedisOutage, RedisSkipped
 from app.runs.redis_bus import RedisBus
-from tests.e2e.redis_server import own_redis
+from tests.e2e.redis_server import loading_redis, own_redis
 
 
 class Clock:
@@ -218,3 +220,78 @@ async def test_the_bus_hearing_from_redis_again_closes_the_circuit() -> None:
         finally:
             redis.resume()
             await bus.aclose()
+
+
+def told(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "chat_bff.redis"]
+
+
+@pytest.mark.parametrize("password", ["wrong", None], ids=["WRONGPASS", "NOAUTH"])
+async def test_redis_refusing_our_credentials_is_told_once_as_a_configuration_error(
+    password: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    with own_redis(password="right") as redis:
+        clock = Clock()
+        outage = RedisOutage(2.0, clock=clock)
+        url = redis.url_with(password) if password else redis.url
+        backend = RedisBackend.from_url(url, timeout=0.5, outage=outage)
+        try:
+            with caplog.at_level(logging.INFO, logger="chat_bff.redis"):
+                with pytest.raises(BackendUnavailable, match="AuthenticationError"):
+                    await backend.rate("rpm:u", 10, 60)
+                with pytest.raises(BackendUnavailable, match="RedisSkipped"):
+                    await backend.rate("rpm:u", 10, 60)  # no login of its own meanwhile
+                clock.now += 2.0
+                with pytest.raises(BackendUnavailable, match="AuthenticationError"):
+                    await backend.rate("rpm:u", 10, 60)  # the probe finds it refused again
+        finally:
+            await backend.aclose()
+
+    [(level, message)] = told(caplog)  # once, not at every probe
+    assert level == "ERROR"
+    assert "refused the credentials in REDIS_URL" in message
+    assert outage.state == "auth_failed"
+
+
+async def test_a_redis_loading_its_data_is_skipped_for_the_window_and_told_as_loading(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with loading_redis(tmp_path) as redis:
+        clock = Clock()
+        outage = RedisOutage(2.0, clock=clock)
+        backend = RedisBackend.from_url(redis.url, timeout=0.5, outage=outage)
+        try:
+            with caplog.at_level(logging.INFO, logger="chat_bff.redis"):
+                with pytest.raises(BackendUnavailable, match="BusyLoadingError"):
+                    await backend.rate("rpm:u", 10, 60)
+                with pytest.raises(BackendUnavailable, match="RedisSkipped"):
+                    await backend.rate("rpm:u", 10, 60)
+                clock.now += 2.0
+                with pytest.raises(BackendUnavailable, match="BusyLoadingError"):
+                    await backend.rate("rpm:u", 10, 60)  # retried after the window
+        finally:
+            await backend.aclose()
+
+    [(level, message)] = told(caplog)
+    assert level == "WARNING"
+    assert "loading its data" in message
+    assert outage.state == "loading"
+
+
+async def test_the_bus_refused_by_redis_tells_the_breaker_instead_of_warning_at_each_try(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with own_redis(password="right") as redis:
+        outage = RedisOutage(120.0)
+        url = redis.url_with("wrong")
+        bus = RedisBus.from_url(url, timeout=0.5, prefix="test:", outage=outage)
+        try:
+            with caplog.at_level(logging.INFO):
+                async with bus.subscribe("run:1"):
+                    pass
+        finally:
+            await bus.aclose()
+
+    assert [r.getMessage() for r in caplog.records if r.name == "chat_bff.runs"] == []
+    assert [level for level, _ in told(caplog)] == ["ERROR"]
+    assert outage.state == "auth_failed"

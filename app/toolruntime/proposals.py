@@ -107,7 +107,12 @@ class ProposalService:
             await tx.conversations.get(owner, conversation_id)
             dropped = await tx.proposals.pending(owner, conversation_id, ids)
             chosen = [p.id for p in dropped]
-            await tx.proposals.mark(owner, chosen, status="rejected", now=_now())
+            moved = await tx.proposals.mark(owner, chosen, status="rejected", now=_now())
+            if moved != len(chosen):  # a concurrent approve or reject settled some first
+                raise Conflict(
+                    "The proposal queue changed while it was being rejected; reload it.",
+                    code="proposals_changed",
+                )
             settled = {p.tool_call_id: (p, None) for p in dropped}
             await settle_proposal_parts(tx, owner, conversation_id, settled, "proposal_rejected")
             if chosen:

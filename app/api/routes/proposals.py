@@ -110,6 +110,7 @@ async def approve_proposals(
     "/{conversation_id}/proposals/reject",
     response_model=RejectedOut,
     summary="Drop all pending proposals, or the given ids.",
+    responses={409: {"description": "proposals_changed: the queue changed meanwhile; reload it."}},
 )
 async def reject_proposals(
     conversation_id: str, proposals: ProposalsDep, caller: CallerDep, body: IdsBody = None

@@ -315,3 +315,27 @@ async def test_a_repeated_partial_tool_result_still_waits_and_stores_nothing_aga
     assert again.json() == first.json() == {"run_id": None, "events_url": None, "waiting": True}
     assert rest.json()["waiting"] is False
     assert await stored_turns(client, cid) == (1, 2)
+
+
+async def test_the_sdks_retry_of_a_lost_background_response_is_one_response(
+    client: ApiClient, sdk: openai.AsyncOpenAI, dropping: FirstAnswerLost
+) -> None:
+    play(client, ScriptedTurn(text="Once."), ScriptedTurn(text="Twice."))
+
+    started = await sdk.responses.create(
+        model="scripted",
+        input="hello",
+        background=True,
+        extra_headers={"Idempotency-Key": "bg-1"},
+    )
+
+    assert dropping.keys == ["bg-1", "bg-1"]
+    async with client.services.db.sessions() as session:
+        conversations = (await session.scalars(select(RunRow.conversation_id))).all()
+    assert len(conversations) == 1  # one run, in one conversation
+    assert await stored_turns(client, str(conversations[0])) == (1, 1)
+    replay = await sdk.responses.retrieve(started.id, stream=True)
+    events = [event async for event in replay]
+    assert events[-1].type == "response.completed"
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == "Once."

@@ -177,9 +177,12 @@ async def _background_turn(
     stream: StreamConfig,
     caller: Caller,
     held: frozenset[str],
+    idempotency_key: RequestKey | None,
 ) -> Response:
     """`background: true` without a conversation: a new conversation holds the request
-    and its turn is the response (`app.api.responses_background`)."""
+    and its turn is the response (`app.api.responses_background`). Under an
+    Idempotency-Key a repeat answers the first one's response, in the conversation the
+    first one made: no second conversation, no second run."""
     if answers_approvals(body.input):
         raise InvalidRequest(
             "A background response cannot answer approvals without its conversation.",
@@ -188,12 +191,27 @@ async def _background_turn(
     history = messages_from_responses_input(body.input, body.instructions)
     client_tools = tools_from_responses(body.tools)
     choice = tool_choice_from_responses(body.tool_choice)
-    cid, content = await hold_request(db, caller.user_id, history, body.model)
-    try:
-        started = await runs.send(caller, cid, content, _turn_input(body, client_tools, choice))
-    except BaseException:
-        await let_go(db, caller.user_id, cid)
-        raise
+    turn = _turn_input(body, client_tools, choice)
+    held_in: list[str] = []  # the conversation this request made
+
+    async def start(keep: KeepStart | None) -> RunHandle:
+        cid, content = await hold_request(db, caller.user_id, history, body.model)
+        held_in.append(cid)
+        try:
+            return await runs.send(caller, cid, content, turn, keep=keep)
+        except BaseException:
+            await let_go(db, caller.user_id, cid)
+            raise
+
+    def kept_as(run_id: str, _: bool) -> Outcome:
+        return Outcome(200, {"run_id": run_id, "conversation_id": held_in[-1]})
+
+    if idempotency_key is None:
+        started: RunHandle | Outcome = await start(None)
+    else:
+        key = idempotency_key.of(caller.user_id)
+        started = await start_run_once(db, key, start, kept_as)
+    cid = str(started.body["conversation_id"]) if isinstance(started, Outcome) else held_in[-1]
     tools = (client_tools, choice)
     return await _answer(body, request, runs, db, stream, caller, held, cid, started, tools)
 
@@ -324,8 +342,9 @@ class ResponsesWire:
     summary="OpenAI Responses API, stateless (stream and non-stream), or a conversation's "
     "turn, or in the background.",
     openapi_extra=idempotency.openapi(
-        "Only a message to a `conversation` is kept (it starts one run however often it "
-        "is sent); a stateless request, `background` ones included, ignores the key."
+        "Kept for a message to a `conversation` and for a `background` response (each "
+        "starts one run however often it is sent); a stateless request stores nothing "
+        "and ignores the key."
     ),
     responses={
         200: {
@@ -353,7 +372,9 @@ async def create_response(
             body, request, runs, stream, caller, approvals, held, db, idempotency_key
         )
     if body.background:
-        return await _background_turn(body, request, runs, db, stream, caller, held)
+        return await _background_turn(
+            body, request, runs, db, stream, caller, held, idempotency_key
+        )
     history = messages_from_responses_input(body.input, body.instructions)
     if not any(m.role != "system" for m in history):
         raise InvalidRequest("input must not be empty.", param="input")

@@ -15,14 +15,19 @@ collection frees; `before_collection` in each snapshot is RSS and glibc's heap a
 worker held them, and `snap-<n>.malloc.xml` glibc's free chunks by size. With
 `BENCH_TRACE_GARBAGE=1` it also says what that garbage was (types, and the code of its
 frames and coroutines): at 5,000 streams opening under load, the frames of thousands of
-upstream connects that had timed out, held in reference cycles.
+upstream connects that had timed out, held in reference cycles. With
+`BENCH_TRACE_ISLANDS=1` it also walks glibc's main heap (after a trim) and names the chunks
+still in use above the heap's top at the first snapshot: what a burst left behind, and the
+pages each kind keeps resident among the free heap (`islands`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import json
+import mmap
 import os
 import signal
 import sys
@@ -129,6 +134,135 @@ def _code(o: object) -> types.CodeType | None:
     asked for a missing attribute, and the census would count what it built itself)."""
     attribute = _CODES.get(type(o))
     return None if attribute is None else cast(types.CodeType, getattr(o, attribute))
+
+
+def smaps() -> dict[str, dict[str, int]]:
+    """RSS and anonymous KB by mapping (`/proc/self/smaps`): the `[heap]`, anonymous maps
+    (glibc's mmapped chunks and other arenas, uvloop's and libuv's own), libraries."""
+    out: dict[str, dict[str, int]] = {}
+    name = ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and not head[0].endswith(":"):
+            name = head[5] if len(head) > 5 else "[anon]"
+            name = name.rsplit("/", 1)[-1]
+            out.setdefault(name, {"rss_kb": 0, "anon_kb": 0, "maps": 0})["maps"] += 1
+        elif head and head[0] in ("Rss:", "Anonymous:"):
+            key = "rss_kb" if head[0] == "Rss:" else "anon_kb"
+            out[name][key] += int(head[1])
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["rss_kb"])[:25])
+
+
+def _all_types() -> dict[int, str]:
+    found: dict[int, str] = {}
+    stack: list[type] = [object]
+    while stack:
+        t = stack.pop()
+        if id(t) not in found:
+            found[id(t)] = f"{t.__module__}.{t.__qualname__}"
+            with contextlib.suppress(TypeError):  # `type` itself wants an argument
+                stack.extend(type.__subclasses__(t))
+    return found
+
+
+# Kinds whose values the heap walk reports (a sample of each).
+_SAMPLED = {"builtins.str", "builtins.int", "builtins.tuple", "builtins.dict", "builtins.list"}
+_TYPES: dict[int, str] = {}  # id -> name of every type, made at the first snapshot
+
+
+def _peek(kind: str, at: int, size: int, tracked: dict[int, object]) -> object | None:
+    """The object at `at` without trusting it: a str's or int's value read from its bytes
+    (ASCII and small ints only), any other kind only if the collector knows that address."""
+    word = ctypes.c_ssize_t.from_address
+    if kind == "builtins.str":
+        length, state = word(at + 16).value, ctypes.c_uint32.from_address(at + 32).value
+        if 0 <= length < size and state & 0b1100000 == 0b1100000:  # compact ASCII
+            return "str:" + ctypes.string_at(at + 48, min(length, 60)).decode("ascii", "replace")
+        return f"str: non-ascii len {length}"
+    if kind == "builtins.int":
+        digits = word(at + 16).value
+        value = 0
+        for i in range(digits if 0 < digits <= 2 else 0):
+            value += ctypes.c_uint32.from_address(at + 24 + 4 * i).value << (30 * i)
+        return value if 0 < digits <= 2 else f"int of {digits} digits"
+    return tracked.get(at)
+
+
+def _chunks_in_use(start: int, end: int, boundary: int) -> list[tuple[int, int]]:
+    """(address, size) of glibc's chunks in use between `boundary` and `end`, walked from
+    `start`; recorded in an anonymous mapping first, so the walk allocates nothing on the
+    heap it reads. A chunk is in use when the next one's PREV_INUSE bit says so (tcache's
+    few entries count as in use; the fast bins are consolidated by a trim beforehand)."""
+    limit = 4_000_000
+    area = mmap.mmap(-1, limit * 16)
+    found = memoryview(area).cast("Q")
+    word = ctypes.c_size_t.from_address
+    chunk, n = start, 0
+    while chunk < end - 32 and n < limit * 2:
+        size = word(chunk + 8).value & ~7
+        if size < 32 or chunk + size > end:
+            break
+        nxt = chunk + size
+        if chunk >= boundary and nxt < end - 16 and word(nxt + 8).value & 1:
+            found[n], found[n + 1] = chunk, size
+            n += 2
+        chunk = nxt
+    out = [(found[i], found[i + 1]) for i in range(0, n, 2)]
+    found.release()
+    area.close()
+    return out
+
+
+def heap_bounds() -> tuple[int, int]:
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        if line.endswith("[heap]"):
+            a, b = line.split()[0].split("-")
+            return int(a, 16), int(b, 16)
+    return 0, 0
+
+
+def islands(boundary: int) -> dict[str, Any]:
+    """glibc's main heap walked chunk by chunk (`BENCH_TRACE_ISLANDS=1`): the chunks in use
+    above `boundary` (the heap's top at the first snapshot), each named by the type of the
+    Python object in it where it holds one (`raw <size>` where none), and the pages they
+    keep resident. After a burst these are its survivors, which split the free heap into
+    pieces whose pages no trim can return."""
+    start, end = heap_bounds()
+    if not start:
+        return {}
+    kinds: Counter[str] = Counter()
+    kind_bytes: Counter[str] = Counter()
+    pages: dict[int, str] = {}
+    spots: list[tuple[str, int, int]] = []
+    word = ctypes.c_size_t.from_address
+    for chunk, size in _chunks_in_use(start, end, boundary):
+        plain, tracked_kind = _TYPES.get(word(chunk + 24).value), _TYPES.get(word(chunk + 40).value)
+        kind = plain or tracked_kind or f"raw {min(size, 4096) // 64 * 64}"
+        kinds[kind] += 1
+        kind_bytes[kind] += size
+        if kind in _SAMPLED:
+            spots.append((kind, chunk + 16 if plain else chunk + 32, size))
+        for page in range(chunk >> 12, ((chunk + size - 1) >> 12) + 1):
+            pages.setdefault(page, kind)
+    everything = gc.get_objects()
+    tracked = {id(o): o for o in everything} if len(everything) < 100_000 else {}
+    del everything
+    samples: dict[str, Counter[str]] = {}
+    for kind, at, size in spots:
+        value = _peek(kind, at, size, tracked)
+        if value is not None and sum(samples.setdefault(kind, Counter()).values()) < 400:
+            samples[kind][repr(value)[:60]] += 1
+    tracked.clear()
+    return {
+        "boundary": boundary,
+        "heap_end": end,
+        "in_use_above_kb": sum(kind_bytes.values()) // 1024,
+        "pages_above": len(pages),
+        "chunks": dict(kinds.most_common(60)),
+        "bytes": dict(kind_bytes.most_common(60)),
+        "pages_first_held_by": dict(Counter(pages.values()).most_common(60)),
+        "values": {k: dict(c.most_common(30)) for k, c in samples.items()},
+    }
 
 
 def _rss_kb() -> int:
@@ -251,12 +385,20 @@ def main() -> None:
     frames = int(os.environ.get("BENCH_TRACE_FRAMES", "0"))
     out = Path(os.environ["BENCH_TRACE_DIR"])
     taken = 0
+    boundary = 0
 
     def snapshot(_sig: int, _frame: FrameType | None) -> None:
-        nonlocal taken
+        nonlocal taken, boundary
         # As the worker held it, before any collection or trim of the probe's own.
-        untouched: dict[str, Any] = {"rss_kb": _rss_kb(), "heap": heap()}
+        untouched: dict[str, Any] = {"rss_kb": _rss_kb(), "heap": heap(), "smaps": smaps()}
         malloc_info(out / f"snap-{taken}.malloc.xml")
+        if os.environ.get("BENCH_TRACE_ISLANDS"):
+            if not boundary:
+                _TYPES.update(_all_types())
+                boundary = heap_bounds()[1]
+            ctypes.CDLL("libc.so.6").malloc_trim(0)  # fast bins consolidated: free, not kept
+            untouched["rss_trimmed_only_kb"] = _rss_kb()
+            untouched["islands"] = islands(boundary)
         if os.environ.get("BENCH_TRACE_GARBAGE"):
             untouched["garbage"] = garbage()
         if os.environ.get("BENCH_TRIM"):

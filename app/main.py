@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+from app.observability.free_lists import FreeListReserve
 from app.observability.memory import Trimmer, long_lived, serving_collector, task_registry
 
 # The service's modules are about a million objects that live as long as the process
@@ -91,7 +92,9 @@ def create_app(
         # the sets that grew with the burst are rebuilt at their size. The server's sets
         # reach the trimmer through the lifespan's state, which uvicorn hands its protocol.
         server_tables = ServerTables()
+        free_lists = FreeListReserve()  # now, in the heap start-up filled
         trimmer = Trimmer(
+            free_lists=free_lists.refresh,
             streams=lambda: (drain.open_streams, drain.closed_streams),
             tables=lambda: [*task_registry(), *server_tables(), *shutdown_tables()],
         )

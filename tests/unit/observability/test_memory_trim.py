@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import linecache
+import sys
+import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -219,3 +222,70 @@ async def test_the_next_burst_is_collected_when_it_ends_too() -> None:
     finally:
         await trimmer.stop()
     assert streams.collections == 2
+
+
+class Zone:
+    def dst(self) -> None:
+        return None
+
+
+def _names_looked_up(n: int) -> None:
+    """As C code looking an attribute up by a C string does: a new name string each time."""
+    names = ["".join(("d", "st")) for _ in range(n)]
+    zone = Zone()
+    for name in names:
+        getattr(zone, name)
+
+
+async def test_an_ended_burst_has_the_free_lists_refreshed_once() -> None:
+    streams = Streams()
+    refreshed: list[int] = []
+
+    async def refresh() -> None:
+        refreshed.append(streams.collections)
+
+    trimmer = Trimmer(
+        free_mb=0, every_seconds=0.01, streams=streams, collect=streams.collect, free_lists=refresh
+    )
+    trimmer.start()
+    try:
+        streams.open = 1000
+        await streams.checks(2)
+        assert refreshed == []  # not while the burst is open
+        streams.open, streams.closed = 0, 1000
+        await streams.checks(3)
+    finally:
+        await trimmer.stop()
+    assert refreshed == [1]  # once, after the burst's collection
+
+
+async def test_an_ended_burst_leaves_none_of_its_looked_up_names_kept() -> None:
+    streams = Streams()
+    tracemalloc.start(1)
+    try:
+        _names_looked_up(2000)
+        kept = _kept_names(tracemalloc.take_snapshot())
+        assert kept > 100  # what CPython's attribute cache holds on to
+        trimmer = streams.trimmer()
+        trimmer.start()
+        try:
+            streams.open, streams.closed = 0, 1000  # a burst ended
+            await streams.checks(3)
+        finally:
+            await trimmer.stop()
+        assert _kept_names(tracemalloc.take_snapshot()) == 0
+    finally:
+        tracemalloc.stop()
+
+
+def _kept_names(snapshot: tracemalloc.Snapshot) -> int:
+    size = sys.getsizeof("dst")
+    return sum(
+        1
+        for trace in snapshot.traces
+        if trace.size == size
+        and any(
+            '"".join(("d", "st"))' in linecache.getline(f.filename, f.lineno)
+            for f in trace.traceback
+        )
+    )

@@ -4,7 +4,8 @@ loopback, on SQLite and Postgres: `responses.create(background=True)` answers at
 running, then the whole output; a background stream dropped mid-way resumes with
 `retrieve(id, stream=True, starting_after=N)` under the same sequence numbers;
 `responses.cancel` ends it `cancelled` (and is harmless once it ended); with
-`store=False` it is a 400. On two instances sharing Postgres and Redis, a response
+`store=False` it is a 400, and one refused (an unknown model) leaves no conversation
+behind. On two instances sharing Postgres and Redis, a response
 started on one is retrieved, resumed and cancelled through the other."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -161,6 +163,21 @@ async def test_a_background_response_that_is_not_stored_is_refused(
     error: Any = caught.value.body
     assert (error["param"], error["type"]) == ("store", "invalid_request_error")
     assert "store" in error["message"]
+
+
+async def test_a_refused_background_response_leaves_no_conversation_behind(
+    client: openai.AsyncOpenAI,
+) -> None:
+    api = str(client.base_url).removesuffix("v1/") + "api/conversations"
+    async with httpx.AsyncClient() as http:
+        before = (await http.get(api)).json()["data"]
+        with pytest.raises(openai.NotFoundError) as caught:
+            await client.responses.create(model="no-such-model", input="hello", background=True)
+        after = (await http.get(api)).json()["data"]
+
+    error: Any = caught.value.body
+    assert error["code"] == "model_not_found"
+    assert after == before
 
 
 @pytest.mark.postgres

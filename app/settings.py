@@ -117,6 +117,12 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
     )
     cors_origins: JsonList = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, ge=1, description="Request body size cap.")
+    max_messages: int = Field(
+        default=2048,
+        ge=1,
+        description="Most messages (or Responses input items) one request may carry: a longer "
+        "history is a 400 before it is read (OpenAI's own cap on Chat Completions messages).",
+    )
     heartbeat_seconds: float = Field(default=15.0, gt=0, description="SSE heartbeat interval.")
     # --- files -------------------------------------------------------------------------
     files_dir: Path = Field(

@@ -96,6 +96,15 @@ def _validation_detail(errors: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
+class RefusedBody(StarletteHTTPException):
+    """A body refused while it is read, with its own `code` and `param`: there FastAPI
+    passes an HTTPException through and turns any other error into a vague 400."""
+
+    def __init__(self, status: int, code: str, param: str, message: str) -> None:
+        super().__init__(status, message)
+        self.code, self.param = code, param
+
+
 class OpenAIParamError(ValueError):
     """A body check written in OpenAI's words, raised inside a validator: on `/v1` it is
     answered with its own `code` and `param` (`metadata.<key>`, where pydantic's location
@@ -168,6 +177,8 @@ def install_error_handlers(app: FastAPI) -> None:
             413: "payload_too_large",
         }.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if isinstance(exc, RefusedBody):
+            return error_response(request, exc.status_code, exc.code, message, param=exc.param)
         return error_response(request, exc.status_code, code, message, headers=headers)
 
     app.add_exception_handler(ChatBffError, on_domain_error)

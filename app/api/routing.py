@@ -16,6 +16,12 @@ the cap is a 413 before it is parsed. Reading a request costs time in proportion
 messages and parts, all of it on the event loop, so 11 MB of tiny messages held every
 stream of the process for some 20 seconds.
 
+A turn's history is counted as soon as the body is parsed (in C), before anything walks or
+validates it: a top-level `messages` (or Responses `input`) list longer than
+`MAX_MESSAGES` (default 2048, OpenAI's own cap on Chat Completions messages) is a 400
+`array_above_max_length` naming it, in OpenAI's words. Within `MAX_BODY_BYTES` some 33,000
+tiny messages fit, and reading them held the event loop for most of a second.
+
 A body nested deeper than `MAX_DEPTH` is a 400 `invalid_request` saying so: far beyond any
 real tool schema or payload, and well inside what every later encoder of it can write; also
 one so deep that Python's parser gives out (a thousand levels), which FastAPI answered with
@@ -34,12 +40,14 @@ from fastapi import routing as fastapi_routing
 from fastapi.routing import APIRoute
 
 from app.api.direct_handler import direct_handler, direct_shape
+from app.api.errors import RefusedBody
 from app.api.known_routes import known_route
 from app.domain import jsontext
 from app.domain.text import json_text_valid, valid_json
 from app.translate.data_url import inline_file_chars
 
 MAX_DEPTH = 100
+HISTORY_FIELDS = ("messages", "input")  # the top-level lists a turn's history comes in
 TOO_DEEP = f"The JSON body nests deeper than {MAX_DEPTH} levels."
 
 
@@ -70,12 +78,28 @@ class ValidTextRequest(Request):
             except ValueError as exc:  # not UTF-8; an integer of too many digits
                 # FastAPI answers a JSONDecodeError as invalid JSON, any other error vaguely.
                 raise json.JSONDecodeError(str(exc), "", 0) from exc
+            self._within_history_cap(value)
             if jsontext.may_nest_deeper(text, MAX_DEPTH) and jsontext.depth(value) > MAX_DEPTH:
                 # FastAPI passes an HTTPException through; any other error becomes a vague 400.
                 raise HTTPException(400, TOO_DEEP)
             # Most bodies hold no string to fix: the text says so without a walk.
             self._json = value if json_text_valid(text) else valid_json(value)
         return self._json
+
+    def _within_history_cap(self, value: Any) -> None:
+        cap: int | None = getattr(self.app.state, "max_messages", None)
+        if cap is None or not isinstance(value, dict):
+            return
+        for field in HISTORY_FIELDS:
+            history = value.get(field)
+            if isinstance(history, list) and len(history) > cap:
+                raise RefusedBody(
+                    400,
+                    "array_above_max_length",
+                    field,
+                    f"Invalid '{field}': array too long. Expected an array with maximum "
+                    f"length {cap}, but got an array with length {len(history)} instead.",
+                )
 
     def _within_cap(self, size: int, text: str) -> None:
         cap: int | None = getattr(self.app.state, "max_body_bytes", None)

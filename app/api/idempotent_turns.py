@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from app.api.idempotency import RequestKey
 from app.domain.errors import Conflict
 from app.runs.handle import RunHandle
 from app.runs.turns import KeepStart
@@ -73,6 +74,19 @@ async def start_run_once(
         return start(keep_run)
 
     return await start_once(db, key, started)
+
+
+async def run_once(
+    db: Database,
+    owner_id: str,
+    key: RequestKey | None,
+    start: Callable[[KeepStart | None], Awaitable[RunHandle]],
+    kept_as: Callable[[str, bool], Outcome],
+) -> RunHandle | Outcome:
+    """`start_run_once` under the request's key; without one, `start` as it is."""
+    if key is None:
+        return await start(None)
+    return await start_run_once(db, key.of(owner_id), start, kept_as)
 
 
 def run_id_of(outcome: Outcome) -> str | None:

@@ -6,6 +6,7 @@ a second run."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -339,3 +340,47 @@ async def test_the_sdks_retry_of_a_lost_background_response_is_one_response(
     assert events[-1].type == "response.completed"
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert text == "Once."
+
+
+# --- the Vercel AI SDK's useChat (/api/ui/chat) ---------------------------------------------
+
+
+def ui_body(trigger: str = "submit-message") -> dict[str, Any]:
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}
+    return {"id": "chat-1", "messages": [user], "trigger": trigger}
+
+
+def ui_cid(first: Any) -> str:
+    start = next(f for f in parse_ui(first.text) if f["type"] == "start")
+    return str(start["messageMetadata"]["conversationId"])
+
+
+def parse_ui(text: str) -> list[dict[str, Any]]:
+    blocks = [b.removeprefix("data: ") for b in text.split("\n\n") if b.startswith("data: ")]
+    return [json.loads(b) for b in blocks if b != "[DONE]"]
+
+
+async def test_a_repeated_usechat_message_streams_the_first_run_and_starts_no_second(
+    client: ApiClient,
+) -> None:
+    play(client, ScriptedTurn(text="Once."), ScriptedTurn(text="Twice."))
+
+    first = await client.post("/api/ui/chat?v=6", json=ui_body(), headers=keyed("c-1"))
+    again = await client.post("/api/ui/chat?v=6", json=ui_body(), headers=keyed("c-1"))
+
+    assert first.status_code == again.status_code == 200, again.text
+    assert parse_ui(again.text) == parse_ui(first.text)
+    assert await stored_turns(client, ui_cid(first)) == (1, 1)
+
+
+async def test_a_repeated_usechat_regenerate_streams_the_first_run(client: ApiClient) -> None:
+    play(client, *(ScriptedTurn(text=f"Answer {n}.") for n in range(4)))
+    await client.post("/api/ui/chat?v=6", json=ui_body(), headers=ME)
+    body = ui_body("regenerate-message")
+
+    first = await client.post("/api/ui/chat?v=6", json=body, headers=keyed("c-1"))
+    again = await client.post("/api/ui/chat?v=6", json=body, headers=keyed("c-1"))
+
+    assert first.status_code == again.status_code == 200, again.text
+    assert parse_ui(again.text) == parse_ui(first.text)
+    assert await stored_turns(client, ui_cid(first)) == (1, 2)

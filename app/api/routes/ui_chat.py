@@ -20,13 +20,25 @@ request.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import Path, Query, Response, status
 
-from app.api.deps import ApprovalsDep, CallerDep, DbDep, RunsDep, StreamDep, StreamSlot
+from app.api import idempotency
+from app.api.deps import (
+    ApprovalsDep,
+    CallerDep,
+    DbDep,
+    IdempotencyDep,
+    RunsDep,
+    StreamDep,
+    StreamSlot,
+)
 from app.api.encoders.vercel import ClientMajor, VercelEncoder
 from app.api.event_streams import event_stream
+from app.api.idempotent_turns import run_id_of, run_once
 from app.api.routing import api_router
 from app.api.schemas.runs import RunState
 from app.api.schemas.ui_chat import UIChatRequest, approval_answers, user_content
@@ -38,7 +50,11 @@ from app.api.ui_chat import (
     ui_stream,
 )
 from app.domain.errors import Conflict, InvalidRequest
+from app.domain.identity import Caller
+from app.runs.handle import RunHandle
 from app.runs.requests import TurnInput
+from app.runs.turns import KeepStart, Runs
+from app.store.idempotency import Outcome
 
 router = api_router(prefix="/api/ui/chat", tags=["vercel-ai-sdk"])
 
@@ -69,6 +85,10 @@ _STREAM: dict[int | str, dict[str, Any]] = {
         409: {"description": "A run is active, or the approval was already decided."},
     },
     summary="Send a useChat turn (user message, approval responses or regenerate).",
+    openapi_extra=idempotency.openapi(
+        "Kept for a user message and a regenerate: a repeat streams the first one's run "
+        "from its start. Approval responses are decided once and refused when sent again."
+    ),
 )
 async def ui_chat(
     body: UIChatRequest,
@@ -77,19 +97,24 @@ async def ui_chat(
     approvals: ApprovalsDep,
     config: StreamDep,
     caller: CallerDep,
+    idempotency_key: IdempotencyDep,
     v: Major = "5",
 ) -> Response:
     conversation = await chat_conversation(db, caller, body.id)
     # Only v7 can take back a failed call's parts (`reset-step`).
     turn = TurnInput(client_tools=[], model_id=body.model, retractable=MAJORS[v] >= 7)
+    start = _starter(body, runs, caller, conversation.id, turn)
+    if start is not None:
+        kept_as = partial(_kept_run, conversation.id)
+        started = await run_once(db, caller.user_id, idempotency_key, start, kept_as)
+        if isinstance(started, Outcome):  # a repeat: the first request's run, from its start
+            run_id = str(run_id_of(started))
+            batches = runs.follow(caller.user_id, run_id, conversation_id=conversation.id)
+        else:
+            batches = started.events(0)
+        return ui_stream(batches, VercelEncoder(major=MAJORS[v]), config)
     last = body.last()
-    if body.trigger == "regenerate-message":
-        run = await runs.regenerate(caller, conversation.id, turn)
-        return ui_stream(run.events(0), VercelEncoder(major=MAJORS[v]), config)
     assert last is not None  # the request model requires it for submit-message
-    if last.role == "user":
-        run = await runs.send(caller, conversation.id, user_content(last), turn)
-        return ui_stream(run.events(0), VercelEncoder(major=MAJORS[v]), config)
     answers = approval_answers(last) if last.role == "assistant" else []
     if not answers:
         raise InvalidRequest(
@@ -105,6 +130,33 @@ async def ui_chat(
         )
     encoder = VercelEncoder(major=MAJORS[v], continues=True, decided=tuple(decided))
     return ui_stream(resumed.events(0), encoder, config)
+
+
+def _starter(
+    body: UIChatRequest, runs: Runs, caller: Caller, conversation_id: str, turn: TurnInput
+) -> Callable[[KeepStart | None], Awaitable[RunHandle]] | None:
+    """What starts the request's run: a regenerate, or an answer to the user's message;
+    None when the last message carries approval responses instead."""
+    last = body.last()
+    if body.trigger == "regenerate-message":
+
+        def regenerate(keep: KeepStart | None) -> Awaitable[RunHandle]:
+            return runs.regenerate(caller, conversation_id, turn, keep=keep)
+
+        return regenerate
+    assert last is not None  # the request model requires it for submit-message
+    if last.role != "user":
+        return None
+    content = user_content(last)
+
+    def send(keep: KeepStart | None) -> Awaitable[RunHandle]:
+        return runs.send(caller, conversation_id, content, turn, keep=keep)
+
+    return send
+
+
+def _kept_run(conversation_id: str, run_id: str, _: bool) -> Outcome:
+    return Outcome(200, {"run_id": run_id, "conversation_id": conversation_id})
 
 
 @router.get(

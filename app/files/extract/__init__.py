@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from app.domain.errors import ChatBffError
 from app.domain.files import Extraction, FileKind, FileRejected
+from app.domain.text import valid_text
 from app.files.extract.budget import Budget, ExtractionTimeout, ExtractLimits
 from app.files.extract.pdf import extract_pdf
 from app.files.extract.tabular import extract_csv, extract_json
@@ -46,9 +48,12 @@ def extract(kind: FileKind, data: bytes, budget: Budget) -> Extraction | None:
     if reader is None:
         return None
     try:
-        return reader(data, budget)
+        read = reader(data, budget)
     except ChatBffError:
         raise
     except Exception as exc:
         log.info("document unreadable", extra={"kind": kind, "error": repr(exc)[:300]})
         raise FileRejected(f"The {_NAMES[kind]} could not be read.") from exc
+    # Text enters valid: a JSON `\u` escape or a PDF can hold a lone surrogate or NUL.
+    text = valid_text(read.text)
+    return read if text is read.text else replace(read, text=text)

@@ -17,6 +17,10 @@ from pydantic import BeforeValidator
 
 from app.domain.errors import InvalidRequest
 
+# A run's events are numbered in a 32-bit INTEGER column; a larger position would overflow
+# the database driver (a 500, found by Schemathesis) instead of being refused.
+RUN_SEQ_MAX = 2**31 - 1
+
 _BOOLEAN_TEXTS = frozenset({"true", "false", "True", "False"})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.routes.runs import MAX_SEQ
+from app.api.exact_params import RUN_SEQ_MAX as MAX_SEQ
 from tests.fakes.db import ApiClient
 
 

@@ -13,6 +13,7 @@ from fastapi import Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api import idempotency
+from app.api.conversation_removal import remove_conversation
 from app.api.deps import CallerDep, CatalogDep, DbDep, FilesDep, IdempotencyDep, RunsDep
 from app.api.routing import api_router
 from app.api.schemas.conversations import (
@@ -168,23 +169,5 @@ async def delete_conversation(
         ),
     ] = False,
 ) -> Response:
-    if purge:
-        await runs.stop_active(caller, conversation_id)
-    blobs: list[str] = []
-    async with db.write() as tx:
-        repo = tx.conversations
-        if purge:
-            blobs = await tx.files.delete_for_conversation(caller.user_id, conversation_id)
-            await repo.purge(caller.user_id, conversation_id)
-        else:
-            await repo.archive(caller.user_id, conversation_id)
-        await tx.audit(
-            actor_id=caller.user_id,
-            action="conversation.purge" if purge else "conversation.archive",
-            target_type="conversation",
-            target_id=conversation_id,
-        )
-    if purge:
-        await runs.forget(conversation_id)
-        await files.drop_blobs(blobs)  # after the commit: a rollback keeps them
+    await remove_conversation(conversation_id, runs, db, files, caller, purge=purge)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

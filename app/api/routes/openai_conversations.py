@@ -37,6 +37,7 @@ from app.api.conversation_items import (
     ordered_items,
     past_cursor,
 )
+from app.api.conversation_removal import remove_conversation
 from app.api.deps import (
     AttachmentsDep,
     CallerDep,
@@ -46,7 +47,6 @@ from app.api.deps import (
     RunsDep,
     ToolCatalogDep,
 )
-from app.api.routes.conversations import delete_conversation
 from app.api.routing import api_router
 from app.api.schemas.openai_conversations import (
     ConversationCreateV1,
@@ -162,7 +162,7 @@ async def update_conversation_v1(
 async def delete_conversation_v1(
     conversation_id: ConversationId, runs: RunsDep, db: DbDep, files: FilesDep, caller: CallerDep
 ) -> ConversationDeletedV1:
-    await delete_conversation(conversation_id, runs, db, files, caller, purge=True)
+    await remove_conversation(conversation_id, runs, db, files, caller, purge=True)
     return ConversationDeletedV1(id=conversation_id)
 
 

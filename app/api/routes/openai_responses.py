@@ -39,7 +39,7 @@ from app.api.deps import (
 )
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
-from app.api.exact_params import QueryBool
+from app.api.exact_params import RUN_SEQ_MAX, QueryBool
 from app.api.idempotency import RequestKey
 from app.api.idempotent_turns import run_id_of, start_run_once
 from app.api.openai_params import responses_options
@@ -57,7 +57,6 @@ from app.api.responses_stored import (
     stored_run,
     tool_echo,
 )
-from app.api.routes.runs import MAX_SEQ
 from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponsesRequest
 from app.api.schemas.responses_items import ResponseObject
@@ -432,7 +431,7 @@ async def retrieve_response(
         int | None,
         Query(
             ge=-1,
-            le=MAX_SEQ,
+            le=RUN_SEQ_MAX,
             description="With stream: only events whose sequence_number is above this.",
         ),
     ] = None,

@@ -10,7 +10,7 @@ the `entity` and the `proposal_id`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Body
 
@@ -20,33 +20,18 @@ from app.api.schemas.proposals import (
     AppliedOut,
     BatchList,
     BatchOut,
-    BatchProposalOut,
-    BatchSummaryOut,
     ProposalIds,
     ProposalList,
     ProposalOut,
     RejectedOut,
     UndoIn,
-    UndoneOut,
     UndoOut,
 )
+from app.api.undo_answers import UNDO_RESPONSES, batch_list, undo_out
 from app.store.repos.proposals import ProposalRecord
-from app.toolruntime.undo import BatchView, UndoResult
 from app.tools.catalog import ToolCatalog
 
 router = api_router(prefix="/api/conversations", tags=["proposals"])
-
-
-UNDO_RESPONSES: dict[int | str, dict[str, Any]] = {
-    403: {"description": "not_approver: only the approver or an admin may undo."},
-    404: {"description": "batch_not_found: no applied batch (or not this one)."},
-    409: {
-        "description": (
-            "undo_conflict (an `entity` changed since, with the `proposal_id`), "
-            "not_undoable, batch_already_undone or not_last_batch: nothing undone."
-        )
-    },
-}
 
 
 def _out(record: ProposalRecord, tools: ToolCatalog) -> ProposalOut:
@@ -135,17 +120,6 @@ async def undo_proposal_batch(
     return undo_out(await undo.undo(caller, conversation_id, batch_id))
 
 
-def undo_out(result: UndoResult) -> UndoOut:
-    return UndoOut(
-        batch_id=result.batch_id,
-        audit_id=result.audit_id,
-        undone=[
-            UndoneOut(proposal_id=c.proposal_id, tool_name=c.tool_name, entities=c.entities)
-            for c in result.undone
-        ],
-    )
-
-
 @router.get(
     "/{conversation_id}/proposals/batches",
     response_model=BatchList,
@@ -155,24 +129,3 @@ async def list_proposal_batches(
     conversation_id: str, undo: UndoDep, caller: CallerDep
 ) -> BatchList:
     return batch_list(await undo.history(caller, conversation_id))
-
-
-def batch_list(views: list[BatchView]) -> BatchList:
-    return BatchList(
-        data=[
-            BatchSummaryOut(
-                batch_id=v.batch.id,
-                status=v.status,
-                approved_by=v.batch.approved_by,
-                audit_id=v.batch.audit_id,
-                created_at=v.batch.created_at,
-                proposals=[
-                    BatchProposalOut(
-                        id=p.id, tool_name=p.tool_name, summary=p.summary, status=p.status
-                    )
-                    for p in v.proposals
-                ],
-            )
-            for v in views
-        ]
-    )

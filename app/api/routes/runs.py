@@ -22,7 +22,7 @@ from app.api.deps import (
 )
 from app.api.encoders import native
 from app.api.event_streams import event_stream
-from app.api.exact_params import last_event_id_header, resume_position
+from app.api.exact_params import RUN_SEQ_MAX, last_event_id_header, resume_position
 from app.api.idempotent_turns import KeepOutcome, run_id_of, start_once, start_run_once
 from app.api.routing import api_router
 from app.api.schemas.runs import (
@@ -51,10 +51,6 @@ router = api_router(prefix="/api/conversations", tags=["runs"])
 # How soon a browser's EventSource comes back after a dropped connection (its default is
 # 3 s); resuming is cheap, the events are replayed from the log.
 RECONNECT_MS = 1000
-
-# Sequence numbers are a 32-bit INTEGER column; a larger position would overflow the
-# database driver (a 500, found by Schemathesis) instead of being refused.
-MAX_SEQ = 2**31 - 1
 
 _STARTED: dict[int | str, dict[str, Any]] = {
     202: {"model": RunStarted, "description": "The run started; follow `events_url`."},
@@ -240,13 +236,13 @@ async def run_events(
     caller: CallerDep,
     after: Annotated[
         int | None,
-        Query(ge=0, le=MAX_SEQ, description="Replay events after this sequence number."),
+        Query(ge=0, le=RUN_SEQ_MAX, description="Replay events after this sequence number."),
     ] = None,
-    last_event_id: Annotated[str | None, last_event_id_header(MAX_SEQ)] = None,
+    last_event_id: Annotated[str | None, last_event_id_header(RUN_SEQ_MAX)] = None,
 ) -> Response:
     position = after or 0
     if last_event_id:
-        position = max(position, resume_position(last_event_id, MAX_SEQ))
+        position = max(position, resume_position(last_event_id, RUN_SEQ_MAX))
     # Before any 200 goes out: a foreign or unknown run is a plain 404, and a finished
     # run with nothing after the reader's position is 204, which tells a browser's
     # EventSource to stop reconnecting (it reconnects after every close otherwise).

@@ -1,6 +1,6 @@
 """Undo across a workspace: the last batch applied in any of the caller's conversations
 bound to a workspace (created with `scope.workspace_id`), with the conversation route's
-rules and answers (`app.api.routes.proposals`). A front end showing a workspace (a board,
+rules and answers (`app.api.undo_answers`). A front end showing a workspace (a board,
 a project) can offer one "undo" whichever conversation changed it last."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import Body, Path
 
 from app.api.deps import CallerDep, UndoDep
-from app.api.routes.proposals import UNDO_RESPONSES, batch_list, undo_out
 from app.api.routing import api_router
 from app.api.schemas.proposals import BatchList, UndoIn, UndoOut
+from app.api.undo_answers import UNDO_RESPONSES, batch_list, undo_out
 from app.store.repos.proposals import BatchScope
 
 router = api_router(prefix="/api/workspaces", tags=["proposals"])

@@ -14,12 +14,9 @@ the whole input (canonical JSON: key order does not make another input). So, per
 
 A runId sent again with another input is another turn, as it was before runIds were
 kept: AG-UI clients make a runId per run, but one that reuses a fixed runId must not be
-refused. An input that continues the thread (`resume` entries, tool results) is kept the
-same way, in the transaction that starts the continuing run: sent again it replays that
-run as the first answer streamed it (the settled calls' results, then the run), and no
-decision is taken or result stored twice. Such an input sent again with another `runId`,
-or one whose first sending started no run (other calls still wait, or the tool asked
-again), is refused as before (409 already decided / answered, 404 nothing waiting).
+refused. Only inputs that start a turn (a new user message) are kept; a repeated `resume`
+or tool results are refused as before (409 already decided / 404 nothing waiting), as a
+decision is never taken twice.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ from datetime import timedelta
 from ag_ui.core import RunAgentInput
 
 from app.api.idempotency import fingerprint
-from app.domain.parts import ToolPart
-from app.runs.turns import KeepContinuation, KeepStart
+from app.runs.turns import KeepStart
 from app.store.database import Database, Tx
 from app.store.idempotency import IdempotencyKey, Outcome, after_collision, kept_outcome
 
@@ -59,40 +55,6 @@ async def collided_run(db: Database, key: IdempotencyKey) -> str:
     committed, read as any idempotent create reads the outcome it collided with)."""
     first = await after_collision(db, key)
     return str(first.body["run_id"])
-
-
-def continued_keeper(key: IdempotencyKey) -> KeepContinuation:
-    """Keeps the runId -> our continuing run's id in the transaction that starts it."""
-
-    async def keep(tx: Tx, run_id: str | None) -> None:
-        if run_id is not None:
-            await tx.idempotency.keep(key, Outcome(200, {"run_id": run_id}))
-
-    return keep
-
-
-async def settled_calls(
-    db: Database,
-    owner_id: str,
-    conversation_id: str,
-    approval_ids: list[str],
-    question_ids: list[str],
-) -> tuple[ToolPart, ...]:
-    """The parts of the calls a kept `resume` input settled, as the thread now holds them
-    (decided approvals first, then answered questions, as its first answer sent them)."""
-    calls: list[str] = []
-    async with db.read() as tx:
-        for approval_id in approval_ids:
-            calls.append((await tx.approvals.get(owner_id, approval_id)).tool_call_id)
-        for question_id in question_ids:
-            question = await tx.elicitations.get(owner_id, question_id)
-            if question is not None:
-                calls.append(question.tool_call_id)
-        records = await tx.messages.records(owner_id, conversation_id)
-    parts = {
-        p.id: p for r in records if r.message.role == "assistant" for p in r.message.tool_parts()
-    }
-    return tuple(parts[c] for c in calls if c in parts)
 
 
 def keeper(key: IdempotencyKey) -> KeepStart:

@@ -228,22 +228,16 @@ class Runs:
         return self._handle(run, request) if run is not None else None
 
     async def resume(
-        self,
-        caller: Caller,
-        conversation_id: str,
-        *,
-        after_call: str | None = None,
-        keep: KeepContinuation | None = None,
+        self, caller: Caller, conversation_id: str, *, after_call: str | None = None
     ) -> RunHandle | None:
         """Continue after approvals were decided (no new user message); the run announces
         the decided parts first. A decision in the instant between the paused run storing
         its message and releasing the conversation waits briefly for that run to end.
         `after_call`: only while the last assistant message still holds that tool call (a
-        decision sent again never continues a conversation twice). `keep` is told the
-        continuing run's id in the transaction that starts it (a retried input's key)."""
+        decision sent again never continues a conversation twice)."""
         for attempt in range(20):
             try:
-                return await self._resume_once(caller, conversation_id, after_call, keep)
+                return await self._resume_once(caller, conversation_id, after_call)
             except Conflict as exc:
                 if exc.code != "run_active" or attempt == 19:
                     raise
@@ -251,14 +245,9 @@ class Runs:
         return None  # pragma: no cover - the loop returns or raises
 
     async def _resume_once(
-        self,
-        caller: Caller,
-        conversation_id: str,
-        after_call: str | None,
-        keep: KeepContinuation | None,
+        self, caller: Caller, conversation_id: str, after_call: str | None
     ) -> RunHandle | None:
         decided = await decided_parts(self._db, caller.user_id, conversation_id)
-        run_id = new_run_id()
 
         async def check(tx: Tx) -> bool:
             history = await tx.messages.history(caller.user_id, conversation_id)
@@ -268,21 +257,12 @@ class Runs:
             parts = target.tool_parts()
             if after_call is not None and all(p.id != after_call for p in parts):
                 return False
-            due = not any(p.data.status not in FINAL_TOOL_STATUSES for p in parts)
-            if due and keep is not None:
-                await keep(tx, run_id)
-            return due
+            return not any(p.data.status not in FINAL_TOOL_STATUSES for p in parts)
 
-        return await self.continue_after(caller, conversation_id, check, decided, run_id=run_id)
+        return await self.continue_after(caller, conversation_id, check, decided)
 
     async def continue_after(
-        self,
-        caller: Caller,
-        conversation_id: str,
-        prepare: Prepare,
-        decided: list[PartChange],
-        *,
-        run_id: str | None = None,
+        self, caller: Caller, conversation_id: str, prepare: Prepare, decided: list[PartChange]
     ) -> RunHandle | None:
         """A run that continues the conversation without a new user message, once
         `prepare` (in the claim's transaction) says it is due; it announces `decided`."""
@@ -290,7 +270,7 @@ class Runs:
         turn = await self._continuation(caller, conversation_id)
         request = replace(self._request(caller, conversation, turn), decided=tuple(decided))
         run = await self.manager.start_in_conversation(
-            request, conversation_id, None, prepare=prepare, run_id=run_id
+            request, conversation_id, None, prepare=prepare
         )
         return self._handle(run, request) if run is not None else None
 

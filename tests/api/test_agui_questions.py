@@ -11,7 +11,6 @@ import pytest
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
 from tests.api.test_agui import events
-from tests.api.test_agui_continuation_retries import read
 from tests.fakes.db import ApiClient, MakeApi
 
 SCRIPT = Script(
@@ -79,17 +78,3 @@ async def test_a_question_asked_again_interrupts_again_and_its_answer_continues(
     assert '"colour":"green"' in result["content"]
     texts = "".join(e["delta"] for e in done if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert texts == "Painted." and done[-1]["outcome"]["type"] == "success"
-
-
-async def test_a_retried_answer_replays_its_run_and_calls_the_tool_once(
-    client: ApiClient,
-) -> None:
-    first = _interrupt(await _agui(client, "r1"))
-
-    done = await _agui(client, "r2", resume=_accept(first, "green"))
-    again = await _agui(client, "r2", resume=_accept(first, "green"))
-
-    assert read(again) == read(done)  # the answered call's result, then the continuing run
-    assert again[1]["type"] == "TOOL_CALL_RESULT" and '"colour":"green"' in again[1]["content"]
-    texts = "".join(e["delta"] for e in again if e["type"] == "TEXT_MESSAGE_CONTENT")
-    assert texts == "Painted."

@@ -15,11 +15,10 @@ is AG-UI events as SSE (see `app.api.encoders.agui`).
   `RUN_FINISHED` outcome `cancelled`. A client hanging up (`abortRun`) does not stop the
   run; it goes on and is stored.
 
-A retry of an input that started a run (same `threadId`, `runId` and input, say after
-a dropped connection) starts no second one: it replays the first run's events from
-`RUN_STARTED`, live while the run goes on; so does a retried `resume` or tool results
-input whose run continued the thread (no decision is taken twice). The same `runId` with
-another input is another turn (`app.api.agui_retry`).
+A retry of an input that started a turn (same `threadId`, `runId` and input, say after
+a dropped connection) starts no second turn: it replays the first run's events from
+`RUN_STARTED`, live while the run goes on; the same `runId` with another input is another
+turn (`app.api.agui_retry`).
 
 Refusals before the run starts are HTTP errors in the native shape (`HttpAgent` throws
 them as `HTTP <status>: <body>`): 400 nothing to run, 404 a `conv_` thread or an interrupt
@@ -34,21 +33,13 @@ from ag_ui.core import RunAgentInput
 from fastapi import Path, Response
 
 from app.api.agui import (
-    AguiTurn,
     answer_questions,
     check_questions,
     read_input,
     thread_snapshot,
     waiting_results,
 )
-from app.api.agui_retry import (
-    collided_run,
-    continued_keeper,
-    keeper,
-    kept_run,
-    run_key,
-    settled_calls,
-)
+from app.api.agui_retry import collided_run, keeper, kept_run, run_key
 from app.api.deps import (
     ApprovalsDep,
     CallerDep,
@@ -112,7 +103,7 @@ async def run_agui(
     key = run_key(caller.user_id, body, ttl)
     first = await kept_run(db, key)
     if first is not None:  # a retry of an input that already started its run
-        return await _again(runs, db, caller.user_id, cid, body, turn, first, config)
+        return await _again(runs, db, caller.user_id, cid, body, first, config)
     questions = await check_questions(submissions, caller, cid, turn.inputs)
     decided = await decide_answers(approvals, caller, cid, turn.answers) if turn.answers else []
     answered = await answer_questions(submissions, caller, questions)
@@ -127,25 +118,25 @@ async def run_agui(
             run = await runs.send(caller, cid, turn.content, inputs, keep=keeper(key))
         except KeyTaken:  # a concurrent retry started the run first
             first = await collided_run(db, key)
-            return await _again(runs, db, caller.user_id, cid, body, turn, first, config)
+            return await _again(runs, db, caller.user_id, cid, body, first, config)
         except Conflict as exc:  # ... or holds the thread with it
             first = await kept_run(db, key) if exc.code == "run_active" else None
             if first is None:
                 raise
-            return await _again(runs, db, caller.user_id, cid, body, turn, first, config)
+            return await _again(runs, db, caller.user_id, cid, body, first, config)
         snapshot = await thread_snapshot(db, caller.user_id, cid, body)
     elif turn.results:
         results = await waiting_results(db, caller.user_id, cid, turn.results)
         if not results and not decided:
             raise NotFound("No client tool call is waiting.", code="tool_call_not_found")
         resumed = (
-            await runs.submit_tool_results(caller, cid, results, keep=continued_keeper(key))
+            await runs.submit_tool_results(caller, cid, results)
             if results
-            else await runs.resume(caller, cid, keep=continued_keeper(key))
+            else await runs.resume(caller, cid)
         )
         run = _continuing(resumed)
     else:
-        run = _continuing(await runs.resume(caller, cid, keep=continued_keeper(key)))
+        run = _continuing(await runs.resume(caller, cid))
     encoder = AguiEncoder(
         thread_id=body.thread_id,
         run_id=body.run_id,
@@ -164,20 +155,16 @@ async def _again(
     owner_id: str,
     cid: str,
     body: RunAgentInput,
-    turn: AguiTurn,
     run_id: str,
     config: StreamDep,
 ) -> Response:
-    """The run a first send of this input started, its events from the start, streamed as
-    the first answer did (a continuing run after the results of the calls it settled)."""
-    if turn.content:
-        snapshot = await thread_snapshot(db, owner_id, cid, body)
-        encoder = AguiEncoder(body.thread_id, body.run_id, snapshot=snapshot)
-    else:
-        approvals = [a.approval_id for a in turn.answers]
-        questions = [i.elicitation_id for i in turn.inputs]
-        settled = await settled_calls(db, owner_id, cid, approvals, questions)
-        encoder = AguiEncoder(body.thread_id, body.run_id, continues=True, settled=settled)
+    """The run a first send of this input started, its events from the start."""
+    encoder = AguiEncoder(
+        thread_id=body.thread_id,
+        run_id=body.run_id,
+        continues=False,
+        snapshot=await thread_snapshot(db, owner_id, cid, body),
+    )
     return sse_response(
         runs.follow(owner_id, run_id, conversation_id=cid, after=0),
         encoder.encode,

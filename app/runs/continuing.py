@@ -3,8 +3,10 @@ tool's question, whether the decision or answer is taken now or sent again.
 
 A decision or an answer sent again never continues a conversation twice: it is told the
 run that already did, or starts it when none did yet (an outage after the decision
-committed left the conversation waiting). Only an outage is raised, for the client to
-retry; any other refusal to continue leaves the decision standing and is logged.
+committed left the conversation waiting, or a limit refused the run). An outage or a limit
+on runs or budgets (`RetryLater`: 503, 429, with `Retry-After`) is raised, for the client to
+send the same decision or answer again; any other refusal to continue leaves the decision
+standing and is logged.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from app.domain.errors import ChatBffError, Unavailable
+from app.domain.errors import ChatBffError, RetryLater
 from app.domain.identity import Caller
 from app.runs.turns import Runs
 
@@ -43,10 +45,11 @@ async def _resume(
 ) -> str | None:
     """Continue the conversation; the id of the run that does (one already running, when
     the conversation is busy). The decision stands whatever happens here: a refusal is
-    logged, but an outage (`Unavailable`) is raised, for the client to retry."""
+    logged, but an outage or a limit on runs or budgets (`RetryLater`) is raised, for the
+    client to retry: nothing else would ever continue the conversation."""
     try:
         run = await runs.resume(caller, conversation_id, after_call=after_call)
-    except Unavailable:
+    except RetryLater:
         raise
     except ChatBffError as exc:
         log.warning("could not resume after an approval", extra={"code": exc.code})

@@ -11,7 +11,9 @@ A second decision is 409 `already_decided` and never runs the tool again, but a 
 safe to retry: the 409 names the decision taken (`decision`) and, when it is the one sent
 again, the run that continues the conversation (`run_id`, `events_url`), continuing it if
 that has not happened yet. So an outage after the decision committed is answered as it is,
-503 `database_unavailable` (retryable), rather than a 200 whose conversation never goes on.
+503 `database_unavailable` (retryable), rather than a 200 whose conversation never goes on,
+and so is a limit that refuses the continuing run: 429 `rate_limited` (`limit`) or
+`budget_exceeded`, with `Retry-After`.
 The run named is the one continuing the call, never merely the one active: when the
 conversation went on with a new user message instead (after such an outage), no run
 continues the call, and the 409 says so with `moved_on: true` and no `run_id`.
@@ -76,6 +78,10 @@ async def get_approval(
             "the one sent again, the continuing run's `run_id` and `events_url`, or "
             "`moved_on: true` when a new message went on instead), "
             "approval_expired or approval_args_mismatch."
+        },
+        429: {
+            "description": "A limit refused the run continuing the conversation; the "
+            "decision stands: send it again after `Retry-After`."
         },
         503: {"description": "Retry the same decision: it may have been taken already."},
         422: {"description": "Edited arguments are invalid; the approval stays pending."},

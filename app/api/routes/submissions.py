@@ -18,8 +18,10 @@ safe to retry, as a decision is: the 409 names the action taken (`action`) and, 
 answer sent again is the one given, the run that continues the conversation (`run_id`,
 `events_url`), continuing it if that has not happened yet. So an outage after the answer
 committed is answered as it is, 503 `database_unavailable` (retryable), rather than a 200
-whose conversation never goes on. As for a decision, the run named continues the call;
-`moved_on: true` (and no `run_id`) says a new user message went on instead.
+whose conversation never goes on, and so is a limit that refuses the continuing run (429
+`rate_limited` or `budget_exceeded`, with `Retry-After`). As for a decision, the run named
+continues the call; `moved_on: true` (and no `run_id`) says a new user message went on
+instead.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ router = api_router(prefix="/api/conversations", tags=["approvals"])
             "continuing run's `run_id` and `events_url`, or `moved_on: true` when a new "
             "message went on instead), "
             "submission_not_ready or tool_unavailable."
+        },
+        429: {
+            "description": "A limit refused the run continuing the conversation; the "
+            "answer stands: send it again after `Retry-After`."
         },
         503: {"description": "Retry the same answer: it may have been given already."},
         422: {"description": "invalid_submission: the answer does not match the schema."},

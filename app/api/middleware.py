@@ -40,7 +40,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 from fastapi import FastAPI
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.drain import Drain
@@ -439,6 +441,30 @@ class _BodyGuard:
         await self._send(message)
 
 
+class _CorsMiddleware(CORSMiddleware):
+    """Starlette's CORS with a refused preflight answered in our error body, not plain text.
+    The body serves both surfaces (OpenAI's shape has `code` and `message` too): the
+    preflight is answered before the path is looked at."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        answer = super().preflight_response(request_headers)
+        if answer.status_code < 400:
+            return answer
+        failures = bytes(answer.body).decode().removeprefix("Disallowed CORS ")
+        error = {
+            "message": f"CORS preflight refused: this {failures} is not allowed.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "cors_not_allowed",
+        }
+        headers = {
+            k: v
+            for k, v in answer.headers.items()
+            if k.lower() not in ("content-length", "content-type")
+        }
+        return JSONResponse({"error": error}, status_code=answer.status_code, headers=headers)
+
+
 def install_middlewares(
     app: FastAPI,
     *,
@@ -456,7 +482,7 @@ def install_middlewares(
         return
     app.add_middleware(BodySizeLimitMiddleware, limits=limits)
     app.add_middleware(
-        CORSMiddleware,
+        _CorsMiddleware,
         allow_origins=list(cors_origins),
         allow_credentials="*" not in cors_origins,
         allow_methods=["*"],

@@ -42,6 +42,7 @@ with long_lived():
         openai_chat,
         openai_conversations,
         openai_responses,
+        openai_responses_stored,
         page,
         proposals,
         queue,
@@ -159,6 +160,7 @@ def create_app(
     app.include_router(workspace_undo.router)
     app.include_router(queue.router)
     app.include_router(openai_responses.router)
+    app.include_router(openai_responses_stored.router)
     app.include_router(openai_conversations.router)
     app.include_router(ui_chat.router)
     app.include_router(agui.router)

@@ -25,6 +25,7 @@ from app.api.streaming import Encoded, Encoder
 from app.domain.errors import NotFound
 from app.domain.events import SequencedEvent
 from app.domain.stream import NamedToolChoice, ToolChoice, ToolSpec
+from app.runs.turns import Runs
 from app.store.database import Database
 from app.store.records import RunRecord
 from app.translate.openai_chat.read import tool_choice_from_openai
@@ -130,3 +131,13 @@ async def encode_until(
         close = getattr(batches, "aclose", None)
         if close is not None:  # stop following a running run at once
             await close()
+
+
+async def as_it_stands(runs: Runs, record: RunRecord, held_tools: frozenset[str]) -> dict[str, Any]:
+    """The stored response's Response object from the events its run has logged so far."""
+    encoder = stored_encoder(record, held_tools)
+    cid = record.conversation_id
+    _, last_seq = await runs.position(record.owner_id, record.id, cid)
+    events = runs.follow(record.owner_id, record.id, conversation_id=cid)
+    await encode_until(encoder, events, last_seq)
+    return encoder.snapshot().model_dump(mode="json")

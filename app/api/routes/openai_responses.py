@@ -14,16 +14,17 @@ is the Response at once, in progress, and the run is a conversation's (a new one
 the request when none is named: `app.api.responses_background`). Fields that
 could smuggle identity or routing are refused; other OpenAI parameters we do not act on
 are accepted and ignored. Errors answer in OpenAI's shape (`app.api.errors`). The wire
-mapping is in `app.api.encoders.responses`.
+mapping is in `app.api.encoders.responses`; retrieving and cancelling a stored response
+is `app.api.routes.openai_responses_stored`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Query, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
 from app.api import idempotency
@@ -34,12 +35,10 @@ from app.api.deps import (
     IdempotencyDep,
     RunsDep,
     StreamDep,
-    StreamSlot,
     ToolCatalogDep,
 )
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
-from app.api.exact_params import RUN_SEQ_MAX, QueryBool
 from app.api.idempotency import RequestKey
 from app.api.idempotent_turns import run_id_of, start_run_once
 from app.api.openai_params import responses_options
@@ -49,14 +48,7 @@ from app.api.responses_approvals import (
     stateless_claims,
 )
 from app.api.responses_background import hold_request, let_go, refuse_unstored
-from app.api.responses_stored import (
-    after,
-    encode_until,
-    response_id,
-    stored_encoder,
-    stored_run,
-    tool_echo,
-)
+from app.api.responses_stored import as_it_stands, response_id, stored_run, tool_echo
 from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponsesRequest
 from app.api.schemas.responses_items import ResponseObject
@@ -71,7 +63,6 @@ from app.runs.requests import TurnInput
 from app.runs.turns import KeepStart, Runs
 from app.store.database import Database
 from app.store.idempotency import Outcome
-from app.store.records import RunRecord
 from app.toolruntime.approvals import ApprovalService
 from app.translate.openai_responses.read import messages_from_responses_input
 from app.translate.openai_responses.tools import tool_choice_from_responses, tools_from_responses
@@ -248,7 +239,7 @@ async def _answer(
         if streamed:
             return sse_response(events, wire.encode, stream, farewell=wire.farewell)
         if body.background:
-            return JSONResponse(await _as_it_stands(runs, record, caller, held))
+            return JSONResponse(await as_it_stands(runs, record, held))
         return JSONResponse(await wire.replayed(events))
     wire = wire_for(started.run_id, started.model_id)
     if streamed:
@@ -396,99 +387,3 @@ async def create_response(
         turn,
         lambda handle: ResponsesWire(handle.run_id, handle.model_id, names, echo, held, subs),
     )
-
-
-@router.get(
-    "/responses/{response_id}",
-    dependencies=[StreamSlot],
-    summary="Retrieve a stored response (a conversation's turn or a background response), "
-    "or replay / resume its stream.",
-    responses={
-        200: {
-            "model": ResponseObject,
-            "description": "The Response as it stands, or with `stream=true` its Responses "
-            "streaming events as SSE: replayed from the start, or after `starting_after`, "
-            "then live until the response ends.",
-            "content": event_stream("ResponseStreamEvent"),
-        },
-        404: {
-            "description": "`response_not_found`: unknown, another user's, or stateless "
-            "(only responses of a `conversation` or `background` are stored)."
-        },
-    },
-)
-async def retrieve_response(
-    response_id: str,
-    runs: RunsDep,
-    db: DbDep,
-    config: StreamDep,
-    tools: ToolCatalogDep,
-    caller: CallerDep,
-    stream: Annotated[
-        QueryBool, Query(description="`true`: stream the response's events as SSE.")
-    ] = False,
-    starting_after: Annotated[
-        int | None,
-        Query(
-            ge=-1,
-            le=RUN_SEQ_MAX,
-            description="With stream: only events whose sequence_number is above this.",
-        ),
-    ] = None,
-    include: Annotated[list[str] | None, Query(description="Accepted, ignored.")] = None,
-) -> Response:
-    record = await stored_run(db, caller.user_id, response_id)
-    if stream:
-        encoder = stored_encoder(record, tools.may_pause())
-        events = runs.follow(caller.user_id, record.id, conversation_id=record.conversation_id)
-        encode = after(encoder, -1 if starting_after is None else starting_after)
-        return sse_response(events, encode, config)
-    return JSONResponse(await _as_it_stands(runs, record, caller, tools.may_pause()))
-
-
-@router.post(
-    "/responses/{response_id}/cancel",
-    summary="Cancel an in-progress response (a conversation's turn or a background "
-    "response): its run stops.",
-    responses={
-        200: {
-            "model": ResponseObject,
-            "description": "The Response once its run stopped: status `cancelled`, with "
-            "the output produced so far. A response that already ended is returned "
-            "unchanged (cancelling is idempotent, as OpenAI's for background responses).",
-        },
-        404: {
-            "description": "`response_not_found`: unknown, another user's, or stateless "
-            "(only responses of a `conversation` or `background` are stored)."
-        },
-        503: {
-            "description": "`run_unreachable`: the instance running it has not confirmed "
-            "the stop yet; the cancel is kept, send it again shortly."
-        },
-    },
-)
-async def cancel_response(
-    response_id: str,
-    runs: RunsDep,
-    db: DbDep,
-    tools: ToolCatalogDep,
-    caller: CallerDep,
-) -> Response:
-    """Stops the run behind the response on whichever instance runs it (the run-cancel
-    path of `POST /api/conversations/{id}/runs/{run_id}/cancel`), so the conversation
-    takes its next turn at once."""
-    record = await stored_run(db, caller.user_id, response_id)
-    await runs.cancel(caller.user_id, record.id, record.conversation_id)
-    return JSONResponse(await _as_it_stands(runs, record, caller, tools.may_pause()))
-
-
-async def _as_it_stands(
-    runs: Runs, record: RunRecord, caller: Caller, held: frozenset[str]
-) -> dict[str, Any]:
-    """The stored response's Response object from the events its run has logged so far."""
-    encoder = stored_encoder(record, held)
-    cid = record.conversation_id
-    _, last_seq = await runs.position(caller.user_id, record.id, cid)
-    events = runs.follow(caller.user_id, record.id, conversation_id=cid)
-    await encode_until(encoder, events, last_seq)
-    return encoder.snapshot().model_dump(mode="json")

@@ -23,8 +23,12 @@ When the shared store (Redis) fails, the answer depends on how it failed:
 
     store                      checks (request, run, tokens)   bookkeeping (release, usage)
     answers                    enforced                        done
-    down / times out           let through, warning logged     skipped, warning logged
+    down / times out           let through                     skipped
     every connection in use    503 limiter_busy + Retry-After  skipped, warning logged
+
+While it is down (or refuses the password, or loads its data), the requests let through
+and the updates skipped are logged as a spell (`StoreOutageLog`): a warning when it starts,
+a reminder at most once a minute, a line when the store answers again.
 
 Down is let through because an outage of the limiter should not be an outage of the
 service; busy is refused because it is what a flood looks like, and letting a flood
@@ -48,6 +52,7 @@ from app.domain.errors import RateLimited
 from app.domain.identity import Caller
 from app.limits.backends import BackendBusy, BackendUnavailable, LimitBackend
 from app.limits.policy import LimitPolicy
+from app.limits.store_outage_log import StoreOutageLog
 from app.observability.metrics import Metrics
 
 log = logging.getLogger("chat_bff.limits")
@@ -81,6 +86,7 @@ class Limiter:
         *,
         run_lease_seconds: float = 15.0,
         run_retry_after: float = 5.0,
+        outage_log: StoreOutageLog | None = None,
     ) -> None:
         self._policy = policy
         self._backend = backend
@@ -90,16 +96,14 @@ class Limiter:
         self._held: dict[str, str] = {}  # run id -> its slot's key, for runs living here
         self._renewer: asyncio.Task[None] | None = None
         self._streams: dict[str, int] = {}  # user id -> event streams open here
+        self._outage_log = outage_log or StoreOutageLog()
 
     async def _check(self, op: Awaitable[T], fallback: T) -> T:
         """A backend call that decides a request: open when down, closed when busy."""
         try:
-            return await op
+            result = await op
         except BackendUnavailable as exc:
-            log.warning(
-                "limit store unavailable; letting the request through",
-                extra={"error_type": str(exc)},
-            )
+            self._outage_log.failed(str(exc), let_through=True)
             return fallback
         except BackendBusy:
             self._metrics.rate_limited("limiter_busy")
@@ -108,16 +112,22 @@ class Limiter:
                 retry_after=BUSY_RETRY_AFTER,
                 limit="limiter_busy",
             ) from None
+        self._outage_log.answered()
+        return result
 
     async def _keep(self, op: Awaitable[None], what: str) -> None:
         """A backend call that only keeps books: never fails the caller."""
         try:
             await op
-        except (BackendUnavailable, BackendBusy) as exc:
+        except BackendUnavailable as exc:
+            self._outage_log.failed(str(exc), let_through=False)
+        except BackendBusy as exc:
             log.warning(
                 "limit store did not take an update",
                 extra={"update": what, "error_type": type(exc).__name__},
             )
+        else:
+            self._outage_log.answered()
 
     def _refuse(self, limit: str, message: str, retry_after: float) -> RateLimited:
         self._metrics.rate_limited(limit)

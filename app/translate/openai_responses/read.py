@@ -86,6 +86,8 @@ def _append_item(out: list[Message], item: Any, where: str) -> None:
         raise _bad(where, "must be an object")
     item = as_function_call(item)  # a client call shown as a submission request
     kind = item.get("type", "message")
+    if not isinstance(kind, str):
+        raise _bad(where, "has a `type` that is not a string")
     if kind == "message":
         _append_message(out, item, where)
     elif kind in _ASSISTANT_ITEMS:

@@ -57,10 +57,11 @@ async def collided_run(db: Database, key: IdempotencyKey) -> str:
     return str(first.body["run_id"])
 
 
-def keeper(key: IdempotencyKey) -> KeepStart:
-    """Keeps the runId -> our run id in the transaction that starts the run."""
+def keeper(key: IdempotencyKey, conversation_id: str) -> KeepStart:
+    """Keeps the runId -> our run id in the transaction that starts the run in the
+    thread's conversation (purged with it)."""
 
     async def keep(tx: Tx, run_id: str, truncated: bool) -> None:
-        await tx.idempotency.keep(key, Outcome(200, {"run_id": run_id}))
+        await tx.idempotency.keep(key, Outcome(200, {"run_id": run_id}, conversation_id))
 
     return keep

@@ -18,6 +18,10 @@ so there is no window in which a key is taken but its outcome unknown. Should th
 outcome still be unreadable after a collision, the answer is 409
 `idempotency_key_in_flight` with Retry-After.
 
+An outcome about a conversation (one it created, or a turn in it) names it, and a purge
+of the conversation deletes it in the same transaction: a keyed retry after the purge
+does its work again (or finds no conversation), never answers what was purged.
+
 Keys are the caller's own (the primary key starts with the owner) and live for the
 `ttl` the request came with; a lapsed key is free again. Each key kept deletes the
 caller's lapsed keys and up to `SWEEP` lapsed keys of anyone: an outcome holds what the
@@ -62,10 +66,12 @@ class IdempotencyKey:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What the first request answered: its status and JSON body."""
+    """What the first request answered: its status and JSON body; the conversation it is
+    about (deleted with it), when it is about one."""
 
     status: int
     body: dict[str, Any]
+    conversation_id: str | None = None
 
 
 class KeyTaken(Exception):
@@ -137,6 +143,7 @@ class IdempotencyRepo:
                 body=outcome.body,
                 created_at=now,
                 expires_at=now + key.ttl,
+                conversation_id=outcome.conversation_id,
             )
             .on_conflict_do_nothing(index_elements=["owner_id", "key"])
         )

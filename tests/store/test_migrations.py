@@ -44,7 +44,7 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
     assert (
         await current_revisions(empty_engine)
         == head_revisions()
-        == ("0017_idempotency_key_expiry",)
+        == ("0018_idempotency_conversation",)
     )
     assert await tables(empty_engine) == CORE_TABLES
 

@@ -115,7 +115,7 @@ async def run_agui(
     if turn.content:
         inputs = TurnInput(client_tools=turn.tools, model_id=turn.model)
         try:
-            run = await runs.send(caller, cid, turn.content, inputs, keep=keeper(key))
+            run = await runs.send(caller, cid, turn.content, inputs, keep=keeper(key, cid))
         except KeyTaken:  # a concurrent retry started the run first
             first = await collided_run(db, key)
             return await _again(runs, db, caller.user_id, cid, body, first, config)

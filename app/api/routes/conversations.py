@@ -70,7 +70,8 @@ async def create_conversation(
             return await create(tx)
 
     async def kept(tx: Tx) -> Outcome:
-        return Outcome(status.HTTP_201_CREATED, (await create(tx)).model_dump(mode="json"))
+        out = await create(tx)
+        return Outcome(status.HTTP_201_CREATED, out.model_dump(mode="json"), out.id)
 
     outcome = await once(db, idempotency_key.of(caller.user_id), kept)
     return JSONResponse(outcome.body, status_code=outcome.status)

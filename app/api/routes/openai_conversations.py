@@ -120,16 +120,23 @@ async def create_conversation_v1(
     if idempotency_key is None:
         async with db.write() as tx:
             return await create(tx)
-    return await _once(db, idempotency_key.of(caller.user_id), create)
+
+    async def created(tx: Tx) -> tuple[str, BaseModel]:
+        made = await create(tx)
+        return made.id, made
+
+    return await _once(db, idempotency_key.of(caller.user_id), created)
 
 
 async def _once(
-    db: Database, key: IdempotencyKey, create: Callable[[Tx], Awaitable[BaseModel]]
+    db: Database, key: IdempotencyKey, create: Callable[[Tx], Awaitable[tuple[str, BaseModel]]]
 ) -> JSONResponse:
-    """`create` done once under the caller's Idempotency-Key: a repeat answers its body."""
+    """`create` done once under the caller's Idempotency-Key: a repeat answers its body.
+    `create` names the conversation its outcome is about (purged with it)."""
 
     async def kept(tx: Tx) -> Outcome:
-        return Outcome(200, (await create(tx)).model_dump(mode="json"))
+        conversation_id, made = await create(tx)
+        return Outcome(200, made.model_dump(mode="json"), conversation_id)
 
     outcome = await once(db, key, kept)
     return JSONResponse(outcome.body, status_code=outcome.status)
@@ -270,7 +277,11 @@ async def create_items_v1(
     if idempotency_key is None:
         async with db.write() as tx:
             return await create(tx)
-    return await _once(db, idempotency_key.of(caller.user_id), create)
+
+    async def added_to(tx: Tx) -> tuple[str, BaseModel]:
+        return conversation_id, await create(tx)
+
+    return await _once(db, idempotency_key.of(caller.user_id), added_to)
 
 
 @router.get(

@@ -154,7 +154,7 @@ async def _conversation_turn(
         def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
             return runs.send(caller, cid, sent[-1].content, turn, keep=keep)
 
-        started = await _start(db, caller, idempotency_key, start)
+        started = await _start(db, caller, cid, idempotency_key, start)
     tools = (client_tools, choice)
     return await _answer(body, request, runs, db, stream, caller, held, cid, started, tools)
 
@@ -194,7 +194,7 @@ async def _background_turn(
             raise
 
     def kept_as(run_id: str, _: bool) -> Outcome:
-        return Outcome(200, {"run_id": run_id, "conversation_id": held_in[-1]})
+        return Outcome(200, {"run_id": run_id, "conversation_id": held_in[-1]}, held_in[-1])
 
     if idempotency_key is None:
         started: RunHandle | Outcome = await start(None)
@@ -253,14 +253,20 @@ async def _answer(
 async def _start(
     db: Database,
     caller: Caller,
+    conversation_id: str,
     idempotency_key: RequestKey | None,
     start: Callable[[KeepStart | None], Awaitable[RunHandle]],
 ) -> RunHandle | Outcome:
-    """The turn `start` starts, once under the caller's Idempotency-Key (if sent)."""
+    """The turn `start` starts in the conversation, once under the caller's
+    Idempotency-Key (if sent)."""
     if idempotency_key is None:
         return await start(None)
     key = idempotency_key.of(caller.user_id)
-    return await start_run_once(db, key, start, lambda run_id, _: Outcome(200, {"run_id": run_id}))
+
+    def kept_as(run_id: str, _: bool) -> Outcome:
+        return Outcome(200, {"run_id": run_id}, conversation_id)
+
+    return await start_run_once(db, key, start, kept_as)
 
 
 def _echo(

@@ -171,7 +171,7 @@ class _Answer:
             "events_url": events_url(self.conversation_id, run_id),
             "truncated_input": truncated,
         }
-        return Outcome(status.HTTP_202_ACCEPTED, started)
+        return Outcome(status.HTTP_202_ACCEPTED, started, self.conversation_id)
 
 
 def _turn(tools: Any, tool_choice: Any, model: str | None) -> TurnInput:
@@ -307,7 +307,8 @@ async def submit_tool_results(
     async def start(keep: KeepOutcome | None) -> RunHandle | None:
         async def keep_continuation(tx: Tx, run_id: str | None) -> None:
             assert keep is not None
-            await keep(tx, Outcome(200, _continued(conversation_id, run_id).model_dump()))
+            continued = _continued(conversation_id, run_id).model_dump()
+            await keep(tx, Outcome(200, continued, conversation_id))
 
         kept = None if keep is None else keep_continuation
         return await runs.submit_tool_results(caller, conversation_id, results, keep=kept)

@@ -156,7 +156,7 @@ def _starter(
 
 
 def _kept_run(conversation_id: str, run_id: str, _: bool) -> Outcome:
-    return Outcome(200, {"run_id": run_id, "conversation_id": conversation_id})
+    return Outcome(200, {"run_id": run_id, "conversation_id": conversation_id}, conversation_id)
 
 
 @router.get(

@@ -21,6 +21,7 @@ from app.store.repos.keyset import cursor_id, cursor_instant
 from app.store.repos.rowcount import rowcount
 from app.store.repos.turn_statements import CONVERSATION
 from app.store.tables.core import ConversationRow, MessageRow, RunEventRow, RunRow
+from app.store.tables.idempotency import IdempotencyKeyRow
 from app.store.tables.types import new_id, utcnow
 
 NOT_FOUND_MESSAGE = "Conversation not found."
@@ -227,8 +228,13 @@ class ConversationRepo:
         return await self.update(owner_id, conversation_id, archived=True)
 
     async def purge(self, owner_id: str, conversation_id: str) -> None:
-        """Delete the conversation with its messages, runs and run events, for good."""
+        """Delete the conversation with its messages, runs and run events, for good, and
+        the Idempotency-Key outcomes about it (a keyed retry must not answer them)."""
         await self._row(owner_id, conversation_id)
+        kept = IdempotencyKeyRow
+        await self._session.execute(
+            delete(kept).where(kept.owner_id == owner_id, kept.conversation_id == conversation_id)
+        )
         run_ids = select(RunRow.id).where(RunRow.conversation_id == conversation_id)
         await self._session.execute(delete(RunEventRow).where(RunEventRow.run_id.in_(run_ids)))
         await self._session.execute(delete(RunRow).where(RunRow.conversation_id == conversation_id))

@@ -16,6 +16,7 @@
     jobs.py      background jobs (long-running tool calls)              (0011_background_jobs)
     idempotency.py  create requests' outcomes under an Idempotency-Key  (0015_idempotency_keys)
                     and their expiry, for the sweep         (0017_idempotency_key_expiry)
+                    and the conversation each is about  (0018_idempotency_conversation)
 
 Every module here is imported by `app.store.migrate.target_metadata()`, which a test
 compares with the migrations. Tool modules that keep tables of their own (the example

@@ -5,7 +5,9 @@ written in the same transaction as what the request created, so a lost COMMIT ke
 or neither. `fingerprint` is a hash of the request (method, path, body): a key sent again
 with another request is refused. `expires_at` ends the key's life (see
 `app.store.idempotency`); lapsed rows are swept by it (`ix_idempotency_keys_expires_at`,
-0017_idempotency_key_expiry).
+0017_idempotency_key_expiry). `conversation_id` names the conversation an outcome is
+about: purging it deletes the outcome too, in the purge's transaction
+(0018_idempotency_conversation), so a keyed retry never answers what was purged.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from app.store.tables.types import JSONType, UTCDateTime
 
 class IdempotencyKeyRow(Base):
     __tablename__ = "idempotency_keys"
-    __table_args__ = (Index("ix_idempotency_keys_expires_at", "expires_at"),)
+    __table_args__ = (
+        Index("ix_idempotency_keys_expires_at", "expires_at"),
+        Index("ix_idempotency_keys_conversation", "owner_id", "conversation_id"),
+    )
 
     owner_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
@@ -31,3 +36,4 @@ class IdempotencyKeyRow(Base):
     body: Mapped[dict[str, Any]] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    conversation_id: Mapped[str | None] = mapped_column(String(64))

@@ -21,7 +21,8 @@ is `app.api.routes.openai_responses_stored`.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
+from functools import partial
 from typing import Any
 
 from fastapi import Request
@@ -40,7 +41,7 @@ from app.api.deps import (
 from app.api.encoders.responses import ResponsesEncoder
 from app.api.event_streams import event_stream
 from app.api.idempotency import RequestKey
-from app.api.idempotent_turns import run_id_of, start_run_once
+from app.api.idempotent_turns import run_id_of, run_once
 from app.api.openai_params import responses_options
 from app.api.responses_approvals import (
     answers_approvals,
@@ -154,7 +155,8 @@ async def _conversation_turn(
         def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
             return runs.send(caller, cid, sent[-1].content, turn, keep=keep)
 
-        started = await _start(db, caller, cid, idempotency_key, start)
+        kept_as = partial(_kept_run, cid)
+        started = await run_once(db, caller.user_id, idempotency_key, start, kept_as)
     tools = (client_tools, choice)
     return await _answer(body, request, runs, db, stream, caller, held, cid, started, tools)
 
@@ -196,11 +198,7 @@ async def _background_turn(
     def kept_as(run_id: str, _: bool) -> Outcome:
         return Outcome(200, {"run_id": run_id, "conversation_id": held_in[-1]}, held_in[-1])
 
-    if idempotency_key is None:
-        started: RunHandle | Outcome = await start(None)
-    else:
-        key = idempotency_key.of(caller.user_id)
-        started = await start_run_once(db, key, start, kept_as)
+    started = await run_once(db, caller.user_id, idempotency_key, start, kept_as)
     cid = str(started.body["conversation_id"]) if isinstance(started, Outcome) else held_in[-1]
     tools = (client_tools, choice)
     return await _answer(body, request, runs, db, stream, caller, held, cid, started, tools)
@@ -250,23 +248,8 @@ async def _answer(
     return JSONResponse(await wire.answer(started))
 
 
-async def _start(
-    db: Database,
-    caller: Caller,
-    conversation_id: str,
-    idempotency_key: RequestKey | None,
-    start: Callable[[KeepStart | None], Awaitable[RunHandle]],
-) -> RunHandle | Outcome:
-    """The turn `start` starts in the conversation, once under the caller's
-    Idempotency-Key (if sent)."""
-    if idempotency_key is None:
-        return await start(None)
-    key = idempotency_key.of(caller.user_id)
-
-    def kept_as(run_id: str, _: bool) -> Outcome:
-        return Outcome(200, {"run_id": run_id}, conversation_id)
-
-    return await start_run_once(db, key, start, kept_as)
+def _kept_run(conversation_id: str, run_id: str, _: bool) -> Outcome:
+    return Outcome(200, {"run_id": run_id}, conversation_id)
 
 
 def _echo(

@@ -23,7 +23,7 @@ from app.api.deps import (
 from app.api.encoders import native
 from app.api.event_streams import event_stream
 from app.api.exact_params import RUN_SEQ_MAX, last_event_id_header, resume_position
-from app.api.idempotent_turns import KeepOutcome, run_id_of, start_once, start_run_once
+from app.api.idempotent_turns import KeepOutcome, run_id_of, run_once, start_once
 from app.api.routing import api_router
 from app.api.schemas.runs import (
     EditMessage,
@@ -140,9 +140,7 @@ class _Answer:
         start: Callable[[KeepStart | None], Awaitable[RunHandle]],
     ) -> Response:
         """The run `start` starts, done once under the key (when one was sent)."""
-        if key is None:
-            return self.started(await start(None))
-        started = await start_run_once(db, key.of(self.caller.user_id), start, self._kept_as)
+        started = await run_once(db, self.caller.user_id, key, start, self._kept_as)
         if isinstance(started, Outcome):
             return self.again(started)
         return self.started(started)

@@ -10,6 +10,10 @@
   Items added to a conversation without a turn (`model` None) are admitted the same way,
   but no model reads them yet: no vision check, and an inline image is kept as sent (the
   items API shows it back as its `image_url`).
+  `stage` stores an inline file's bytes but records no file: the `Admission` records them
+  in the transaction that stores the messages referring to them, and `settle` removes the
+  bytes of any it did not (that transaction failed, or a keyed repeat answered first), so
+  a failed request leaves no file nobody refers to.
 
 `for_model` (in the run, before the history is fitted): a document part becomes a text
 part holding the document's extracted text (cached with the file), cut to this turn's
@@ -29,11 +33,12 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes
 
 from app.domain.errors import ChatBffError, InvalidRequest, NotFound, Unavailable
-from app.domain.files import FileRecord, FileTooLarge, is_image
+from app.domain.files import MEDIA_TYPES, FileRecord, FileTooLarge, is_image
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
 from app.domain.parts import FileData, FilePart, Part, TextData, TextPart
-from app.files.service import Files
+from app.files.service import Files, StagedUpload
+from app.store.database import Tx
 
 log = logging.getLogger("chat_bff.files")
 
@@ -76,6 +81,32 @@ def _decode_data_url(url: str, max_bytes: int) -> bytes:
     return data
 
 
+@dataclass
+class Admission:
+    """Messages with their file parts resolved, the ids of the caller's files they refer
+    to, and the inline files among them staged (bytes stored, no file recorded yet)."""
+
+    files: Files
+    owner_id: str
+    messages: list[Message]
+    file_ids: list[str] = field(default_factory=list)
+    staged: list[StagedUpload] = field(default_factory=list)
+
+    async def record(self, tx: Tx, conversation_id: str | None) -> None:
+        """The staged files recorded as the caller's, and (with a conversation) all the
+        files tied to it, in the transaction that stores the messages."""
+        for staged in self.staged:
+            await self.files.record(tx, staged)
+        if conversation_id is not None:
+            await tx.files.attach(self.owner_id, self.file_ids, conversation_id)
+
+    async def settle(self) -> None:
+        """After the request, done or failed: the bytes of a staged file not recorded go
+        (kept when the database cannot tell, as `Files.unless_recorded` says)."""
+        for staged in self.staged:
+            await self.files.unless_recorded(staged)
+
+
 class Attachments:
     def __init__(self, files: Files) -> None:
         self.files = files
@@ -86,19 +117,45 @@ class Attachments:
         self, owner_id: str, messages: list[Message], model: ModelInfo | None
     ) -> tuple[list[Message], list[str]]:
         """The turn with its file parts resolved (see the module doc), and the ids of the
-        caller's files it refers to."""
+        caller's files it refers to; inline files recorded at once."""
+        admission = await self.stage(owner_id, messages, model)
+        if admission.staged:
+            try:
+                async with self.files.db.write() as tx:
+                    await admission.record(tx, None)
+            except BaseException:
+                await admission.settle()
+                raise
+        return admission.messages, admission.file_ids
+
+    async def stage(
+        self, owner_id: str, messages: list[Message], model: ModelInfo | None
+    ) -> Admission:
+        """`admit`, its inline files staged for `Admission.record` to record; a refusal
+        (a file too large, a foreign id, an image for a model without vision) leaves none."""
+        admission = Admission(self.files, owner_id, messages)
+        try:
+            await self._resolve(owner_id, model, admission)
+        except BaseException:
+            for staged in admission.staged:
+                await self.files.discard(staged)
+            raise
+        return admission
+
+    async def _resolve(self, owner_id: str, model: ModelInfo | None, admission: Admission) -> None:
+        messages = admission.messages
         parts = [
             p
             for p in _file_parts(messages)
             if model is not None or not (_is_data_url(p.data) and _names_image(p.data))
         ]
         if not parts:
-            return messages, []
+            return
         known = await self._known(owner_id, parts)
         resolved: dict[int, FilePart] = {}
         for part in parts:
-            record = await self._record_for(owner_id, part, known)
-            image = is_image(record.media_type) if record else _names_image(part.data)
+            record = await self._record_for(owner_id, part, known, admission.staged)
+            image = is_image(record.mimeType or "") if record else _names_image(part.data)
             if image and model is not None and not model.supports_vision:
                 raise InvalidRequest(
                     f"The model `{model.id}` does not accept images (its catalogue entry "
@@ -108,12 +165,9 @@ class Attachments:
                 )
             if record is None:
                 continue
-            resolved[id(part)] = FilePart(
-                id=part.id,
-                data=FileData(id=record.id, name=record.name, mimeType=record.media_type),
-            )
-        out = [_swap(m, resolved) for m in messages]
-        return out, sorted({p.data.id for p in resolved.values()})
+            resolved[id(part)] = FilePart(id=part.id, data=record)
+        admission.messages = [_swap(m, resolved) for m in messages]
+        admission.file_ids = sorted({p.data.id for p in resolved.values()})
 
     async def _known(self, owner_id: str, parts: list[FilePart]) -> dict[str, FileRecord]:
         ids = [p.data.id for p in parts if p.data.id.startswith(OUR_ID_PREFIX) and not p.data.url]
@@ -121,18 +175,25 @@ class Attachments:
             return await tx.files.get_many(owner_id, ids)
 
     async def _record_for(
-        self, owner_id: str, part: FilePart, known: dict[str, FileRecord]
-    ) -> FileRecord | None:
+        self,
+        owner_id: str,
+        part: FilePart,
+        known: dict[str, FileRecord],
+        staged: list[StagedUpload],
+    ) -> FileData | None:
+        """The stored file a part names, as the part then refers to it (None: left as sent)."""
         data = part.data
         if data.url and data.url.startswith("data:"):
             raw = _decode_data_url(data.url, self.files.limits.max_bytes)
-            return await self.files.add_bytes(owner_id, data.name, raw)
+            upload = await self.files.stage_bytes(owner_id, data.name, raw)
+            staged.append(upload)
+            return FileData(id=upload.file_id, name=upload.name, mimeType=MEDIA_TYPES[upload.kind])
         if data.url or not data.id.startswith(OUR_ID_PREFIX):
             return None  # a remote URL or a client's own reference: passed on as it is
         record = known.get(data.id)
         if record is None:
             raise NotFound(f"No file {data.id!r}.", param="file_id")
-        return record
+        return FileData(id=record.id, name=record.name, mimeType=record.media_type)
 
     async def attach(self, owner_id: str, file_ids: list[str], conversation_id: str) -> None:
         async with self.files.db.write() as tx:

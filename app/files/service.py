@@ -210,14 +210,14 @@ class Files:
         except Unavailable:
             log.warning("upload kept unrecorded", extra={"file_id": staged.file_id})
 
-    async def add_bytes(self, owner_id: str, name: str | None, data: bytes) -> FileRecord:
-        """Store bytes already in hand (an inline data URL) like an upload."""
+    async def stage_bytes(self, owner_id: str, name: str | None, data: bytes) -> StagedUpload:
+        """Bytes already in hand (an inline data URL) staged like an upload's."""
 
         async def one() -> AsyncIterator[bytes]:
             for start in range(0, len(data), 64 * 1024):
                 yield data[start : start + 64 * 1024]
 
-        return await self.upload(owner_id, name, one())
+        return await self.stage(owner_id, name, one())
 
     # -- reading ----------------------------------------------------------------------
 

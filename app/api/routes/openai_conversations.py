@@ -20,7 +20,6 @@ id is 404). `client.responses.create(conversation=id, input=...)` runs a turn in
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import Path, Query
@@ -47,6 +46,7 @@ from app.api.deps import (
     RunsDep,
     ToolCatalogDep,
 )
+from app.api.idempotency import RequestKey
 from app.api.routing import api_router
 from app.api.schemas.openai_conversations import (
     ConversationCreateV1,
@@ -58,9 +58,9 @@ from app.api.schemas.openai_conversations import (
 )
 from app.domain.errors import Conflict, InvalidRequest, NotFound
 from app.domain.messages import Message
-from app.files.attachments import Attachments
+from app.files.attachments import Admission, Attachments
 from app.store.database import Database, Tx
-from app.store.idempotency import IdempotencyKey, Outcome, once
+from app.store.idempotency import IdempotencyKey, Outcome, kept_outcome, once
 from app.translate.openai_responses.read import messages_from_responses_input
 
 router = api_router(prefix="/v1/conversations", tags=["openai-compatible"])
@@ -68,6 +68,7 @@ router = api_router(prefix="/v1/conversations", tags=["openai-compatible"])
 ConversationId = Annotated[str, Path(max_length=256, description="Conversation id (`conv_...`).")]
 ItemId = Annotated[str, Path(max_length=512, description="Item id.")]
 Found = TypeVar("Found")
+Created = TypeVar("Created", bound=BaseModel)
 
 
 def _messages(raw: list[dict[str, object]]) -> list[Message]:
@@ -77,24 +78,19 @@ def _messages(raw: list[dict[str, object]]) -> list[Message]:
     return messages
 
 
-@dataclass
-class _Added:
+async def _admitted(
+    raw: list[dict[str, object]], attachments: Attachments, owner_id: str
+) -> Admission:
     """Messages to add, their files admitted as a turn's are (an inline `file_data`
-    stored as the caller's file and referred to by id, a `file_id` checked as theirs)."""
+    staged, then recorded as the caller's file with the messages and referred to by id; a
+    `file_id` checked as theirs)."""
+    return await attachments.stage(owner_id, _messages(raw), None)
 
-    messages: list[Message]
-    file_ids: list[str]
 
-    @classmethod
-    async def of(
-        cls, raw: list[dict[str, object]], attachments: Attachments, owner_id: str
-    ) -> _Added:
-        return cls(*await attachments.admit(owner_id, _messages(raw), None))
-
-    async def append(self, tx: Tx, owner_id: str, conversation_id: str) -> None:
-        for message in self.messages:
-            await tx.messages.append(owner_id, conversation_id, message)
-        await tx.files.attach(owner_id, self.file_ids, conversation_id)
+async def _append(tx: Tx, added: Admission, conversation_id: str) -> None:
+    for message in added.messages:
+        await tx.messages.append(added.owner_id, conversation_id, message)
+    await added.record(tx, conversation_id)
 
 
 @router.post(
@@ -110,22 +106,39 @@ async def create_conversation_v1(
     caller: CallerDep,
     idempotency_key: IdempotencyDep,
 ) -> ConversationV1 | JSONResponse:
-    added = await _Added.of(list(body.items or []), attachments, caller.user_id)
+    async def admit() -> Admission:
+        return await _admitted(list(body.items or []), attachments, caller.user_id)
 
-    async def create(tx: Tx) -> ConversationV1:
+    async def create(tx: Tx, added: Admission) -> tuple[str, ConversationV1]:
         record = await tx.conversations.create(caller.user_id, metadata=body.metadata)
-        await added.append(tx, caller.user_id, record.id)
-        return ConversationV1.of(record)
+        await _append(tx, added, record.id)
+        return record.id, ConversationV1.of(record)
 
-    if idempotency_key is None:
-        async with db.write() as tx:
-            return await create(tx)
+    return await _adding(db, caller.user_id, idempotency_key, admit, create)
 
-    async def created(tx: Tx) -> tuple[str, BaseModel]:
-        made = await create(tx)
-        return made.id, made
 
-    return await _once(db, idempotency_key.of(caller.user_id), created)
+async def _adding(
+    db: Database,
+    owner_id: str,
+    idempotency_key: RequestKey | None,
+    admit: Callable[[], Awaitable[Admission]],
+    create: Callable[[Tx, Admission], Awaitable[tuple[str, Created]]],
+) -> Created | JSONResponse:
+    """`create` (which names the conversation it is about) with the items `admit`
+    stages, done once under the caller's Idempotency-Key (a repeat answers the first
+    body and stores nothing: its key is read before any file is staged); staged files
+    that no committed `create` recorded go."""
+    key = None if idempotency_key is None else idempotency_key.of(owner_id)
+    if key is not None and (kept := await kept_outcome(db, key)) is not None:
+        return JSONResponse(kept.body, status_code=kept.status)
+    added = await admit()
+    try:
+        if key is None:
+            async with db.write() as tx:
+                return (await create(tx, added))[1]
+        return await _once(db, key, lambda tx: create(tx, added))
+    finally:
+        await added.settle()
 
 
 async def _once(
@@ -259,11 +272,12 @@ async def create_items_v1(
     caller: CallerDep,
     idempotency_key: IdempotencyDep,
 ) -> ItemListV1 | JSONResponse:
-    async with db.read() as tx:  # another user's id is 404 before any file is stored
-        await tx.conversations.get(caller.user_id, conversation_id)
-    added = await _Added.of(list(body.items), attachments, caller.user_id)
+    async def admit() -> Admission:
+        async with db.read() as tx:  # another user's id is 404 before any file is stored
+            await tx.conversations.get(caller.user_id, conversation_id)
+        return await _admitted(list(body.items), attachments, caller.user_id)
 
-    async def create(tx: Tx) -> ItemListV1:
+    async def create(tx: Tx, added: Admission) -> tuple[str, ItemListV1]:
         record = await tx.conversations.get(caller.user_id, conversation_id)
         if record.active_run_id is not None:
             raise Conflict(
@@ -271,17 +285,10 @@ async def create_items_v1(
                 code="run_active",
                 run_id=record.active_run_id,
             )
-        await added.append(tx, caller.user_id, conversation_id)
-        return ItemListV1.of(items_of(added.messages, tools.knows), False)
+        await _append(tx, added, conversation_id)
+        return conversation_id, ItemListV1.of(items_of(added.messages, tools.knows), False)
 
-    if idempotency_key is None:
-        async with db.write() as tx:
-            return await create(tx)
-
-    async def added_to(tx: Tx) -> tuple[str, BaseModel]:
-        return conversation_id, await create(tx)
-
-    return await _once(db, idempotency_key.of(caller.user_id), added_to)
+    return await _adding(db, caller.user_id, idempotency_key, admit, create)
 
 
 @router.get(

@@ -64,6 +64,7 @@ from app.usage.writer import UsageWriter
 if TYPE_CHECKING:
     from app.mcp.sources import McpSources
     from app.redis.outage import RedisOutage
+    from app.redis.readiness import RedisReadiness
 
 log = logging.getLogger("chat_bff")
 
@@ -89,7 +90,7 @@ class Services:
     usage: UsageBook
     background: BackgroundJobs
     mcp: McpSources | None = None
-    redis_outage: RedisOutage | None = None  # the breaker of REDIS_URL's Redis, if any
+    redis: RedisReadiness | None = None  # what /readyz says of REDIS_URL's Redis, if any
 
     def provider_for(self, model: ModelInfo) -> Provider:
         return self.providers[model.provider]
@@ -104,6 +105,8 @@ class Services:
         if self.mcp is not None:
             await self.mcp.aclose()
         await self.bus.aclose()
+        if self.redis is not None:
+            await self.redis.aclose()
         await self.db.dispose()
 
 
@@ -153,6 +156,17 @@ def build_redis_outage(settings: Settings) -> RedisOutage | None:
     from app.redis.outage import RedisOutage
 
     return RedisOutage(settings.redis_retry_seconds)
+
+
+def build_redis_readiness(settings: Settings, outage: RedisOutage | None) -> RedisReadiness | None:
+    """What `/readyz` says of Redis, from the shared breaker or a PING of its own; the
+    PING waits at most a second (a readiness probe must not hang on Redis)."""
+    if not settings.redis_url or outage is None:
+        return None
+    from app.redis.readiness import RedisReadiness
+
+    timeout = min(settings.redis_timeout_seconds, 1.0)
+    return RedisReadiness.from_url(settings.redis_url, outage, timeout=timeout)
 
 
 def build_limiter(
@@ -360,5 +374,5 @@ async def build_services(
         background=await start_background(background, runs, db, settings, bus),
         mcp=mcp,
         router=router,
-        redis_outage=redis_outage,
+        redis=build_redis_readiness(settings, redis_outage),
     )

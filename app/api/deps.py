@@ -125,10 +125,10 @@ async def get_router(request: Request) -> ToolRouter:
 
 
 async def get_redis_state(request: Request) -> RedisState | None:
-    """What the process last learnt of its Redis (`REDIS_URL`), for `/readyz`; None
-    without one."""
-    outage = _services(request).redis_outage
-    return outage.state if outage is not None else None
+    """What the process knows of its Redis (`REDIS_URL`), asked afresh when it has heard
+    nothing lately (`app.redis.readiness`), for `/readyz`; None without one."""
+    redis = _services(request).redis
+    return await redis.state() if redis is not None else None
 
 
 DbDep = Annotated[Database, Depends(get_db)]

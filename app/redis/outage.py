@@ -82,6 +82,7 @@ class RedisOutage:
         self._retry = retry_seconds
         self._clock = clock
         self._failed_at: float | None = None  # None: the last call was answered
+        self._heard_at: float | None = None  # the last verdict of any kind; None: none yet
         self._state: RedisState = "ok"
         self._probing = False
 
@@ -91,6 +92,11 @@ class RedisOutage:
         if self._failed_at is None or self._retry <= 0:
             return False
         return self._probing or self._clock() - self._failed_at < self._retry
+
+    def heard_within(self, seconds: float) -> bool:
+        """Whether a call (or the bus's connection) learnt anything of Redis, an answer or
+        a failure, in the last `seconds`: `state` is then news, not a memory."""
+        return self._heard_at is not None and self._clock() - self._heard_at < seconds
 
     @property
     def state(self) -> RedisState:
@@ -108,8 +114,9 @@ class RedisOutage:
         self._probing = probe
         try:
             yield
-        except ResponseError:
-            if probe:  # an error reply is still a reply: Redis is up
+        except ResponseError:  # an error reply is still a reply: Redis is up
+            self._heard()
+            if probe:
                 self.answered()
             raise
         except BaseException as exc:
@@ -119,8 +126,12 @@ class RedisOutage:
             elif probe:  # cancelled or refused here, not by Redis: no verdict, probe again
                 self._probing = False
             raise
+        self._heard()
         if probe:
             self.answered()
+
+    def _heard(self) -> None:
+        self._heard_at = self._clock()
 
     def answered(self) -> None:
         """Redis answered (here or elsewhere, e.g. the bus's listener heard from it)."""
@@ -129,13 +140,14 @@ class RedisOutage:
         self._failed_at = None
         self._state = "ok"
         self._probing = False
+        self._heard()
 
     def failed(self, why: str, failure: Failure = "unreachable") -> None:
         """Redis did not answer, or refused (here or in a call made outside `call`);
         logged when this failure starts, not at each probe that finds it again."""
         if failure != self._state:
             _tell(failure, why, self._retry)
-        self._failed_at = self._clock()
+        self._failed_at = self._heard_at = self._clock()
         self._state = failure
         self._probing = False
 

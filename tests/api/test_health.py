@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from pydantic import SecretStr
+from redis import Redis
 
 from app.store.database import Database
 from app.store.db import create_engine
@@ -59,3 +61,44 @@ async def test_readyz_names_a_redis_that_refuses_the_password_without_going_unre
     assert me.status_code == 200  # limits let the request through meanwhile
     assert response.status_code == 200
     assert response.json()["redis"] == "auth_failed"
+
+
+async def test_readyz_of_an_instance_without_traffic_names_a_redis_that_is_down(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    settings = sqlite_settings(tmp_path, redis_url=f"redis://127.0.0.1:{closed_port()}/0")
+    async with make_api(settings) as api:
+        response = await api.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json()["redis"] == "unreachable"
+
+
+async def test_readiness_probes_every_moment_cost_redis_one_ping(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    with own_redis() as redis:
+        admin = Redis(port=redis.port)
+        settings = sqlite_settings(tmp_path, redis_url=redis.url)
+        try:
+            async with make_api(settings) as api:
+                before = pings(admin)
+                answers = [await api.get("/readyz") for _ in range(10)]
+                sent = pings(admin) - before
+        finally:
+            admin.close()
+
+    assert [r.json()["redis"] for r in answers] == ["ok"] * 10
+    assert sent <= 1  # at most the first probe asks Redis; the next ones read its answer
+
+
+def pings(redis: Redis) -> int:
+    stats: dict[str, dict[str, int]] = redis.info("commandstats")
+    return stats.get("cmdstat_ping", {}).get("calls", 0)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: a Redis that is down."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -53,7 +53,8 @@ class Health(BaseModel):
     )
     redis: RedisState | None = Field(
         default=None,
-        description="`/readyz` only, with `REDIS_URL`: what the last call learnt of Redis. "
+        description="`/readyz` only, with `REDIS_URL`: what the last call learnt of Redis, or "
+        "with none in the last few seconds, what a PING of its own (at most a second) did. "
         "`unreachable` and `loading` (restarting) pass; `auth_failed` is a configuration "
         "error (REDIS_URL's password or user). None of them makes the instance unready: limits "
         "let requests through and the bus falls back to the database meanwhile.",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from pydantic import SecretStr
@@ -13,6 +12,7 @@ from app.store.db import create_engine
 from tests.auth.tokens import HS_SECRET, bearer, hs_token, sqlite_settings
 from tests.e2e.redis_server import own_redis
 from tests.fakes.db import ApiClient, MakeApi
+from tests.support.ports import closed_port
 
 
 async def test_healthz_answers_ok(api: ApiClient) -> None:
@@ -95,10 +95,3 @@ async def test_readiness_probes_every_moment_cost_redis_one_ping(
 def pings(redis: Redis) -> int:
     stats: dict[str, dict[str, int]] = redis.info("commandstats")
     return stats.get("cmdstat_ping", {}).get("calls", 0)
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on: a Redis that is down."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -6,7 +6,6 @@ a slot that every instance sees."""
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 from redis.asyncio import Redis
@@ -18,16 +17,10 @@ from app.limits.policy import LimitPolicy, Limits
 from app.limits.redis_backend import RedisBackend
 from app.observability.metrics import Metrics
 from tests.limits.conftest import Store
+from tests.support.ports import closed_port
 
 ALICE = Caller("alice", frozenset({"user"}))
 UNLIMITED = Limits(requests_per_minute=0, concurrent_runs=0, tokens_per_day=0)
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on: a Redis that is down."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_a_caller_without_limits_runs_without_the_limit_store(

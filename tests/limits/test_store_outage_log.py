@@ -5,7 +5,6 @@ reminder at most once a minute, one line when it answers again."""
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 import redis
@@ -18,23 +17,10 @@ from app.observability.metrics import Metrics
 from app.redis.outage import RedisOutage
 from tests.e2e.redis_server import own_redis
 from tests.limits.test_no_limit_no_store import ALICE
+from tests.support.ports import closed_port
+from tests.unit.redis.test_outage import Clock
 
 LIMITS = Limits(requests_per_minute=10_000, concurrent_runs=8, tokens_per_day=1_000_000)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on: a Redis that is down."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def limiter_on(url: str, outage: RedisOutage, log: StoreOutageLog | None = None) -> Limiter:

@@ -151,14 +151,19 @@ def _answer(entry: ResumeEntry) -> ApprovalAnswer:
 
 
 async def check_questions(
-    submissions: ElicitationService, caller: Caller, conversation_id: str, inputs: list[InputAnswer]
+    submissions: ElicitationService,
+    caller: Caller,
+    conversation_id: str,
+    inputs: list[InputAnswer],
+    *,
+    again: bool = False,
 ) -> list[tuple[ElicitationRecord, InputAnswer]]:
     """Check every answer before any is given (or any approval decided): a bad one
-    answers nothing."""
+    answers nothing. `again`: the same input sent again (its answers may be given)."""
     return [
         (
             await submissions.question(
-                caller, conversation_id, a.elicitation_id, a.action, a.content
+                caller, conversation_id, a.elicitation_id, a.action, a.content, again=again
             ),
             a,
         )

@@ -17,12 +17,20 @@ kept: AG-UI clients make a runId per run, but one that reuses a fixed runId must
 refused. Only inputs that start a turn (a new user message) are kept; a repeated `resume`
 or tool results are refused as before (409 already decided / 404 nothing waiting), as a
 decision is never taken twice.
+
+But a `resume` input's decisions and answers commit before the run that continues the
+thread starts, so an outage in between (a 503) left the thread waiting, every retry
+refused. Its sending is marked first, under a key of its own (`sent_before`): the same
+input sent again takes a decision or answer already taken exactly as it asks as its own,
+not a second one, and continues the thread if nothing did yet (`taken_call`); when the
+thread went on already it is refused as before.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 from ag_ui.core import RunAgentInput
@@ -30,7 +38,8 @@ from ag_ui.core import RunAgentInput
 from app.api.idempotency import fingerprint
 from app.runs.turns import KeepStart
 from app.store.database import Database, Tx
-from app.store.idempotency import IdempotencyKey, Outcome, after_collision, kept_outcome
+from app.store.idempotency import IdempotencyKey, KeyTaken, Outcome, after_collision, kept_outcome
+from app.toolruntime.decision_replay import DECIDED
 
 PATH = "/api/agui"
 
@@ -55,6 +64,41 @@ async def collided_run(db: Database, key: IdempotencyKey) -> str:
     committed, read as any idempotent create reads the outcome it collided with)."""
     first = await after_collision(db, key)
     return str(first.body["run_id"])
+
+
+async def sent_before(db: Database, key: IdempotencyKey, conversation_id: str) -> bool:
+    """Whether this very continuing input was sent before (its decisions and answers may
+    have committed without its run, in an outage); from now on it has been (a mark kept
+    with the thread's conversation, purged with it)."""
+    sent = replace(key, key=f"agui-sent:{key.key.removeprefix('agui-run:')}")
+    if await kept_outcome(db, sent) is not None:
+        return True
+    try:
+        async with db.write() as tx:
+            await tx.idempotency.keep(sent, Outcome(202, {}, conversation_id))
+    except KeyTaken:  # a concurrent sending of it
+        return True
+    return False
+
+
+async def taken_call(
+    db: Database, owner_id: str, approval_ids: list[str], question_ids: list[str]
+) -> str | None:
+    """A call of the input's entries when every one was decided or answered already (the
+    thread continues only while its message still holds that call); None otherwise."""
+    calls: list[str] = []
+    async with db.read() as tx:
+        for approval_id in approval_ids:
+            approval = await tx.approvals.get(owner_id, approval_id)
+            if approval.status not in DECIDED:
+                return None
+            calls.append(approval.tool_call_id)
+        for question_id in question_ids:
+            question = await tx.elicitations.get(owner_id, question_id)
+            if question is None or question.status != "answered":
+                return None
+            calls.append(question.tool_call_id)
+    return calls[0] if calls else None
 
 
 def keeper(key: IdempotencyKey, conversation_id: str) -> KeepStart:

@@ -33,6 +33,7 @@ from app.store.database import Database
 from app.store.records import ConversationRecord
 from app.store.repos.approvals import approval_not_found
 from app.toolruntime.approvals import ApprovalService
+from app.toolruntime.decision_replay import Decision, same_decision
 
 OWN_PREFIX = "conv_"
 RESTARTING = "This instance is restarting; the run goes on: resume the chat to follow it."
@@ -68,14 +69,24 @@ async def existing_conversation(
 
 
 async def decide_answers(
-    approvals: ApprovalService, caller: Caller, conversation_id: str, answers: list[ApprovalAnswer]
+    approvals: ApprovalService,
+    caller: Caller,
+    conversation_id: str,
+    answers: list[ApprovalAnswer],
+    *,
+    again: bool = False,
 ) -> list[Decided]:
-    """Check every claim first (so a bad one decides nothing), then decide each once."""
+    """Check every claim first (so a bad one decides nothing), then decide each once.
+    `again`: the same input sent again, whose decisions may have been taken already: one
+    decided as it asks is its decision, not a second one."""
     for answer in answers:
         record = await approvals.get(caller, answer.approval_id)
         other_call = answer.tool_call_id not in (None, record.tool_call_id)
         if record.conversation_id != conversation_id or other_call:
             raise approval_not_found()
+        decision: Decision = "approve" if answer.approved else "reject"
+        if again and same_decision(None, record, decision, None, answer.reason):
+            continue
         if record.status != "pending":
             raise Conflict(
                 "This approval was already decided.",
@@ -89,6 +100,7 @@ async def decide_answers(
             answer.approval_id,
             "approve" if answer.approved else "reject",
             reason=answer.reason,
+            replay=again,
         )
         if result.part is not None:
             decided.append(Decided(result.part, answer.approved))

@@ -179,14 +179,21 @@ class ElicitationService:
         elicitation_id: str,
         action: Action,
         content: dict[str, Any] | None,
+        *,
+        again: bool = False,
     ) -> ElicitationRecord:
         """The pending question `elicitation_id` of this conversation, once the answer is
         checked against it (a wire that answers by question id checks all its answers
-        before giving any)."""
+        before giving any). `again`: the same answer sent again; a question it answered
+        already passes (answering it again is where its call stands)."""
         async with self.db.read() as tx:
             record = await tx.elicitations.get(caller.user_id, elicitation_id)
         if record is None or record.conversation_id != conversation_id:
             raise NotFound("No such question waits for an answer.", code="submission_not_found")
+        if again and record.status == "answered":
+            if record.answer_hash != answer_hash(action, content):
+                raise _answered(record)
+            return record
         if record.status != "pending":
             raise _answered(record)
         check_content(record.requested_schema, action, content)

@@ -10,8 +10,10 @@ import pytest
 
 from app.providers.scripted import Script, ScriptedProvider, ScriptedToolCall, ScriptedTurn
 from app.settings import Settings
+from app.store.repos.messages import MessageRepo
 from tests.api.test_agui import events
 from tests.fakes.db import ApiClient, MakeApi
+from tests.support.lost_database import lose_connection_in
 
 SCRIPT = Script(
     mode="rules",
@@ -76,5 +78,28 @@ async def test_a_question_asked_again_interrupts_again_and_its_answer_continues(
 
     result = next(e for e in done if e["type"] == "TOOL_CALL_RESULT")
     assert '"colour":"green"' in result["content"]
+    texts = "".join(e["delta"] for e in done if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert texts == "Painted." and done[-1]["outcome"]["type"] == "success"
+
+
+async def test_an_answer_whose_run_an_outage_kept_from_starting_continues_when_sent_again(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _interrupt(await _agui(client, "r1"))
+    body = {
+        "threadId": "t-paint",
+        "runId": "r2",
+        "messages": [{"id": "u1", "role": "user", "content": "paint the fence"}],
+        "resume": _accept(first, "green"),
+    }
+    with monkeypatch.context() as outage:
+        # The answer commits and the tool finishes; reading the history to continue fails.
+        lose_connection_in(outage, MessageRepo, "history", times=1)
+        refused = await client.post("/api/agui", json=body)
+    assert refused.status_code == 503, refused.text
+
+    done = await _agui(client, "r2", resume=_accept(first, "green"))
+
+    assert done[1]["type"] == "TOOL_CALL_RESULT" and '"colour":"green"' in done[1]["content"]
     texts = "".join(e["delta"] for e in done if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert texts == "Painted." and done[-1]["outcome"]["type"] == "success"

@@ -18,7 +18,8 @@ is AG-UI events as SSE (see `app.api.encoders.agui`).
 A retry of an input that started a turn (same `threadId`, `runId` and input, say after
 a dropped connection) starts no second turn: it replays the first run's events from
 `RUN_STARTED`, live while the run goes on; the same `runId` with another input is another
-turn (`app.api.agui_retry`).
+turn (`app.api.agui_retry`). A `resume` input whose run an outage kept from starting
+continues the thread when sent again.
 
 Refusals before the run starts are HTTP errors in the native shape (`HttpAgent` throws
 them as `HTTP <status>: <body>`): 400 nothing to run, 404 a `conv_` thread or an interrupt
@@ -39,7 +40,14 @@ from app.api.agui import (
     thread_snapshot,
     waiting_results,
 )
-from app.api.agui_retry import collided_run, keeper, kept_run, run_key
+from app.api.agui_retry import (
+    collided_run,
+    keeper,
+    kept_run,
+    run_key,
+    sent_before,
+    taken_call,
+)
 from app.api.deps import (
     ApprovalsDep,
     CallerDep,
@@ -104,12 +112,22 @@ async def run_agui(
     first = await kept_run(db, key)
     if first is not None:  # a retry of an input that already started its run
         return await _again(runs, db, caller.user_id, cid, body, first, config)
-    questions = await check_questions(submissions, caller, cid, turn.inputs)
-    decided = await decide_answers(approvals, caller, cid, turn.answers) if turn.answers else []
+    # The same decisions sent again: they may have committed before an outage kept the run
+    # from starting; taken as this input asks, they are its own, not second ones.
+    again = bool(turn.answers or turn.inputs) and await sent_before(db, key, cid)
+    approval_ids = [a.approval_id for a in turn.answers]
+    question_ids = [i.elicitation_id for i in turn.inputs]
+    taken = await taken_call(db, caller.user_id, approval_ids, question_ids) if again else None
+    questions = await check_questions(submissions, caller, cid, turn.inputs, again=again)
+    decided = (
+        await decide_answers(approvals, caller, cid, turn.answers, again=again)
+        if turn.answers
+        else []
+    )
     answered = await answer_questions(submissions, caller, questions)
-    again = [p for p in answered if p.data.status == "waitingSubmission"]
-    if again and not turn.content and not turn.results:  # nothing can run until answered
-        frames = asked_again_frames(body.thread_id, body.run_id, again)
+    asked = [p for p in answered if p.data.status == "waitingSubmission"]
+    if asked and not turn.content and not turn.results:  # nothing can run until answered
+        frames = asked_again_frames(body.thread_id, body.run_id, asked)
         return Response(frames, media_type="text/event-stream", headers=SSE_HEADERS)
     snapshot = None
     if turn.content:
@@ -132,11 +150,12 @@ async def run_agui(
         resumed = (
             await runs.submit_tool_results(caller, cid, results)
             if results
-            else await runs.resume(caller, cid)
+            else await runs.resume(caller, cid, after_call=taken)
         )
-        run = _continuing(resumed)
+        run = _continuing(resumed, None if results else taken, bool(turn.answers))
     else:
-        run = _continuing(await runs.resume(caller, cid))
+        resumed = await runs.resume(caller, cid, after_call=taken)
+        run = _continuing(resumed, taken, bool(turn.answers))
     encoder = AguiEncoder(
         thread_id=body.thread_id,
         run_id=body.run_id,
@@ -173,7 +192,16 @@ async def _again(
     )
 
 
-def _continuing(run: RunHandle | None) -> RunHandle:
+def _continuing(
+    run: RunHandle | None, taken: str | None = None, approvals: bool = False
+) -> RunHandle:
+    """`taken`: every entry of the input was decided or answered already (it was sent
+    again); no run means the thread went on already, and the input is refused as a
+    second decision (or answer) is."""
+    if run is None and taken is not None:
+        if approvals:
+            raise Conflict("This approval was already decided.", code="already_decided")
+        raise Conflict("This question was already answered.", code="already_answered")
     if run is None:
         raise Conflict(
             "Other calls of this run still wait for an answer (tool results or "

@@ -6,6 +6,7 @@ message, one run."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,26 +63,34 @@ def _turns(client: openai.OpenAI, conversation_id: str) -> list[tuple[str, Any]]
     return [(i.type, getattr(i, "role", None)) for i in items.data]
 
 
+@pytest.fixture
+def transport() -> NextAnswerLost:
+    return NextAnswerLost()
+
+
+@pytest.fixture
+def client(launch: Launch, tmp_path: Path, transport: NextAnswerLost) -> Iterator[openai.OpenAI]:
+    with _client(_service(launch, tmp_path), transport) as client:
+        yield client
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_sdks_own_retry_of_a_lost_response_is_one_turn(
-    launch: Launch, tmp_path: Path, stream: bool
+    client: openai.OpenAI, transport: NextAnswerLost, stream: bool
 ) -> None:
-    transport = NextAnswerLost()
-    client = _client(_service(launch, tmp_path), transport)
     conversation = client.conversations.create()
     transport.armed = True
 
     key = {"Idempotency-Key": "3c9a2f0e-retry"}
     if stream:
-        events = list(
-            client.responses.create(
-                model="scripted",
-                input="hello",
-                conversation=conversation.id,
-                stream=True,
-                extra_headers=key,
-            )
-        )
+        with client.responses.create(
+            model="scripted",
+            input="hello",
+            conversation=conversation.id,
+            stream=True,
+            extra_headers=key,
+        ) as stream_events:
+            events = list(stream_events)
         assert [e.sequence_number for e in events] == list(range(len(events)))
         assert events[-1].type == "response.completed"
         response = events[-1].response

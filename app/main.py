@@ -120,6 +120,7 @@ def create_app(
     app.state.drain = drain = Drain()  # begun on SIGTERM: new requests get 503
     app.state.max_body_bytes = settings.max_body_bytes  # beyond it, inline files only
     app.state.max_messages = settings.max_messages
+    app.state.max_content_parts = settings.max_content_parts
     app.state.stream_config = StreamConfig(
         heartbeat_seconds=settings.heartbeat_seconds,
         send_timeout_seconds=settings.stream_send_timeout_seconds,

@@ -123,6 +123,12 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         description="Most messages (or Responses input items) one request may carry: a longer "
         "history is a 400 before it is read (OpenAI's own cap on Chat Completions messages).",
     )
+    max_content_parts: int = Field(
+        default=8192,
+        ge=1,
+        description="Most content parts all the messages of one request may carry together: "
+        "more is a 400 `content_parts_above_max` before any part is read.",
+    )
     heartbeat_seconds: float = Field(default=15.0, gt=0, description="SSE heartbeat interval.")
     # --- files -------------------------------------------------------------------------
     files_dir: Path = Field(

@@ -20,7 +20,11 @@ A turn's history is counted as soon as the body is parsed (in C), before anythin
 validates it: a top-level `messages` (or Responses `input`) list longer than
 `MAX_MESSAGES` (default 2048, OpenAI's own cap on Chat Completions messages) is a 400
 `array_above_max_length` naming it, in OpenAI's words. Within `MAX_BODY_BYTES` some 33,000
-tiny messages fit, and reading them held the event loop for most of a second.
+tiny messages fit, and reading them held the event loop for most of a second. The content
+parts of all its messages together are counted too: past `MAX_CONTENT_PARTS` (default
+8192, four a message at the message cap) a 400 `content_parts_above_max` naming the list,
+since 2,048 messages of 17 tiny text parts (just under 1 MB) held the loop for 0.5 s and
+more (each part validated twice and built into our own part).
 
 A body nested deeper than `MAX_DEPTH` is a 400 `invalid_request` saying so: far beyond any
 real tool schema or payload, and well inside what every later encoder of it can write; also
@@ -48,7 +52,21 @@ from app.translate.data_url import inline_file_chars
 
 MAX_DEPTH = 100
 HISTORY_FIELDS = ("messages", "input")  # the top-level lists a turn's history comes in
+PART_FIELDS = ("content", "parts")  # a message's list of content parts
 TOO_DEEP = f"The JSON body nests deeper than {MAX_DEPTH} levels."
+
+
+def content_parts(history: list[Any]) -> int:
+    """The content parts of all the messages of a history (a message's `content` or, on
+    the native UI route, `parts` list), counted without reading them."""
+    total = 0
+    for message in history:
+        if isinstance(message, dict):
+            for field in PART_FIELDS:
+                parts = message.get(field)
+                if isinstance(parts, list):
+                    total += len(parts)
+    return total
 
 
 class ValidTextRequest(Request):
@@ -88,17 +106,29 @@ class ValidTextRequest(Request):
 
     def _within_history_cap(self, value: Any) -> None:
         cap: int | None = getattr(self.app.state, "max_messages", None)
-        if cap is None or not isinstance(value, dict):
+        parts_cap: int | None = getattr(self.app.state, "max_content_parts", None)
+        if not isinstance(value, dict):
             return
         for field in HISTORY_FIELDS:
             history = value.get(field)
-            if isinstance(history, list) and len(history) > cap:
+            if not isinstance(history, list):
+                continue
+            if cap is not None and len(history) > cap:
                 raise RefusedBody(
                     400,
                     "array_above_max_length",
                     field,
                     f"Invalid '{field}': array too long. Expected an array with maximum "
                     f"length {cap}, but got an array with length {len(history)} instead.",
+                )
+            parts = content_parts(history)
+            if parts_cap is not None and parts > parts_cap:
+                raise RefusedBody(
+                    400,
+                    "content_parts_above_max",
+                    field,
+                    f"Invalid '{field}': too many content parts. Expected at most {parts_cap} "
+                    f"content parts across all messages, but got {parts} instead.",
                 )
 
     def _within_cap(self, size: int, text: str) -> None:

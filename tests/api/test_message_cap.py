@@ -83,3 +83,55 @@ async def test_the_native_turn_routes_refuse_a_long_history_before_reading_it(
         "message": _too_long("messages", 4, cap=3),
         "param": "messages",
     }
+
+
+# --- content parts, all messages together -------------------------------------------------
+
+
+def _parts(count: int, kind: str = "text") -> Any:
+    return {"role": "user", "content": [{"type": kind, "text": "a"}] * count}
+
+
+async def test_chat_completions_past_8192_content_parts_is_400_naming_messages(
+    sdk: openai.AsyncOpenAI,
+) -> None:
+    # 2,048 messages of 17 tiny parts fit in 1 MB and held the event loop for 0.5 s and more.
+    served = await sdk.chat.completions.create(model="scripted", messages=[_parts(4)] * 2048)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await sdk.chat.completions.create(
+            model="scripted", messages=[_parts(4)] * 2047 + [_parts(5)]
+        )
+
+    assert served.choices[0].message.content
+    assert refused.value.body == {
+        "message": "Invalid 'messages': too many content parts. Expected at most 8192 content "
+        "parts across all messages, but got 8193 instead.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "content_parts_above_max",
+    }
+
+
+async def test_responses_past_8192_content_parts_is_400_naming_input(
+    sdk: openai.AsyncOpenAI,
+) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        await sdk.responses.create(model="scripted", input=[_parts(17, "input_text")] * 500)
+
+    error: Any = refused.value.body
+    assert (error["code"], error["param"]) == ("content_parts_above_max", "input")
+
+
+@pytest.mark.parametrize(("path", "field"), [("/api/chat", "content"), ("/api/ui/chat", "parts")])
+async def test_the_native_turn_routes_count_content_parts_before_reading_them(
+    make_api: MakeApi, app_settings: Settings, path: str, field: str
+) -> None:
+    # Parts no route would take: the count answers first, so nothing read them.
+    settings = app_settings.model_copy(update={"max_content_parts": 3})
+    async with make_api(settings) as api:
+        message = {"role": "user", field: [{"type": 7}] * 2}
+        response = await api.post(path, json={"messages": [message] * 2})
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "content_parts_above_max"
+    assert response.json()["error"]["param"] == "messages"

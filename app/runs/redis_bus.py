@@ -223,10 +223,11 @@ class RedisBus:
         self._tell_gap()
 
     def _refused(self, exc: Exception) -> bool:
-        """A Redis that refused our credentials or is loading its data answered: the
-        breaker hears it (and says so once) rather than this bus at every attempt."""
+        """A Redis that is down, refused our credentials or is loading its data: the
+        breaker hears it (and says so once, and once more when Redis answers again)
+        rather than this bus at every reconnect and every reader's subscription."""
         failure = failure_of(exc)
-        if failure not in ("auth_failed", "loading"):
+        if failure is None:
             return False
         self._outage.failed(type(exc).__name__, failure)
         return True

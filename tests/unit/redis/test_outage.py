@@ -20,6 +20,7 @@ from app.limits.redis_backend import RedisBackend
 from app.redis.outage import RedisOutage, RedisSkipped
 from app.runs.redis_bus import RedisBus
 from tests.e2e.redis_server import loading_redis, own_redis
+from tests.support.ports import closed_port
 
 
 class Clock:
@@ -295,3 +296,38 @@ async def test_the_bus_refused_by_redis_tells_the_breaker_instead_of_warning_at_
     assert [r.getMessage() for r in caplog.records if r.name == "chat_bff.runs"] == []
     assert [level for level, _ in told(caplog)] == ["ERROR"]
     assert outage.state == "auth_failed"
+
+
+class CountingBus(RedisBus):
+    """A bus whose listener pauses not at all between reconnects, and counts them."""
+
+    attempts = 0
+    enough = asyncio.Event()
+
+    async def _pause(self, failures: int) -> None:
+        self.attempts += 1
+        if self.attempts >= 20:
+            self.enough.set()
+        await asyncio.sleep(0)
+
+
+async def test_a_bus_whose_redis_is_down_tells_the_breaker_once_not_at_each_reconnect(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    outage = RedisOutage(2.0)
+    url = f"redis://127.0.0.1:{closed_port()}/0"
+    bus = CountingBus.from_url(url, timeout=0.5, prefix="test:", outage=outage)
+    assert isinstance(bus, CountingBus)
+    bus.enough = asyncio.Event()
+    try:
+        with caplog.at_level(logging.INFO):
+            for _ in range(10):  # ten readers of a run while Redis is down
+                async with bus.subscribe("run:1"):
+                    pass
+            await asyncio.wait_for(bus.enough.wait(), 10)  # twenty reconnects tried
+    finally:
+        await bus.aclose()
+
+    assert [r.getMessage() for r in caplog.records if r.name == "chat_bff.runs"] == []
+    assert [level for level, _ in told(caplog)] == ["WARNING"]
+    assert outage.state == "unreachable"

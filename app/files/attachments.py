@@ -195,10 +195,6 @@ class Attachments:
             raise NotFound(f"No file {data.id!r}.", param="file_id")
         return FileData(id=record.id, name=record.name, mimeType=record.media_type)
 
-    async def attach(self, owner_id: str, file_ids: list[str], conversation_id: str) -> None:
-        async with self.files.db.write() as tx:
-            await tx.files.attach(owner_id, file_ids, conversation_id)
-
     # -- for the model ----------------------------------------------------------------
 
     async def for_model(

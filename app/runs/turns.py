@@ -27,7 +27,7 @@ from app.domain.parts import (
     cancel_unfinished,
 )
 from app.domain.stream import ToolSpec
-from app.files.attachments import Attachments
+from app.files.attachments import Admission, Attachments
 from app.runs.active import ActiveRun, RunRequest, new_run_id
 from app.runs.decided import decided_parts
 from app.runs.handle import RunHandle
@@ -355,31 +355,26 @@ class Runs:
         if self._typed_answers is not None:  # "yes" to the waiting approval decides it
             await self._typed_answers.apply(caller, conversation_id, content)
         request = self._request(caller, conversation, turn, truncated=truncated)
-        user, file_ids = await self._admit(caller, user, request)
         run_id = new_run_id()
         if keep is not None:
             prepare = _keeping(keep, run_id, truncated, prepare)
-        run = await self.manager.start_in_conversation(
-            request, conversation_id, user, prepare=prepare, run_id=run_id
-        )
+        if self._attachments is None:
+            files = None
+        else:
+            files = await self._attachments.stage(caller.user_id, [user], request.model)
+            user = files.messages[0]
+            if files.file_ids:
+                prepare = _recording(files, conversation_id, prepare)
+        try:
+            run = await self.manager.start_in_conversation(
+                request, conversation_id, user, prepare=prepare, run_id=run_id
+            )
+        finally:
+            if files is not None:
+                await files.settle()
         assert run is not None
-        await self._attach(caller, file_ids, conversation_id)
         run.truncated_input = truncated
         return self._handle(run, request)
-
-    async def _admit(
-        self, caller: Caller, user: Message, request: RunRequest
-    ) -> tuple[Message, list[str]]:
-        """The user message with its file parts resolved (`Attachments.admit`)."""
-        if self._attachments is None:
-            return user, []
-        admitted, file_ids = await self._attachments.admit(caller.user_id, [user], request.model)
-        return admitted[0], file_ids
-
-    async def _attach(self, caller: Caller, file_ids: list[str], conversation_id: str) -> None:
-        """Files a conversation's message carries are tied to it: purging it removes them."""
-        if self._attachments is not None and file_ids:
-            await self._attachments.attach(caller.user_id, file_ids, conversation_id)
 
     async def _continuation(self, caller: Caller, conversation_id: str) -> TurnInput:
         """The client tools of the turn being continued: the model must see them again
@@ -429,6 +424,18 @@ class Runs:
 
     def _handle(self, run: ActiveRun, request: RunRequest) -> RunHandle:
         return RunHandle(run, self, model_id=request.model.id)
+
+
+def _recording(files: Admission, conversation_id: str, then: Prepare | None) -> Prepare:
+    """`then` (if any), with the message's staged files recorded and all its files tied
+    to the conversation (a purge removes them) in the claim's transaction: a turn
+    refused or failed there (`run_active`, a repeat under its key) leaves no file."""
+
+    async def prepare(tx: Tx) -> bool:
+        await files.record(tx, conversation_id)
+        return True if then is None else await then(tx)
+
+    return prepare
 
 
 def _keeping(keep: KeepStart, run_id: str, truncated: bool, then: Prepare | None) -> Prepare:

@@ -1,5 +1,6 @@
 """Inline files (`input_file` `file_data`) added as items, with `conversations.create(items=)`
-or `items.create`: stored once, and only when what refers to them is.
+or `items.create`, or sent in a conversation's Responses turn: stored once, and only when
+what refers to them is.
 
 A keyed repeat answers the first request's items and stores no second file; a request
 that fails once its file's bytes are written (the conversation busy, the database lost
@@ -106,5 +107,39 @@ async def test_items_whose_transaction_fails_after_the_file_is_written_leave_no_
     created = await api.post("/v1/conversations", json={"items": [ITEM]}, headers=headers)
 
     assert failed.status_code == created.status_code == 503, failed.text
+    assert await files_kept(api) == 0
+    assert blobs(app_settings) == []
+
+
+async def test_a_turn_refused_while_a_run_is_active_leaves_no_file(
+    api: ApiClient, app_settings: Settings
+) -> None:
+    conversation_id = await _conversation(api)
+    async with api.services.db.sessions.begin() as session:
+        await ConversationRepo(session).claim_active_run(
+            api.services.settings.local_user_id, conversation_id, "run_live"
+        )
+
+    body = {"model": "scripted", "conversation": conversation_id, "input": [ITEM]}
+    refused = await api.post("/v1/responses", json=body)
+
+    assert refused.status_code == 409, refused.text
+    assert await files_kept(api) == 0
+    assert blobs(app_settings) == []
+
+
+async def test_a_turn_whose_transaction_fails_after_the_file_is_written_leaves_no_file(
+    api: ApiClient, app_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversation_id = await _conversation(api)
+
+    async def lost(*_args: Any, **_kwargs: Any) -> None:
+        raise Unavailable("The database went away.")
+
+    monkeypatch.setattr(MessageRepo, "append", lost)
+    body = {"model": "scripted", "conversation": conversation_id, "input": [ITEM]}
+    failed = await api.post("/v1/responses", json=body, headers={"Idempotency-Key": "turn-1"})
+
+    assert failed.status_code == 503, failed.text
     assert await files_kept(api) == 0
     assert blobs(app_settings) == []

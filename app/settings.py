@@ -241,8 +241,12 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
     idempotency_key_ttl_seconds: float = Field(
         default=86_400.0,
         gt=0,
+        # 30 days: a retry comes within minutes; a longer life only keeps what was created
+        # (past ~2.5e11 s the expiry cannot even be computed, every keyed create a 500).
+        le=30 * 86_400,
         description="How long the outcome of a create sent with an Idempotency-Key is kept: "
-        "a repeat within this time answers it again instead of creating anything.",
+        "a repeat within this time answers it again instead of creating anything "
+        "(at most 30 days).",
     )
 
     # --- tools -----------------------------------------------------------------------

@@ -144,6 +144,15 @@ def test_a_number_out_of_range_is_named(problems: Problems, name: str, value: st
     assert line.startswith(f"{name}: Input should be greater than")
 
 
+def test_an_idempotency_key_lifetime_past_30_days_is_refused_at_start(
+    problems: Problems,
+) -> None:
+    # Far past it, the keys' expiry could not be computed: every keyed create was a 500.
+    assert problems(IDEMPOTENCY_KEY_TTL_SECONDS="1e12") == [
+        "IDEMPOTENCY_KEY_TTL_SECONDS: Input should be less than or equal to 2592000"
+    ]
+
+
 def test_a_number_that_is_not_a_number_is_named(problems: Problems) -> None:
     assert problems(MAX_ITERATIONS="many") == [
         "MAX_ITERATIONS: Input should be a valid integer, unable to parse string as an integer"

@@ -21,6 +21,12 @@ from app.runs.journal import RunJournal
 log = logging.getLogger("chat_bff.runs")
 
 
+def renewal_interval(lease_seconds: float) -> float:
+    """How often leases are renewed (and cancels kept on run rows applied): a third of the
+    lease, so two renewals may fail before it lapses."""
+    return max(lease_seconds / 3, 0.05)
+
+
 class Holder(Protocol):
     """The run manager, as the lease keeper sees it."""
 
@@ -82,7 +88,7 @@ class LeaseKeeper:
                 await self._task
 
     async def _keep(self) -> None:
-        interval = max(self._lease / 3, 0.05)
+        interval = renewal_interval(self._lease)
         while True:
             await asyncio.sleep(interval)
             try:

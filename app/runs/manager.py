@@ -72,6 +72,7 @@ class RunManager:
         self._router = router
         self._usage: UsageBook | NoUsage = usage or NoUsage()
         self._journal = journal
+        self._lease = lease_seconds
         self._tools = tools
         self._limits = limits
         self._hooks: RunHooks = hooks or NoHooks()
@@ -376,7 +377,9 @@ class RunManager:
             # run's row in any case (read at the owner's next lease renewal).
             if self._remote is not None:
                 return await self._remote.cancel(owner_id, run_id, conversation_id)
-            return await cancel_by_row(self._journal, owner_id, run_id, conversation_id)
+            return await cancel_by_row(
+                self._journal, owner_id, run_id, conversation_id, lease_seconds=self._lease
+            )
         if run.task is not None and not run.task.done():
             _stop(run)
             with contextlib.suppress(asyncio.CancelledError):

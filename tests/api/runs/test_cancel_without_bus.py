@@ -51,3 +51,20 @@ async def test_a_cancel_the_owner_has_not_applied_yet_is_a_retryable_503(
         assert response.json()["error"]["code"] == "run_unreachable"
         assert int(response.headers["Retry-After"]) >= 1
         assert (await conversation(b, cid))["active_run_id"] == started["run_id"]
+
+
+async def test_a_cancel_is_waited_for_until_the_owners_next_lease_renewal(
+    make_api: MakeApi, app_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shortest wait (10 s, here 1 s) is shorter than the time to the owner's next
+    # renewal (a third of RUN_LEASE_SECONDS, here 3 s): the sender waits for it.
+    monkeypatch.setattr(kept_cancel, "CANCEL_WAIT_SECONDS", 1.0)
+    two = instances(make_api, app_settings, redis_url=None, run_lease_seconds=9.0)
+    async with two as (a, b):
+        cid, started = await streaming(a, delay_ms=200)
+
+        response = await b.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+        assert response.status_code == 200, response.text
+        assert response.json()["status"] == "cancelled"
+        assert (await conversation(b, cid))["active_run_id"] is None

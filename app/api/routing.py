@@ -25,6 +25,9 @@ parts of all its messages together are counted too: past `MAX_CONTENT_PARTS` (de
 8192, four a message at the message cap) a 400 `content_parts_above_max` naming the list,
 since 2,048 messages of 17 tiny text parts (just under 1 MB) held the loop for 0.5 s and
 more (each part validated twice and built into our own part).
+A body larger than `OFF_LOOP_BYTES` (256 KiB) is parsed and checked in a worker thread, so
+the process goes on answering its other requests meanwhile; near the caps that read is a
+quarter of the time the loop was held (validation and translation are the rest).
 
 A body nested deeper than `MAX_DEPTH` is a 400 `invalid_request` saying so: far beyond any
 real tool schema or payload, and well inside what every later encoder of it can write; also
@@ -39,6 +42,7 @@ import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import anyio.to_thread
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi import routing as fastapi_routing
 from fastapi.routing import APIRoute
@@ -53,6 +57,7 @@ from app.translate.data_url import inline_file_chars
 MAX_DEPTH = 100
 HISTORY_FIELDS = ("messages", "input")  # the top-level lists a turn's history comes in
 PART_FIELDS = ("content", "parts")  # a message's list of content parts
+OFF_LOOP_BYTES = 256 * 1024  # a larger body is parsed and checked in a worker thread
 TOO_DEEP = f"The JSON body nests deeper than {MAX_DEPTH} levels."
 
 
@@ -85,24 +90,31 @@ class ValidTextRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            try:
-                text = jsontext.decode(body)
-                self._within_cap(len(body), text)
-                value = jsontext.loads(text)
-            except RecursionError:
-                raise HTTPException(400, TOO_DEEP) from None
-            except json.JSONDecodeError:
-                raise
-            except ValueError as exc:  # not UTF-8; an integer of too many digits
-                # FastAPI answers a JSONDecodeError as invalid JSON, any other error vaguely.
-                raise json.JSONDecodeError(str(exc), "", 0) from exc
-            self._within_history_cap(value)
-            if jsontext.may_nest_deeper(text, MAX_DEPTH) and jsontext.depth(value) > MAX_DEPTH:
-                # FastAPI passes an HTTPException through; any other error becomes a vague 400.
-                raise HTTPException(400, TOO_DEEP)
-            # Most bodies hold no string to fix: the text says so without a walk.
-            self._json = value if json_text_valid(text) else valid_json(value)
+            if len(body) > OFF_LOOP_BYTES:  # held the loop for tens of milliseconds
+                self._json = await anyio.to_thread.run_sync(self._parsed, body)
+            else:
+                self._json = self._parsed(body)
         return self._json
+
+    def _parsed(self, body: bytes) -> Any:
+        """The body's JSON, capped, checked and made valid text (see the module doc)."""
+        try:
+            text = jsontext.decode(body)
+            self._within_cap(len(body), text)
+            value = jsontext.loads(text)
+        except RecursionError:
+            raise HTTPException(400, TOO_DEEP) from None
+        except json.JSONDecodeError:
+            raise
+        except ValueError as exc:  # not UTF-8; an integer of too many digits
+            # FastAPI answers a JSONDecodeError as invalid JSON, any other error vaguely.
+            raise json.JSONDecodeError(str(exc), "", 0) from exc
+        self._within_history_cap(value)
+        if jsontext.may_nest_deeper(text, MAX_DEPTH) and jsontext.depth(value) > MAX_DEPTH:
+            # FastAPI passes an HTTPException through; any other error becomes a vague 400.
+            raise HTTPException(400, TOO_DEEP)
+        # Most bodies hold no string to fix: the text says so without a walk.
+        return value if json_text_valid(text) else valid_json(value)
 
     def _within_history_cap(self, value: Any) -> None:
         cap: int | None = getattr(self.app.state, "max_messages", None)

@@ -17,8 +17,9 @@ arguments (as asked when the retry sends none, else the edited ones, scope re-pi
 The decision is committed before the tool runs and its outcome is stored after, so an
 outage or a crash in between leaves the call decided, its outcome unknown and its part
 waiting for ever. The same decision sent again once the first attempt cannot still be
-running (past the call's timeout and `LOST_AFTER_SECONDS`) closes the call with an error
-saying so (`lost_outcome`; a rejection with the rejection), and the conversation goes on.
+running (past the call's timeout and `LOST_AFTER`, as for a lost answer) closes the call
+with an error saying so (`lost_outcome`; a rejection with the rejection), and the
+conversation goes on.
 Another decision sent then closes the call as well (the card stops waiting) and is refused
 as above. The tool is never run again: it may have run.
 """
@@ -30,14 +31,12 @@ from typing import Any, Literal
 
 from app.domain.tooling import ToolOutcome
 from app.store.repos.approvals import ApprovalRecord
-from app.toolruntime.outcomes import REJECTED, error_outcome
+from app.toolruntime.outcomes import LOST_AFTER, REJECTED, error_outcome
 from app.tools.base import ServerTool, visible_args
 from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
 
 Decision = Literal["approve", "reject"]
 DECIDED = frozenset({"approved", "rejected"})  # what a human decided (not cancelled, expired)
-# Beyond the call's timeout: the first attempt stores its outcome well within this.
-LOST_AFTER_SECONDS = 60.0
 LOST = (
     "The service was interrupted after this call was approved and before its outcome was "
     "stored, so it may or may not have run; check before asking for it again."
@@ -80,7 +79,7 @@ def lost_outcome(
     stored); None while the attempt that decided it may still be running it."""
     if record.outcome_status is not None or record.decided_at is None:
         return None
-    if now < record.decided_at + timedelta(seconds=timeout + LOST_AFTER_SECONDS):
+    if now < record.decided_at + timedelta(seconds=timeout) + LOST_AFTER:
         return None
     shown = visible_args(tool, record.args) if tool is not None else None
     if record.status == "rejected":

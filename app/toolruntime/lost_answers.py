@@ -9,7 +9,7 @@ client's retry, or another answer) settles the card first:
     (the tool asked again)                   again; nothing was lost)          call ended
     the answered one itself                  an error the model reads: the     once the tool's
                                              result was lost, the tool may     time limit (and
-                                             have acted                        a margin) passed
+                                             have acted                        `LOST_AFTER`) passed
                                                                                since the answer
 
 Before that time the answering request may still be calling the tool, and its own rewrite
@@ -25,6 +25,7 @@ from app.domain.events import PartChange
 from app.domain.parts import Elicitation, ToolPart
 from app.store.database import Database
 from app.store.repos.elicitations import ElicitationRecord
+from app.toolruntime.outcomes import LOST_AFTER
 from app.toolruntime.settled_parts import CardAudit, settle_card
 from app.toolruntime.stored_parts import find_part, rewrite_part
 
@@ -32,8 +33,6 @@ LOST = (
     "The answer reached the tool, but its result was lost in a database outage: the tool "
     "may or may not have acted."
 )
-# Past the tool's own time limit: the write that follows the call has long been tried.
-MARGIN = timedelta(seconds=30)
 
 
 def lost_card(part: ToolPart) -> ToolPart:
@@ -78,7 +77,7 @@ async def settle_lost(
             id=latest.id, message=latest.message, requestedSchema=latest.requested_schema
         )
         change, outcome = (lambda p: waiting_on(p, asked)), "asked_again"
-    elif (now or datetime.now(UTC)) >= record.answered_at + timedelta(seconds=time_limit) + MARGIN:
+    elif (now or datetime.now(UTC)) >= _lost_at(record.answered_at, time_limit):
         change, outcome = lost_card, "lost"
     else:
         return False  # the answering request may still be calling the tool
@@ -111,3 +110,8 @@ def _waits_on(part: ToolPart, elicitation_id: str) -> bool:
     return (
         part.data.status == "waitingSubmission" and asked is not None and asked.id == elicitation_id
     )
+
+
+def _lost_at(answered_at: datetime, time_limit: float) -> datetime:
+    """When an answered call whose card still waits has lost its result."""
+    return answered_at + timedelta(seconds=time_limit) + LOST_AFTER

@@ -4,6 +4,7 @@ runs at when a human lets it run later."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any, Protocol
 
 from app.domain.identity import Caller
@@ -12,6 +13,11 @@ from app.domain.tooling import CallSite, ToolOutcome
 from app.tools.base import result_to_json
 
 REJECTED = "rejected by the user"
+# A call decided (approved, rejected) or answered whose outcome is still not stored this
+# long past the tool's own time limit, counted from the decision or the answer, lost it
+# (an outage between calling the tool and storing what it did): the request that called
+# the tool has long stored its outcome or failed. Before that it may still be running.
+LOST_AFTER = timedelta(seconds=60)
 
 
 def error_outcome(message: str, *, args: dict[str, Any] | None = None, **extra: Any) -> ToolOutcome:

@@ -5,7 +5,7 @@ error the model reads (the result was lost), and the conversation continues."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select, update
@@ -123,3 +123,24 @@ async def test_an_answer_without_its_question_after_a_lost_second_question_answe
     waiting = (await stored_part(client, cid))["data"]
     assert waiting["status"] == "waitingSubmission" and waiting["elicitation"]["id"] != first
     assert await audited(client) == [("elicitation.accept", "asked_again")]
+
+
+async def test_a_lost_result_is_settled_no_sooner_than_a_lost_decision_would_be(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same margin past the tool's time limit as a decision's (60 s): 45 s past it,
+    the answering request may still be storing its result."""
+    cid, call_id, first = await asked(client)
+    body = {"elicitation_id": first, **colour("green")}
+    await answered_in_outage(client, monkeypatch, cid, call_id, body)
+    async with client.services.db.write() as tx:
+        await tx.session.execute(
+            update(ElicitationRow)
+            .where(ElicitationRow.answered_at.is_not(None))
+            .values(answered_at=datetime.now(UTC) - timedelta(seconds=30 + 45))
+        )
+
+    early = (await answer(client, cid, call_id, 409, **body))["error"]
+
+    assert (early["code"], early["run_id"]) == ("already_answered", None)
+    assert (await stored_part(client, cid))["data"]["status"] == "waitingSubmission"

@@ -366,22 +366,28 @@ class McpServer:
         once the connection is left: raised inside, the SDK's task groups wrap it in an
         exception group, which the runtime reads as a crash ("failed unexpectedly", the
         server's message lost). A connection lost mid-call ends the SDK's scope around the
-        call; what its close raises then is the connection's failure."""
+        call; what its close raises then is the connection's failure. Once the result has
+        arrived, the call succeeded whatever the close raises (logged): the model, told
+        otherwise, might call a tool that changed data again."""
         gone = ToolFailure(f"The MCP server `{self.name}` went away during the call.")
         ended: ToolFailure | InputRequired = gone
+        arrived: list[Any] = []  # the result, once the server sent it
         try:
             async with self._caller_connection(headers) as connection:
                 try:
-                    return await connection.call(remote, arguments, answer)
+                    arrived.append(await connection.call(remote, arguments, answer))
                 except (ToolFailure, InputRequired) as exc:
                     ended = exc
-        except ToolFailure:
-            raise  # not reachable: the connection never opened
-        except Exception as exc:  # noqa: BLE001 - the connection broke under the call
-            log.info(
-                "MCP connection of a call broke",
-                extra={"mcp_server": self.name, "reason": describe(exc)},
-            )
+        except Exception as exc:  # the connection broke under the call, or on closing
+            if isinstance(exc, ToolFailure) and not arrived:
+                raise  # not reachable: the connection never opened
+            reason = {"mcp_server": self.name, "reason": describe(exc)}
+            if arrived:
+                log.warning("MCP connection failed to close after a call's result", extra=reason)
+            else:
+                log.info("MCP connection of a call broke", extra=reason)
+        if arrived:
+            return arrived[0]
         raise ended
 
     @contextlib.asynccontextmanager

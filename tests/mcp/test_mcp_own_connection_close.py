@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from app.mcp import server as mcp_server
+from app.mcp.closing import leave
 from tests.mcp.conftest import HttpServer, Mount, http_config
 from tests.mcp.test_mcp_user_headers import HEADERS, _forwarder
 from tests.tools.conftest import ALICE
@@ -21,10 +22,9 @@ async def test_a_result_that_arrived_stands_though_closing_its_connection_fails(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     mounted = await mount(http_config(http_server, user_headers=HEADERS), forwarder=_forwarder())
-    closing = mcp_server.leave
 
     async def failing_close(*args: Any, **kwargs: Any) -> bool:
-        suppressed = await closing(*args, **kwargs)
+        suppressed = await leave(*args, **kwargs)
         raise ConnectionResetError("reset while closing")
         return suppressed  # pragma: no cover
 

@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from app.auth.forwarding import Forwarder
+from app.auth.stream_tokens import derive_stream_key
 from app.mcp.config import parse_servers
 from app.routing.catalogue import capabilities_tool, routed_tools
 from app.routing.embeddings import LazyEmbeddings
@@ -24,6 +25,7 @@ from app.runs.turns import Runs
 from app.settings import Settings
 from app.store.database import Database
 from app.store.migrate import Migrations
+from app.toolruntime.answer_seal import AnswerSeal
 from app.toolruntime.background import BackgroundJobs
 from app.toolruntime.runtime import ServerToolRuntime
 from app.tools.access import ToolAccess
@@ -54,6 +56,7 @@ def build_tool_runtime(
             allow_bearer=settings.forward_bearer_tokens,
         ),
         background_timeout=settings.background_tool_timeout_seconds,
+        answer_seal=answer_seal(settings),
     )
     background = BackgroundJobs(
         db,
@@ -66,6 +69,16 @@ def build_tool_runtime(
     background.runner = runtime.execute
     runtime.background = background
     return runtime, background
+
+
+def answer_seal(settings: Settings) -> AnswerSeal:
+    """Answers to tools' questions are kept keyed with the stream tokens' key, when one is
+    stable across processes (else salted: see `app.toolruntime.answer_seal`)."""
+    jwt, explicit = settings.jwt_secret, settings.stream_token_secret
+    key, stable = derive_stream_key(
+        jwt.get_secret_value() if jwt else None, explicit.get_secret_value() if explicit else None
+    )
+    return AnswerSeal(key if stable else None)
 
 
 async def start_background(

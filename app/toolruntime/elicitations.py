@@ -51,7 +51,7 @@ from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
 from app.toolruntime.stored_parts import find_part, rewrite_part, standing, updated_part
 from app.tools.base import UserAnswer
-from app.tools.pinning import InvalidArguments, args_hash, pin_and_validate
+from app.tools.pinning import InvalidArguments, pin_and_validate
 
 Action = Literal["accept", "decline", "cancel"]
 
@@ -76,11 +76,6 @@ class AnswerResult:
     # Sent again: the conversation went on with a new user message, so no run continues
     # the call (`app.toolruntime.stored_parts.Standing`).
     moved_on: bool = False
-
-
-def answer_hash(action: Action, content: dict[str, Any] | None) -> str:
-    """What is kept of an answer to know it again (its content is never stored)."""
-    return args_hash({"action": action, "content": content})
 
 
 def check_content(schema: dict[str, Any], action: Action, content: dict[str, Any] | None) -> None:
@@ -113,6 +108,7 @@ class ElicitationService:
     def __init__(self, runtime: ServerToolRuntime) -> None:
         self.runtime = runtime
         self.db = runtime.db
+        self.seal = runtime.answer_seal
 
     async def answer(
         self,
@@ -140,9 +136,8 @@ class ElicitationService:
                 "No question of this tool call waits for an answer.",
                 code="submission_not_found",
             )
-        answered = answer_hash(action, content)
         if record.status == "answered":
-            return await self._replayed(record, answered)
+            return await self._replayed(record, action, content)
         if record.status != "pending":
             raise _answered(record)
         check_content(record.requested_schema, action, content)
@@ -158,13 +153,13 @@ class ElicitationService:
             raise Conflict(str(exc), code="tool_unavailable") from None
         async with self.db.write() as tx:
             claimed = await tx.elicitations.claim(
-                owner, record.id, action=action, answer_hash=answered
+                owner, record.id, action=action, answer_hash=self.seal.seal(action, content)
             )
         if not claimed:
             async with self.db.read() as tx:
                 latest = await tx.elicitations.get(owner, record.id)
             if latest is not None and latest.status == "answered":
-                return await self._replayed(latest, answered)
+                return await self._replayed(latest, action, content)
             raise Conflict("This question was already answered.", code="already_answered")
         answer = UserAnswer(action=action, content=content, state=record.state)
         outcome = await self.runtime.run_or_ask(
@@ -191,7 +186,7 @@ class ElicitationService:
         if record is None or record.conversation_id != conversation_id:
             raise NotFound("No such question waits for an answer.", code="submission_not_found")
         if again and record.status == "answered":
-            if record.answer_hash != answer_hash(action, content):
+            if not self.seal.matches(record.answer_hash, action, content):
                 raise _answered(record)
             return record
         if record.status != "pending":
@@ -199,12 +194,14 @@ class ElicitationService:
         check_content(record.requested_schema, action, content)
         return record
 
-    async def _replayed(self, record: ElicitationRecord, answered: str) -> AnswerResult:
+    async def _replayed(
+        self, record: ElicitationRecord, action: Action, content: dict[str, Any] | None
+    ) -> AnswerResult:
         """Where the call of a question answered so stands; 409 for another answer. A card
         the answer's outage left waiting on it is settled first (app.toolruntime.
         lost_answers)."""
         await self._settle_lost(record)
-        if record.answer_hash != answered:
+        if not self.seal.matches(record.answer_hash, action, content):
             raise _answered(record)
         async with self.db.read() as tx:
             found = await standing(tx.messages, record)

@@ -40,6 +40,7 @@ from app.domain.tooling import (
     ToolOutcome,
 )
 from app.store.database import Database
+from app.toolruntime.answer_seal import AnswerSeal
 from app.toolruntime.asking import ask_approval
 from app.toolruntime.audit import audit_call
 from app.toolruntime.outcomes import error_outcome, jsonable
@@ -84,8 +85,11 @@ class ServerToolRuntime:
         approval_ttl_seconds: float = 3600.0,
         forwarder: IdentityForwarder | None = None,
         background_timeout: float = 3600.0,
+        answer_seal: AnswerSeal | None = None,
     ) -> None:
         self.forwarder = forwarder
+        # What is kept of answers to tools' questions (`app.toolruntime.answer_seal`).
+        self.answer_seal = answer_seal or AnswerSeal()
         self.background_timeout = background_timeout
         # Set by the container; without it a long-running tool runs inside the turn.
         self.background: Background | None = None

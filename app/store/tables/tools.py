@@ -127,8 +127,9 @@ class ElicitationRow(Base):
     # pending -> answered | cancelled (its run was stopped)
     status: Mapped[str] = mapped_column(String(16))
     action: Mapped[str | None] = mapped_column(String(16))
-    # sha256 of the answer (action and content; the content itself is never stored): the
-    # same answer sent again is known (0016_elicitation_answer_hash)
+    # A keyed (or salted) hash of the answer, action and content (the content itself is
+    # never stored): the same answer sent again is known (0016_elicitation_answer_hash,
+    # `app.toolruntime.answer_seal`)
     answer_hash: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     answered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -119,10 +119,20 @@ async def decide_in_conversation(
 ) -> RunHandle:
     """Decide the conversation's approvals the input answers; the run that continues it."""
     answers = _answers(items)
+    settled: set[str] = set()  # decided before, their outcome lost: closed now
     for answer in answers:
         record = await approvals.get(caller, answer.approval_id)  # another user's: 404
         if record.conversation_id != conversation_id:
             raise _not_found()
+        if await approvals.settle_lost(caller, record):
+            if record.status != ("approved" if answer.approve else "rejected"):
+                raise Conflict(  # the card is settled; the decision stays the one taken
+                    "This approval was already decided.",
+                    code="already_decided",
+                    decision=record.status,
+                )
+            settled.add(record.id)
+            continue
         approvals.ensure_open(record)  # decided or expired: 409 before anything is decided
     answered = {a.approval_id for a in answers}
     waiting = [
@@ -137,7 +147,7 @@ async def decide_in_conversation(
             code="approval_pending",
             approval_id=waiting[0],
         )
-    for answer in answers:
+    for answer in (a for a in answers if a.approval_id not in settled):
         await approvals.decide(
             caller,
             answer.approval_id,

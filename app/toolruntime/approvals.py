@@ -287,6 +287,19 @@ class ApprovalService:
         latest = await self.get(caller, record.id)
         return DecisionResult(latest, part, ready, replayed=True)
 
+    async def settle_lost(self, caller: Caller, record: ApprovalRecord) -> bool:
+        """Close the call of a decided approval whose outcome an outage lost, for a path
+        that decides without `replay` (an `mcp_approval_response`); True when it did, and
+        the conversation may go on."""
+        if record.status not in DECIDED or record.conversation_id is None:
+            return False
+        async with self.db.read() as tx:
+            found = await standing(tx.messages, record)
+        if found is None or found.part.data.status != "waitingConfirmation":
+            return False
+        tool = self.runtime.catalog.registry.get(record.tool_name)
+        return await self._close_lost(caller, record, tool) is not None
+
     def ensure_open(self, record: ApprovalRecord) -> None:
         """409 `approval_expired` / `already_decided` unless the approval can be decided."""
         self._refuse_if_closed(record)

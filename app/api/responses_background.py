@@ -11,9 +11,11 @@ the instance that runs it). So a background response is a conversation turn:
                                and the last item, a user message, starts its turn
     store: false            -> 400: nothing could be retrieved (OpenAI answers the same)
 
-The conversation made for a request without one is an ordinary conversation of the
-caller's (listed, purgeable), marked `metadata.background_response: "true"`; a Response
-names it in `conversation`, so a client may continue it.
+The conversation made for a request without one is the caller's (retrievable,
+purgeable) but of kind `background_response`, which no conversation list shows (OpenAI's
+background responses make no conversation; a sidebar must not grow one). It is still
+marked `metadata.background_response: "true"`, and a Response names it in
+`conversation`, so a client may continue it.
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ async def hold_request(
         )
     async with db.write() as tx:
         record = await tx.conversations.create(
-            owner_id, model=model, system_prompt=system, metadata=dict(MARK)
+            owner_id,
+            model=model,
+            system_prompt=system,
+            metadata=dict(MARK),
+            kind="background_response",
         )
         for message in said[:-1]:
             await tx.messages.append(owner_id, record.id, message)

@@ -14,6 +14,8 @@ from app.domain.messages import Message
 from app.domain.tooling import ConversationMode
 
 ArchivedFilter = Literal["false", "true", "all"]
+# `background_response`: made to hold a background response sent without a conversation.
+ConversationKind = Literal["chat", "background_response"]
 
 
 @dataclass(frozen=True, slots=True)

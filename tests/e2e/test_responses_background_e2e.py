@@ -180,6 +180,27 @@ async def test_a_refused_background_response_leaves_no_conversation_behind(
     assert after == before
 
 
+async def test_a_background_response_without_a_conversation_adds_none_to_the_sidebar(
+    client: openai.AsyncOpenAI,
+) -> None:
+    api = str(client.base_url).removesuffix("v1/") + "api/conversations"
+    async with httpx.AsyncClient() as http:
+        created = await client.responses.create(
+            model="scripted", input="hello there", background=True
+        )
+        done = await _until_ended(client, created.id)
+        listed = (await http.get(api, params={"archived": "all"})).json()
+
+        assert listed["data"] == []
+        assert (done.status, done.output_text) == ("completed", "Hello from chat-bff.")
+        assert done.conversation is not None
+        held = await client.conversations.retrieve(done.conversation.id)
+        assert held.metadata == {"background_response": "true"}
+        await client.conversations.delete(held.id)
+        with pytest.raises(openai.NotFoundError):
+            await client.responses.retrieve(created.id)
+
+
 @pytest.mark.postgres
 async def test_a_background_response_started_on_a_is_retrieved_resumed_and_cancelled_on_b(
     launch: Launch, tmp_path: Path, postgres_url: str

@@ -33,14 +33,14 @@ def test_migrate_upgrades_the_core_and_the_example_in_development(tmp_path: Path
     result = _cli(tmp_path, "migrate")
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "database at 0018_idempotency_conversation, graph_0001"
+    assert result.stdout.strip() == "database at 0019_conversation_kind, graph_0001"
 
 
 def test_migrate_leaves_the_example_out_where_it_is_off(tmp_path: Path) -> None:
     result = _cli(tmp_path, "migrate", EXAMPLE_TOOLS_ENABLED="false")
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "database at 0018_idempotency_conversation"
+    assert result.stdout.strip() == "database at 0019_conversation_kind"
 
 
 def test_migrate_down_to_base_empties_the_schema(tmp_path: Path) -> None:

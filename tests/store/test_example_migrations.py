@@ -58,7 +58,7 @@ async def test_a_fresh_database_without_the_example_has_no_graph_tables(
     await upgrade_database(engine, EXAMPLE_OFF)
 
     assert await tables(engine) == CORE_TABLES
-    assert await current_revisions(engine) == ("0018_idempotency_conversation",)
+    assert await current_revisions(engine) == ("0019_conversation_kind",)
 
 
 async def test_a_fresh_database_with_the_example_gets_its_tables_from_its_branch(
@@ -67,7 +67,7 @@ async def test_a_fresh_database_with_the_example_gets_its_tables_from_its_branch
     await upgrade_database(engine, EXAMPLE_ON)
 
     assert await tables(engine) == CORE_TABLES | GRAPH_TABLES
-    assert await current_revisions(engine) == ("0018_idempotency_conversation", "graph_0001")
+    assert await current_revisions(engine) == ("0019_conversation_kind", "graph_0001")
     assert await differences(engine, target_metadata(), GraphBase.metadata) == []
 
 
@@ -79,7 +79,7 @@ async def test_an_old_database_upgrades_with_the_example_on_and_keeps_its_graph(
     await upgrade_database(engine, EXAMPLE_ON)
 
     assert await _graph_rows(engine) == rows
-    assert await current_revisions(engine) == ("0018_idempotency_conversation", "graph_0001")
+    assert await current_revisions(engine) == ("0019_conversation_kind", "graph_0001")
     assert await differences(engine, target_metadata(), GraphBase.metadata) == []
 
 
@@ -91,7 +91,7 @@ async def test_an_old_database_upgrades_with_the_example_off_and_keeps_its_graph
     await upgrade_database(engine, EXAMPLE_OFF)
 
     assert await _graph_rows(engine) == rows
-    assert await current_revisions(engine) == ("0018_idempotency_conversation",)
+    assert await current_revisions(engine) == ("0019_conversation_kind",)
 
 
 async def test_switching_the_example_off_keeps_its_tables_and_still_migrates(
@@ -104,4 +104,4 @@ async def test_switching_the_example_off_keeps_its_tables_and_still_migrates(
     await upgrade_database(engine, EXAMPLE_OFF)
 
     assert await _graph_rows(engine) == [("node", "Ada")]
-    assert await current_revisions(engine) == ("0018_idempotency_conversation", "graph_0001")
+    assert await current_revisions(engine) == ("0019_conversation_kind", "graph_0001")

@@ -41,11 +41,7 @@ async def test_upgrade_takes_an_empty_database_to_the_cores_head(
 ) -> None:
     await upgrade_database(empty_engine)
 
-    assert (
-        await current_revisions(empty_engine)
-        == head_revisions()
-        == ("0018_idempotency_conversation",)
-    )
+    assert await current_revisions(empty_engine) == head_revisions() == ("0019_conversation_kind",)
     assert await tables(empty_engine) == CORE_TABLES
 
 
@@ -257,3 +253,39 @@ async def test_events_stored_one_row_each_before_0013_replay_the_same_bytes_afte
             )
         ).all()
     assert after_downgrade == before
+
+
+async def test_background_response_conversations_before_0019_leave_the_list_after_it(
+    empty_engine: AsyncEngine,
+) -> None:
+    await upgrade_database(empty_engine, revision="0018_idempotency_conversation")
+    now = datetime.now(UTC)
+    marks = {
+        "conv_held": {"background_response": "true"},
+        "conv_chat": {"topic": "background_response"},
+        "conv_plain": {},
+    }
+    async with empty_engine.begin() as conn:
+        for cid, metadata in marks.items():
+            await conn.execute(
+                text(
+                    "INSERT INTO conversations (id, owner_id, scope, metadata, created_at, "
+                    "updated_at, message_count) VALUES (:id, 'alice', '{}', :metadata, :at, "
+                    ":at, 0)"
+                ),
+                {"id": cid, "metadata": json.dumps(metadata), "at": now},
+            )
+
+    await upgrade_database(empty_engine)
+    async with Database(empty_engine).read() as tx:
+        listed = await tx.conversations.list("alice", archived="all")
+        held = await tx.conversations.get("alice", "conv_held")
+    assert sorted(r.id for r in listed.items) == ["conv_chat", "conv_plain"]
+    assert held.metadata == {"background_response": "true"}
+
+    await downgrade_database(empty_engine, revision="0018_idempotency_conversation")
+    async with empty_engine.connect() as conn:
+        found = await conn.execute(text("SELECT * FROM conversations ORDER BY id"))
+        columns, ids = found.keys(), [row.id for row in found]
+    assert ids == ["conv_chat", "conv_held", "conv_plain"]
+    assert "kind" not in columns

@@ -93,6 +93,8 @@ async def list_conversations(
         str | None, Query(max_length=200, description="Case-insensitive title search.")
     ] = None,
 ) -> ConversationList:
+    """Your conversations, newest first. One made to hold a background response sent
+    without a conversation (`POST /v1/responses`, `background: true`) is not listed."""
     async with db.read() as tx:
         page = await tx.conversations.list(
             caller.user_id, limit=limit, cursor=cursor, archived=archived, q=q

@@ -16,7 +16,12 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.domain.errors import InvalidRequest, NotFound
 from app.domain.tooling import ConversationMode
 from app.store.dialect_insert import conflict_insert
-from app.store.records import ArchivedFilter, ConversationPage, ConversationRecord
+from app.store.records import (
+    ArchivedFilter,
+    ConversationKind,
+    ConversationPage,
+    ConversationRecord,
+)
 from app.store.repos.keyset import cursor_id, cursor_instant
 from app.store.repos.rowcount import rowcount
 from app.store.repos.turn_statements import CONVERSATION
@@ -84,7 +89,9 @@ class ConversationRepo:
         mode: ConversationMode = "auto",
         scope: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
+        kind: ConversationKind = "chat",
     ) -> ConversationRecord:
+        """`kind="background_response"`: a conversation no list shows (`list`)."""
         now = utcnow()
         row = ConversationRow(
             id=new_id("conv"),
@@ -103,6 +110,7 @@ class ConversationRepo:
             next_position=0,
             last_message_preview=None,
             active_run_id=None,
+            kind=kind,
         )
         self._session.add(row)
         await self._session.flush()
@@ -172,8 +180,11 @@ class ConversationRepo:
         archived: ArchivedFilter = "false",
         q: str | None = None,
     ) -> ConversationPage:
-        """Newest first by (updated_at, id); `q` matches the title, case-insensitively."""
-        query = select(ConversationRow).where(ConversationRow.owner_id == owner_id)
+        """Newest first by (updated_at, id); `q` matches the title, case-insensitively.
+        Only chats: a conversation holding a background response is not listed."""
+        query = select(ConversationRow).where(
+            ConversationRow.owner_id == owner_id, ConversationRow.kind == "chat"
+        )
         if archived == "false":
             query = query.where(ConversationRow.archived_at.is_(None))
         elif archived == "true":

@@ -54,6 +54,10 @@ class ConversationRow(Base):
     # The position the next appended message takes (one past the last, superseded ones
     # included): the append's UPDATE of this row numbers its message, no MAX() read.
     next_position: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # `chat`, or `background_response` for the conversation holding a background response
+    # sent without one: stored (retrievable, cancellable, purged with its owner's data)
+    # but never in the owner's conversation list.
+    kind: Mapped[str] = mapped_column(String(32), server_default=text("'chat'"))
 
 
 class MessageRow(Base):

@@ -274,6 +274,32 @@ class Runs:
         )
         return self._handle(run, request) if run is not None else None
 
+    async def continue_held(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        turn: TurnInput,
+        *,
+        keep: KeepStart | None = None,
+    ) -> RunHandle:
+        """A run answering the conversation's stored history as it stands (its last
+        message the results of the client's tool calls), with this request's tools and
+        options; `keep` is told the run's id in the transaction that claims it."""
+        conversation = await self._conversation(caller, conversation_id)
+        request = self._request(caller, conversation, turn)
+        run_id = new_run_id()
+
+        async def prepare(tx: Tx) -> bool:
+            if keep is not None:
+                await keep(tx, run_id, False)
+            return True
+
+        run = await self.manager.start_in_conversation(
+            request, conversation_id, None, prepare=prepare, run_id=run_id
+        )
+        assert run is not None  # `prepare` always says the run is due
+        return self._handle(run, request)
+
     async def regenerate(
         self,
         caller: Caller,

@@ -34,6 +34,7 @@ SCRIPT = Script(
         # Far longer than any test: only a cancel ends this run before the test does.
         ScriptedTurn(match="^stall", stall_seconds=600.0, text="Never said."),
         ScriptedTurn(match="^hello", text="Hello from chat-bff."),
+        ScriptedTurn(after_tool="get_weather", text="Sunny it is, then."),
     ],
 )
 ENDED = {"completed", "failed", "cancelled", "incomplete"}
@@ -199,6 +200,54 @@ async def test_a_background_response_without_a_conversation_adds_none_to_the_sid
         await client.conversations.delete(held.id)
         with pytest.raises(openai.NotFoundError):
             await client.responses.retrieve(created.id)
+
+
+async def test_a_background_response_continues_from_the_clients_function_call_output(
+    client: openai.AsyncOpenAI,
+) -> None:
+    weather: Any = {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {}},
+    }
+    created = await client.responses.create(
+        model="scripted",
+        tools=[weather],
+        background=True,
+        input=[
+            {"role": "user", "content": "weather in Paris?"},
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "name": "get_weather",
+                "arguments": "{}",
+            },
+            {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+        ],
+    )
+
+    assert (created.status, created.background) == ("in_progress", True)
+    done = await _until_ended(client, created.id)
+    assert (done.status, done.output_text) == ("completed", "Sunny it is, then.")
+    assert [t.name for t in done.tools if t.type == "function"] == ["get_weather"]
+
+
+async def test_a_background_response_ending_with_an_assistant_message_names_input(
+    client: openai.AsyncOpenAI,
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.responses.create(
+            model="scripted",
+            background=True,
+            input=[
+                {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": "Hello from chat-bff."},
+            ],
+        )
+
+    error: Any = caught.value.body
+    assert error["param"] == "input"
+    assert "function_call_output" in error["message"]
 
 
 @pytest.mark.postgres

@@ -190,6 +190,8 @@ async def _background_turn(
         cid, content = await hold_request(db, caller.user_id, history, body.model)
         held_in.append(cid)
         try:
+            if content is None:  # the input ends with the client's tool outputs
+                return await runs.continue_held(caller, cid, turn, keep=keep)
             return await runs.send(caller, cid, content, turn, keep=keep)
         except BaseException:
             await let_go(db, caller.user_id, cid)

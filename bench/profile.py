@@ -1,15 +1,16 @@
 """Where chat-bff spends its CPU under one benchmark load: py-spy on the real process.
 
     .venv/bin/pip install py-spy        # not a project dependency
-    .venv/bin/python -m bench.profile chat|v1|nonstream|v1-nonstream|single|persisted [--seconds 8]
+    .venv/bin/python -m bench.profile KIND [--seconds 8]
 
 Starts the fake upstream and chat-bff (as `bench.run` does), warms up, then samples the
 service with `py-spy record --format raw` while driving the load, and prints the frames
 with the most samples: self (where the CPU is) and inclusive (which call paths).
-`chat`/`v1`: 50 concurrent streams of 200 chunks; `nonstream`/`v1-nonstream`: non-streaming
-/api/chat or /v1/chat/completions at concurrency 50; `single`: one 5-chunk stream at a
-time (the time-to-first-token path); `persisted`: conversation runs of 500 chunks, 20 at
-a time, on SQLite.
+`chat`/`v1`: 50 concurrent streams of 200 chunks; `paced`/`v1-paced`: 100 concurrent
+streams of 200 chunks paced 5 ms apart (each chunk its own read and write);
+`nonstream`/`v1-nonstream`: non-streaming /api/chat or /v1/chat/completions at
+concurrency 50; `single`: one 5-chunk stream at a time (the time-to-first-token path);
+`persisted`: conversation runs of 500 chunks, 20 at a time, on SQLite.
 Samples of idle threads (a thread pool worker waiting on its queue) are left out.
 """
 
@@ -71,7 +72,7 @@ async def profile(kind: str, seconds: float, top: int, keep: Path | None = None)
         service = await start_service(
             upstream=upstream,
             database_url=f"sqlite+aiosqlite:///{tmp / 'profile.db'}",
-            models_json=catalogue([(200, 0), (20, 0), (5, 0), (500, 0)]),
+            models_json=catalogue([(200, 0), (200, 5), (20, 0), (5, 0), (500, 0)]),
             app_spec=["app.main:app"],
             tag="profile",
             start_limit_s=120.0,  # a loaded machine starts slowly
@@ -88,6 +89,9 @@ async def profile(kind: str, seconds: float, top: int, keep: Path | None = None)
         elif kind == "single":
             requests = [target.request(port, 5, 0)] * 100_000
             concurrency, marker = 1, target.marker
+        elif kind.endswith("paced"):
+            requests = [target.request(port, 200, 5)] * 100_000
+            concurrency, marker = 100, target.marker
         else:
             requests = [target.request(port, 200, 0)] * 100_000
             concurrency, marker = 50, target.marker
@@ -122,7 +126,11 @@ async def profile(kind: str, seconds: float, top: int, keep: Path | None = None)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "kind", choices=["chat", "v1", "nonstream", "v1-nonstream", "single", "persisted"]
+        "kind",
+        choices=[
+            *("chat", "v1", "paced", "v1-paced", "nonstream", "v1-nonstream"),
+            *("single", "persisted"),
+        ],
     )
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--top", type=int, default=25)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from app.settings import Settings
-from tests.api.test_approvals import ADA, create, say
+from tests.api.test_approvals import ADA, create, node_names, say
 from tests.fakes.db import ApiClient, MakeApi
 
 TRIES = 6
@@ -39,16 +39,19 @@ def _cards(detail: dict[str, Any]) -> dict[str, Any]:
     return cards
 
 
+async def _queued(client: ApiClient) -> tuple[str, list[str]]:
+    """A propose-mode conversation whose queue holds the demo's three proposals."""
+    cid = await create(client, mode="propose")
+    await say(client, cid, ADA)
+    queue = (await client.get(f"/api/conversations/{cid}/proposals")).json()["data"]
+    return cid, [p["id"] for p in queue]
+
+
 async def test_an_approve_and_a_reject_at_once_settle_each_proposal_one_way(
     client: ApiClient,
 ) -> None:
     for _ in range(TRIES):
-        cid = await create(client, mode="propose")
-        await say(client, cid, ADA)
-        queued = [
-            p["id"]
-            for p in (await client.get(f"/api/conversations/{cid}/proposals")).json()["data"]
-        ]
+        cid, queued = await _queued(client)
 
         approved, rejected = await asyncio.gather(
             client.post(f"/api/conversations/{cid}/proposals/approve"),
@@ -70,3 +73,28 @@ async def test_an_approve_and_a_reject_at_once_settle_each_proposal_one_way(
                 assert shown["status"] == "success", shown
             if proposal_id in dropped:
                 assert shown["status"] == "cancelled", shown
+
+
+@pytest.mark.parametrize("chosen", [False, True], ids=["whole queue", "named ids"])
+async def test_of_two_approves_at_once_one_applies_and_the_other_is_409(
+    client: ApiClient, chosen: bool
+) -> None:
+    """The loser of two approves sent at once (a double click, two tabs) is told the queue
+    changed, on SQLite as on Postgres: it was a 200 with nothing applied on SQLite (the
+    loser read the queue after the winner committed), which a client shows as success."""
+    for _ in range(TRIES):
+        cid, queued = await _queued(client)
+        body = {"ids": queued} if chosen else None
+
+        answers = await asyncio.gather(
+            *(client.post(f"/api/conversations/{cid}/proposals/approve", json=body) for _ in "ab")
+        )
+
+        codes = sorted(a.status_code for a in answers)
+        assert codes == [200, 409], [a.text for a in answers]
+        won = next(a for a in answers if a.status_code == 200).json()
+        lost = next(a for a in answers if a.status_code == 409).json()
+        assert sorted(c["proposal_id"] for c in won["applied"]) == sorted(queued)
+        assert lost["error"]["code"] == "proposals_changed"
+    names = await node_names(client)
+    assert names == sorted(["Ada Lovelace", "Analytical Engine"] * TRIES)

@@ -3,7 +3,10 @@ undo the last applied batch.
 
 `POST .../proposals/approve` applies the queue in call order in ONE transaction; a failing
 proposal rolls every change back, keeps the queue and answers 409 `proposal_failed` with
-`proposal_id` and `reason`. `POST .../proposals/undo` takes the last applied batch back
+`proposal_id` and `reason`; one that finds nothing pending (the loser of two approves
+sent at once: on SQLite it reads the queue only after the winner committed) answers 409
+`proposals_changed`, as the loser does on Postgres, never 200 with nothing applied.
+`POST .../proposals/undo` takes the last applied batch back
 in ONE transaction if nothing it touched changed since (else 409 `undo_conflict` naming
 the `entity` and the `proposal_id`).
 """
@@ -28,6 +31,7 @@ from app.api.schemas.proposals import (
     UndoOut,
 )
 from app.api.undo_answers import UNDO_RESPONSES, batch_list, undo_out
+from app.domain.errors import Conflict
 from app.store.repos.proposals import ProposalRecord
 from app.tools.catalog import ToolCatalog
 
@@ -67,13 +71,22 @@ async def list_proposals(
     "/{conversation_id}/proposals/approve",
     response_model=BatchOut,
     summary="Apply the queue (or the given ids) in one transaction.",
-    responses={409: {"description": "proposal_failed: nothing applied, queue kept."}},
+    responses={
+        409: {
+            "description": "proposal_failed: nothing applied, queue kept; proposals_changed: "
+            "nothing was pending any more (another approve or reject settled it); reload it."
+        }
+    },
 )
 async def approve_proposals(
     conversation_id: str, proposals: ProposalsDep, caller: CallerDep, body: IdsBody = None
 ) -> BatchOut:
     ids = body.ids if body is not None else None
     batch = await proposals.approve(caller, conversation_id, ids)
+    if not batch.applied:  # another approve or reject settled the queue first, or it was empty
+        raise Conflict(
+            "No proposal is pending any more; reload the queue.", code="proposals_changed"
+        )
     return BatchOut(
         batch_id=batch.batch_id,
         audit_id=batch.audit_id,

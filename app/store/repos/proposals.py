@@ -15,7 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.domain.errors import NotFound
+from app.domain.errors import Conflict, NotFound
 from app.domain.tooling import CallSite
 from app.store.repos.call_sites import call_site_columns
 from app.store.repos.queue import QueueKind, QueueRepo, proposal_item
@@ -193,13 +193,33 @@ class ProposalRepo:
             )
         ]
         if ids is not None and len(rows) != len(set(ids)):
-            missing = sorted(set(ids) - {r.id for r in rows})
+            await self._refuse_missing(owner_id, conversation_id, set(ids) - {r.id for r in rows})
+        return rows
+
+    async def _refuse_missing(self, owner_id: str, conversation_id: str, ids: set[str]) -> None:
+        """Ids asked for that are not pending: unknown ones are `NotFound`; ones settled
+        meanwhile (a concurrent approve or reject) are 409 `proposals_changed`, whichever
+        database serialised the two requests."""
+        settled = set(
+            await self._session.scalars(
+                select(ProposalRow.id).where(
+                    ProposalRow.owner_id == owner_id,
+                    ProposalRow.conversation_id == conversation_id,
+                    ProposalRow.id.in_(list(ids)),
+                )
+            )
+        )
+        if settled != ids:
             raise NotFound(
                 "Proposal not found (or no longer pending).",
                 code="proposal_not_found",
-                proposal_ids=missing,
+                proposal_ids=sorted(ids - settled),
             )
-        return rows
+        raise Conflict(
+            "Some of these proposals were settled meanwhile; reload the queue.",
+            code="proposals_changed",
+            proposal_ids=sorted(settled),
+        )
 
     async def mark(self, owner_id: str, ids: Sequence[str], *, status: str, now: datetime) -> int:
         """Move pending proposals to `status`; returns how many this call moved."""

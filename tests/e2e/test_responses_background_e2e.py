@@ -155,6 +155,29 @@ async def test_cancelling_a_background_response_ends_it_cancelled_and_again_chan
     assert (await client.responses.cancel(finished.id)).model_dump() == done.model_dump()
 
 
+async def test_a_background_response_whose_process_died_ends_failed_not_cancelled(
+    launch: Launch, tmp_path: Path, database_url: str
+) -> None:
+    settings = _settings(tmp_path, database_url)
+    first = launch(**settings)
+    before = _client(first)
+    created = await before.responses.create(model="scripted", input="stall", background=True)
+    await before.close()
+
+    first.kill()  # the run dies with its process; the next one closes it at start-up
+    client = _client(launch(**settings, RUN_LEASE_SECONDS="1"))
+    done = await _until_ended(client, created.id)
+    events = [e async for e in await client.responses.retrieve(created.id, stream=True)]
+    await client.close()
+
+    assert (done.status, done.incomplete_details) == ("failed", None)
+    assert done.error is not None and done.error.code == "server_error"
+    assert "stopped" in done.error.message
+    last = events[-1]
+    assert last.type == "response.failed"
+    assert last.response.model_dump() == done.model_dump()
+
+
 async def test_a_background_response_that_is_not_stored_is_refused(
     client: openai.AsyncOpenAI,
 ) -> None:

@@ -20,8 +20,11 @@ Output items, in the order they happen, each added and then done before the run 
   `responses_tools` (which also says how a decided approval comes back).
 - the end: `response.completed` (run `completed` or `requires_action`), `response.incomplete`
   (`max_iterations`, `budget_exceeded` -> `incomplete_details.reason: "max_output_tokens"`,
-  OpenAI's closest; `cancelled`/`interrupted` -> status `cancelled`), or an `error` event
-  then `response.failed` (AIKit stops at `error`, SDK readers get the `response.error`).
+  OpenAI's closest; a refusal -> `"content_filter"`; `cancelled`, only a client's cancel,
+  -> status `cancelled`), or `response.failed` with the Response's `error` (`failed`, and
+  `interrupted`: the run's process stopped or died under it, which a client polling a
+  background response must tell from its own cancel), after an `error` event when the run
+  streamed one (AIKit stops at `error`, SDK readers get the `response.error`).
   Every terminal response carries the full `output` and `usage`.
 
 Ids come from the run (`resp_<run>`, `msg_<run>_<n>`, `rs_<run>_<n>`, `fc_<call id>`; an
@@ -187,11 +190,12 @@ class ResponsesEncoder(ResponsesToolItems):
         elif self._refused and event.status == "completed":
             kind, status = ResponseIncomplete, "incomplete"
             incomplete = IncompleteDetails(reason="content_filter")
-        elif event.status in ("cancelled", "interrupted"):
+        elif event.status == "cancelled":
             kind, status = ResponseIncomplete, "cancelled"
-        elif event.status == "failed":
+        elif event.status in ("failed", "interrupted"):
             kind, status = ResponseFailed, "failed"
-            error = self._error or run_error_object(event.error)
+            cut = event.status == "interrupted"
+            error = self._error or run_error_object(event.error, interrupted=cut)
         self.final = self._response(
             status,
             output=output,

@@ -196,10 +196,15 @@ def stream_error_object(code: str, message: str) -> ResponseError:
     return ResponseError(code=openai_error_type(code), message=message, type=code)
 
 
-def run_error_object(error: dict[str, Any] | None) -> ResponseError:
-    """A failed Response's `error` when the run ended failed without streaming an error."""
+def run_error_object(error: dict[str, Any] | None, *, interrupted: bool = False) -> ResponseError:
+    """A failed Response's `error` when the run ended failed (or `interrupted`: its
+    process stopped under it) without streaming an error."""
+    said = error or {}
+    message, code = ("The run failed.", "internal_error")
+    if interrupted:
+        message, code = ("The run was interrupted.", "interrupted")
     return ResponseError(
         code="server_error",
-        message=str((error or {}).get("message") or "The run failed."),
-        type=str((error or {}).get("code") or "internal_error"),
+        message=str(said.get("message") or message),
+        type=str(said.get("code") or code),
     )

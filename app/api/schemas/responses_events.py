@@ -47,7 +47,7 @@ class ResponseCompleted(BaseModel):
 
 
 class ResponseIncomplete(BaseModel):
-    """The run was cut short: iteration cap, refusal, cancelled or interrupted."""
+    """The run was cut short: iteration cap, refusal, or cancelled by the client."""
 
     type: Literal["response.incomplete"] = _kind("response.incomplete")
     response: ResponseObject = Field(description="The Response as it stands.")
@@ -55,7 +55,8 @@ class ResponseIncomplete(BaseModel):
 
 
 class ResponseFailed(BaseModel):
-    """The run failed (after an `error` event when it streamed one)."""
+    """The run failed, or was interrupted (its process stopped or died under it); after an
+    `error` event when it streamed one."""
 
     type: Literal["response.failed"] = _kind("response.failed")
     response: ResponseObject = Field(description="The Response as it stands.")

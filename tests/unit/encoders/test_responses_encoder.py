@@ -12,7 +12,7 @@ from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from app.api.encoders.responses import ResponsesEncoder
-from app.domain.events import ConfirmRequired, RunEvent, SequencedEvent
+from app.domain.events import ConfirmRequired, ErrorEvent, RunEvent, SequencedEvent
 from tests.unit.encoders.scenarios import (
     MESSAGE,
     RUN,
@@ -120,6 +120,36 @@ def test_a_cancelled_run_closes_open_items_and_ends_incomplete() -> None:
     message, call = frames[-1]["response"]["output"]
     assert (message["status"], message["content"][0]["text"]) == ("completed", "Half")
     assert call["status"] == "incomplete"
+
+
+def test_a_run_interrupted_by_a_dead_process_ends_failed_with_its_error() -> None:
+    # What start-up recovery stores for a run whose process died (no `error` event).
+    lost = {"code": "interrupted", "message": "The service stopped during this run."}
+    frames = _frames(_encoder(), [start(), text("Half"), *end("interrupted", error=lost)])
+
+    assert frames[-1]["type"] == "response.failed"
+    response = frames[-1]["response"]
+    assert (response["status"], response["incomplete_details"]) == ("failed", None)
+    assert response["error"] == {
+        "code": "server_error",
+        "message": "The service stopped during this run.",
+        "type": "interrupted",
+    }
+    assert response["output"][0]["content"][0]["text"] == "Half"
+
+
+def test_a_run_interrupted_by_a_shutdown_ends_failed_after_its_error_event() -> None:
+    said = ErrorEvent(run_id=RUN, code="shutting_down", message="Send it again.", retryable=True)
+    frames = _frames(_encoder(), [start(), text("Half"), said, *end("interrupted")])
+
+    types = [f["type"] for f in frames]
+    assert types.index("error") < types.index("response.failed") == len(types) - 1
+    response = frames[-1]["response"]
+    assert response["status"] == "failed"
+    assert (response["error"]["code"], response["error"]["message"]) == (
+        "server_error",
+        "Send it again.",
+    )
 
 
 def test_text_after_tools_is_a_new_message_item() -> None:

@@ -153,11 +153,15 @@ class Runs:
         turn: TurnInput,
         *,
         keep: KeepStart | None = None,
+        prepare: Prepare | None = None,
     ) -> RunHandle:
         """Store the user message and start a run. `keep` is told the run's id and
         whether the input was truncated inside the transaction that stores them (an
-        Idempotency-Key's outcome is kept there: both are committed, or neither)."""
-        return await self._answer_user(caller, conversation_id, content, turn, keep=keep)
+        Idempotency-Key's outcome is kept there: both are committed, or neither);
+        `prepare` runs there first, once the conversation is claimed (it may refuse)."""
+        return await self._answer_user(
+            caller, conversation_id, content, turn, prepare=prepare, keep=keep
+        )
 
     async def submit_tool_results(
         self,

@@ -155,7 +155,8 @@ def response_object(
     """The Response object; `request` holds what it echoes back.
 
     Echoed: instructions, tools in Responses shape, tool_choice, temperature,
-    max_output_tokens, metadata, parallel_tool_calls, conversation, background.
+    max_output_tokens, metadata, parallel_tool_calls, conversation, background,
+    previous_response_id.
     """
     return ResponseObject(
         id=response_id,
@@ -169,6 +170,7 @@ def response_object(
         model=model,
         output=output or [],
         parallel_tool_calls=request.get("parallel_tool_calls", True),
+        previous_response_id=request.get("previous_response_id"),
         temperature=request.get("temperature"),
         tool_choice=request.get("tool_choice") or "auto",
         tools=request.get("tools") or [],

@@ -2,12 +2,13 @@
 
 The official openai SDK (`client.responses.create(...)`, also with `stream=True`) and
 AIKit's `useOpenAIStreamAdapter` work against it unchanged. Each request is one stateless
-run (like `/v1/chat/completions`): nothing is stored, so `previous_response_id` is
-refused rather than silently ignored; a client keeps its history and
+run (like `/v1/chat/completions`): nothing is stored; a client keeps its history and
 sends it back as input items (`input += response.output` works, see
 `app.translate.openai_responses`). With `conversation` (an id from `/v1/conversations`
 or `/api/conversations`) the request is instead a turn of that durable conversation: its
-last input item is the user's message, the stored history is the rest. Either way,
+last input item is the user's message, the stored history is the rest. With
+`previous_response_id` naming a stored response it is the next turn of that response's
+conversation (`app.api.responses_previous`). Either way,
 `mcp_approval_response` input items decide pending approvals and the turn continues in
 the same request (`app.api.responses_approvals`). With `background: true` the answer
 is the Response at once, in progress, and the run is a conversation's (a new one holds
@@ -49,6 +50,14 @@ from app.api.responses_approvals import (
     stateless_claims,
 )
 from app.api.responses_background import hold_request, let_go, refuse_unstored
+from app.api.responses_previous import (
+    Previous,
+    check_latest,
+    continue_calls,
+    outputs_only,
+    still_latest,
+)
+from app.api.responses_previous import resolve as resolve_previous
 from app.api.responses_stored import as_it_stands, response_id, stored_run, tool_echo
 from app.api.routing import api_router
 from app.api.schemas.openai_responses import ResponsesRequest
@@ -69,17 +78,6 @@ from app.translate.openai_responses.read import messages_from_responses_input
 from app.translate.openai_responses.tools import tool_choice_from_responses, tools_from_responses
 
 router = api_router(prefix="/v1", tags=["openai-compatible"])
-
-
-def _refuse_stateful(body: ResponsesRequest) -> None:
-    if body.previous_response_id is not None:
-        raise InvalidRequest(
-            "previous_response_id is not supported: send the whole history as input "
-            "items, or continue a `conversation` (its responses are stored and "
-            "retrievable).",
-            param="previous_response_id",
-        )
-    refuse_unstored(body.background, body.store)
 
 
 def _turn_input(
@@ -122,15 +120,18 @@ async def _conversation_turn(
     held: frozenset[str],
     db: Database,
     idempotency_key: RequestKey | None,
+    cid: str,
+    previous: Previous | None = None,
 ) -> Response:
     """A turn of a durable conversation: the input's last item is the user's message (or
-    the input answers the conversation's pending approvals); the conversation holds the
-    history (and its own system prompt: `instructions` is refused). The run is durable: a
-    client hanging up does not stop it. Under an Idempotency-Key a repeated message
-    answers the first one's run (`_again`), never a second turn; a repeated approval
-    answer is refused as already decided, as without a key."""
-    cid = _conversation_id(body.conversation)
-    if body.instructions is not None:
+    the input answers the conversation's pending approvals, or, continuing a `previous`
+    response, its function calls); the conversation holds the history (and its own
+    system prompt: `instructions` is refused, unless `previous` found them equal). The
+    run is durable: a client hanging up does not stop it. Under an Idempotency-Key a
+    repeated message or function output answers the first one's run (`_again`), never a
+    second turn; a repeated approval answer is refused as already decided, as without a
+    key."""
+    if body.instructions is not None and previous is None:
         raise InvalidRequest(
             "instructions cannot be combined with conversation; set the conversation's "
             "system prompt instead.",
@@ -138,11 +139,17 @@ async def _conversation_turn(
         )
     client_tools = tools_from_responses(body.tools)
     choice = tool_choice_from_responses(body.tool_choice)
-    if answers_approvals(body.input):
+    outputs = None if previous is None else outputs_only(body.input)
+    started: RunHandle | Outcome
+    if outputs is not None or answers_approvals(body.input):
         assert isinstance(body.input, list)
-        started: RunHandle | Outcome = await decide_in_conversation(
-            approvals, runs, caller, cid, body.input
-        )
+        if previous is None:
+            started = await decide_in_conversation(approvals, runs, caller, cid, body.input)
+        elif outputs is None:
+            await check_latest(db, caller.user_id, previous)
+            started = await decide_in_conversation(approvals, runs, caller, cid, body.input)
+        else:
+            started = await continue_calls(db, runs, caller, previous, outputs, idempotency_key)
         # The run continues the paused turn with that turn's client tools.
         options = await runs.manager.stored_options(caller.user_id, cid)
         client_tools = [ToolSpec.model_validate(t) for t in options.get("client_tools", [])]
@@ -152,8 +159,10 @@ async def _conversation_turn(
             raise InvalidRequest("The last input item must be a user message.", param="input")
         turn = _turn_input(body, client_tools, choice)
 
+        latest = None if previous is None else still_latest(caller.user_id, previous)
+
         def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
-            return runs.send(caller, cid, sent[-1].content, turn, keep=keep)
+            return runs.send(caller, cid, sent[-1].content, turn, keep=keep, prepare=latest)
 
         kept_as = partial(_kept_run, cid)
         started = await run_once(db, caller.user_id, idempotency_key, start, kept_as)
@@ -265,6 +274,7 @@ def _echo(
         "parallel_tool_calls": body.parallel_tool_calls is not False,
         "temperature": body.temperature,
         "background": True if body.background else None,
+        "previous_response_id": body.previous_response_id,
     } | tool_echo(tools, choice)
 
 
@@ -346,12 +356,20 @@ async def create_response(
     db: DbDep,
     idempotency_key: IdempotencyDep,
 ) -> Response:
-    _refuse_stateful(body)
+    refuse_unstored(body.background, body.store)
     held = tools.may_pause()
-    if body.conversation is not None:
-        return await _conversation_turn(
-            body, request, runs, stream, caller, approvals, held, db, idempotency_key
+    turn_of = partial(_conversation_turn, body, request, runs, stream, caller, approvals, held, db)
+    if body.previous_response_id is not None:
+        previous = await resolve_previous(
+            db,
+            caller.user_id,
+            body.previous_response_id,
+            conversation=body.conversation,
+            instructions=body.instructions,
         )
+        return await turn_of(idempotency_key, previous.conversation_id, previous)
+    if body.conversation is not None:
+        return await turn_of(idempotency_key, _conversation_id(body.conversation))
     if body.background:
         return await _background_turn(
             body, request, runs, db, stream, caller, held, idempotency_key

@@ -59,7 +59,10 @@ class ResponsesRequest(BaseModel):
     temperature: StrictFloat | None = Field(default=None, ge=0, le=2, description="Sampling.")
     metadata: OpenAIMetadata | None = Field(default=None, description="Echoed in the response.")
     previous_response_id: str | None = Field(
-        default=None, description="Not supported: responses are not stored; send the history."
+        default=None,
+        description="A stored response of yours (a `conversation`'s or a `background` one) "
+        "to continue: this request is the next turn of its conversation. It must be the "
+        "latest of that conversation; not with `conversation`.",
     )
     conversation: str | dict[str, Any] | None = Field(
         default=None,

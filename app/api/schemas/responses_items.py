@@ -186,7 +186,9 @@ class ResponseObject(BaseModel):
         default_factory=list, description="Finished output items, in order."
     )
     parallel_tool_calls: bool = Field(default=True, description="Echoed.")
-    previous_response_id: None = Field(default=None, description="Always null (stateless).")
+    previous_response_id: str | None = Field(
+        default=None, description="The response this one continues, as the request named it."
+    )
     conversation: dict[str, str] | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

@@ -304,21 +304,28 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
-def _fold_output(out: list[Message], item: Mapping[str, Any], where: str) -> None:
+def function_output(item: Mapping[str, Any], where: str) -> tuple[str, Any]:
+    """A `function_call_output` item's call id and result (its output read as a tool
+    message's content is: JSON text as that value, anything else as a string)."""
     call_id = item.get("call_id")
     if not isinstance(call_id, str) or not call_id:
         raise _bad(where, "is a function_call_output without `call_id`")
-    target = _find_call(out, call_id)
-    if target is None:
-        raise _bad(where, f"answers call {call_id!r}, which no function_call item made")
-    if target.data.result is not None:
-        raise _bad(where, f"is a second output for call {call_id!r}")
     output = item.get("output")
     if isinstance(output, list):
         output = "".join(_text_of(p, where) for p in output if isinstance(p, Mapping))
     if not isinstance(output, str):
         raise _bad(where, "needs `output` as a string or an array of text parts")
-    target.data.status, target.data.result = "success", _json_or_text(output)
+    return call_id, _json_or_text(output)
+
+
+def _fold_output(out: list[Message], item: Mapping[str, Any], where: str) -> None:
+    call_id, result = function_output(item, where)
+    target = _find_call(out, call_id)
+    if target is None:
+        raise _bad(where, f"answers call {call_id!r}, which no function_call item made")
+    if target.data.result is not None:
+        raise _bad(where, f"is a second output for call {call_id!r}")
+    target.data.status, target.data.result = "success", result
 
 
 def _fold_approval(out: list[Message], item: Mapping[str, Any], where: str) -> None:

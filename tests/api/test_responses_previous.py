@@ -29,6 +29,11 @@ SCRIPT = Script(
     mode="rules",
     turns=[
         ScriptedTurn(after_tool="get_weather", text="Sunny it is, then."),
+        ScriptedTurn(after_tool="delete_node", text="Deleted, as approved."),
+        ScriptedTurn(
+            match="^delete",
+            tool_calls=[ScriptedToolCall(id="call_d", name="delete_node", args={"id": "Ada"})],
+        ),
         ScriptedTurn(match="^hello", text="Hello from chat-bff."),
         ScriptedTurn(match="^more", text="More from chat-bff."),
         ScriptedTurn(match="^again", text="Again from chat-bff."),
@@ -226,6 +231,27 @@ async def test_function_call_outputs_sent_again_under_their_key_answer_the_first
         "function_call",
         "function_call_output",
         "message",
+    ]
+
+
+async def test_an_approval_answered_with_previous_response_id_continues_its_turn(
+    me: openai.AsyncOpenAI, provider: ScriptedProvider
+) -> None:
+    paused = await _first(me, "delete Ada")
+    ask = paused.output[-1]
+    assert ask.type == "mcp_approval_request"
+    answer: Any = [
+        {"type": "mcp_approval_response", "approval_request_id": ask.id, "approve": True}
+    ]
+
+    decided = await me.responses.create(
+        model="scripted", input=answer, previous_response_id=paused.id
+    )
+
+    assert (decided.status, decided.output_text) == ("completed", "Deleted, as approved.")
+    assert decided.previous_response_id == paused.id
+    assert [(i.type, i.id) for i in decided.output if i.type == "mcp_call"] == [
+        ("mcp_call", "call_d")
     ]
 
 

@@ -134,6 +134,8 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
         body_limits=_body_limits(settings),
         file_limits={"/api/files": settings.upload_max_bytes},
+        body_seconds=settings.request_body_timeout_seconds,
+        path_seconds=_body_seconds(settings),
         cors_origins=settings.cors_origins,
         drain=drain,
     )
@@ -182,6 +184,13 @@ def _body_limits(settings: Settings) -> dict[str, int]:
         "/api/files": settings.upload_max_bytes + _MULTIPART_OVERHEAD,
         **dict.fromkeys(_INLINE_FILE_ROUTES, inline),
     }
+
+
+def _body_seconds(settings: Settings) -> dict[str, float]:
+    """Body deadlines of the routes that carry files: the files' time on top of the body's
+    (an upload's own deadline, counted by the file service, passes first)."""
+    seconds = settings.request_body_timeout_seconds + settings.upload_timeout_seconds
+    return dict.fromkeys(_body_limits(settings), seconds)
 
 
 def _secrets(settings: Settings) -> list[str]:

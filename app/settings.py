@@ -117,6 +117,14 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
     )
     cors_origins: JsonList = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, ge=1, description="Request body size cap.")
+    request_body_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="A request body still arriving this long after its headers is refused "
+        "(408 request_timeout, connection closed); bodies that carry files (uploads, chat "
+        "bodies with inline files) get UPLOAD_TIMEOUT_SECONDS more.",
+    )
     max_messages: int = Field(
         default=2048,
         ge=1,

@@ -27,6 +27,7 @@ _OPENAI_TYPES = {
     401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
+    408: "invalid_request_error",
     409: "conflict_error",
     413: "invalid_request_error",
     422: "invalid_request_error",
@@ -100,8 +101,15 @@ class RefusedBody(StarletteHTTPException):
     """A body refused while it is read, with its own `code` and `param`: there FastAPI
     passes an HTTPException through and turns any other error into a vague 400."""
 
-    def __init__(self, status: int, code: str, param: str, message: str) -> None:
-        super().__init__(status, message)
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        param: str | None,
+        message: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(status, message, headers)
         self.code, self.param = code, param
 
 
@@ -178,7 +186,9 @@ def install_error_handlers(app: FastAPI) -> None:
         }.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
         if isinstance(exc, RefusedBody):
-            return error_response(request, exc.status_code, exc.code, message, param=exc.param)
+            return error_response(
+                request, exc.status_code, exc.code, message, headers=headers, param=exc.param
+            )
         return error_response(request, exc.status_code, code, message, headers=headers)
 
     app.add_exception_handler(ChatBffError, on_domain_error)

@@ -7,7 +7,8 @@ Outermost first, as `install_middlewares` stacks them:
   SSE streams gauge;
 - CORS, from `cors_origins`;
 - `BodySizeLimitMiddleware`: 413 with the standard error body when a body is too large,
-  by `Content-Length` up front or by counting a chunked body as it arrives.
+  by `Content-Length` up front or by counting a chunked body as it arrives; and 408 when
+  a body is still arriving past its deadline (`app.api.body_deadline`).
 
 Without CORS (the default) the context middleware guards the body itself (`BodyLimits`),
 with the same answers: one layer, one `send` wrapper and one `receive` wrapper fewer on
@@ -45,6 +46,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.body_deadline import BodyDeadline, BodyTimedOut
 from app.api.drain import Drain
 from app.api.handoff import HANDOFF_KEY, Handoff
 from app.api.known_routes import KnownRoutes
@@ -290,18 +292,28 @@ def _error_body(path: str, code: str, message: str) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
-# A refused body is read and dropped before the 413 goes out, up to this many bytes: a
-# client still sending reads no answer on a connection closed with its body unread (the
-# reset loses it), and asyncio clients write the whole body before reading. Past it the
-# connection is cut, as before.
+# A refused body is read and dropped before the 413 goes out, up to this many bytes and
+# within the body's deadline: a client still sending reads no answer on a connection
+# closed with its body unread (the reset loses it), and asyncio clients write the whole
+# body before reading. Past either the 413 goes out at once and the connection is cut.
 _DRAIN_BYTES = 64 * 1024 * 1024
+_BODYLESS = frozenset({"GET", "HEAD"})  # a body sent with these is read by no route
 
 
 async def _drain(receive: Receive) -> None:
-    """Read the request's body to its end (the server reads no more than declared)."""
+    """Read the request's body to its end (the server reads no more than declared), or
+    until its deadline passes."""
     message: Message = {"type": "http.request", "more_body": True}
-    while message["type"] == "http.request" and message.get("more_body", False):
-        message = await receive()
+    try:
+        while message["type"] == "http.request" and message.get("more_body", False):
+            message = await receive()
+    except BodyTimedOut:
+        return
+
+
+def _chunked(scope: Scope) -> bool:
+    coding = _header(scope, b"transfer-encoding")
+    return coding is not None and "chunked" in coding.lower()
 
 
 def _awaits_continue(scope: Scope) -> bool:
@@ -312,7 +324,8 @@ def _awaits_continue(scope: Scope) -> bool:
 
 
 class BodyLimits:
-    """Guards the request before the app sees it: a body over the cap is 413, and a NUL
+    """Guards the request before the app sees it: a body over the cap is 413, a body
+    still arriving past its deadline is 408 (`app.api.body_deadline`), and a NUL
     character in the path or the query is 400 (no id or filter can hold one). A NUL inside
     a JSON body is text like any other: it becomes U+FFFD (`app.api.routing`)."""
 
@@ -322,14 +335,31 @@ class BodyLimits:
         max_bytes: int,
         path_limits: Mapping[str, int] | None = None,
         file_limits: Mapping[str, int] | None = None,
+        body_seconds: float | None = None,
+        path_seconds: Mapping[str, float] | None = None,
     ) -> None:
         self.max_bytes = max_bytes
         self.path_limits = dict(path_limits or {})  # routes that carry files take more
         # Upload routes: a body far past the file cap is refused saying the file cap.
         self.file_limits = dict(file_limits or {})
+        self.body_seconds = body_seconds  # None: a body may take as long as it takes
+        self.path_seconds = dict(path_seconds or {})  # routes that carry files take longer
 
     def _limit(self, path: str) -> int:
         return self.path_limits.get(path.rstrip("/") or "/", self.max_bytes)
+
+    def _deadline(self, scope: Scope, receive: Receive, length: int | None) -> BodyDeadline | None:
+        """The body's deadline, when the request has a body (by `Content-Length`, or
+        chunked) and its route a deadline."""
+        seconds = self.path_seconds.get(scope.get("path", "").rstrip("/") or "/", self.body_seconds)
+        if seconds is None:
+            return None
+        if length is None:
+            if scope["method"] in _BODYLESS or not _chunked(scope):
+                return None
+        elif length == 0:
+            return None
+        return BodyDeadline(receive, seconds)
 
     async def _reject(self, scope: Scope, send: Send, status: int = 413) -> None:
         path = scope.get("path", "")
@@ -364,6 +394,9 @@ class BodyLimits:
         limit = cap if cap > 0 else None
         digits = declared is not None and declared.isascii() and declared.isdigit()
         length = int(declared) if digits and declared is not None else None
+        deadline = self._deadline(scope, receive, length)
+        if deadline is not None:
+            receive = deadline.receive
         if limit and length is not None and length > limit:
             if length <= _DRAIN_BYTES and not _awaits_continue(scope):
                 await _drain(receive)
@@ -425,10 +458,14 @@ class _BodyGuard:
         return message
 
     async def drain(self) -> None:
-        """The rest of the body read and dropped, up to `_DRAIN_BYTES` in all."""
+        """The rest of the body read and dropped, up to `_DRAIN_BYTES` in all, within the
+        body's deadline."""
         message: Message = {"type": "http.request", "more_body": True}
         while message.get("more_body", False) and self.received <= _DRAIN_BYTES:
-            message = await self._receive()
+            try:
+                message = await self._receive()
+            except BodyTimedOut:
+                return
             if message["type"] != "http.request":
                 return
             self.received += len(message.get("body", b""))
@@ -474,9 +511,17 @@ def install_middlewares(
     body_limits: Mapping[str, int] | None = None,
     file_limits: Mapping[str, int] | None = None,
     drain: Drain | None = None,
+    body_seconds: float | None = None,
+    path_seconds: Mapping[str, float] | None = None,
 ) -> None:
     """Stack the middlewares; the last added runs first."""
-    limits = BodyLimits(max_bytes=max_body_bytes, path_limits=body_limits, file_limits=file_limits)
+    limits = BodyLimits(
+        max_bytes=max_body_bytes,
+        path_limits=body_limits,
+        file_limits=file_limits,
+        body_seconds=body_seconds,
+        path_seconds=path_seconds,
+    )
     if not cors_origins:
         app.add_middleware(RequestContextMiddleware, metrics=metrics, drain=drain, limits=limits)
         return

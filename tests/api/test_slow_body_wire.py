@@ -1,0 +1,217 @@
+"""A client that declares a body and then sends it a byte at a time, or stops sending,
+gets 408 `request_timeout` once `REQUEST_BODY_TIMEOUT_SECONDS` has passed, and its
+connection is closed: it no longer holds the connection and a request task for ever. The
+route never runs, so nothing is stored. A body over the cap is read and dropped before
+its 413 within the same deadline. Over real HTTP on loopback, from a raw socket, as the
+server runs; the deadline is tiny, and nothing here measures time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from app.api.http_protocol import LeanHttpToolsProtocol
+from app.settings import Settings
+from tests.fakes.db import MakeApi
+from tests.support import loopback
+
+BOUND = 30  # the test fails (rather than hangs) if an answer never comes
+CAP = 64 * 1024
+TURN = b'{"model": "scripted", "messages": [{"role": "user", "content": "hel'
+
+
+def _tiny(settings: Settings, **update: Any) -> Settings:
+    """Deadlines short enough that a test waits a fraction of a second for them."""
+    fast = {"request_body_timeout_seconds": 0.3, "upload_timeout_seconds": 0.2}
+    return settings.model_copy(update={**fast, **update})
+
+
+@asynccontextmanager
+async def _served(
+    make_api: MakeApi, settings: Settings
+) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
+    async with (
+        make_api(settings) as api,
+        loopback.serving(api.app, http=LeanHttpToolsProtocol) as (_, port),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=BOUND) as client,
+    ):
+        yield client, port
+
+
+def _head(path: str, length: int | None, method: str = "POST") -> bytes:
+    framing = "Transfer-Encoding: chunked" if length is None else f"Content-Length: {length}"
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        f"{framing}\r\n\r\n"
+    ).encode()
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+class Answer:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes, closed: bool):
+        self.status, self.headers, self.body, self.closed = status, headers, body, closed
+
+    def error(self) -> dict[str, Any]:
+        error: dict[str, Any] = json.loads(self.body)["error"]
+        return error
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> Answer:
+    status = int((await reader.readline()).split()[1])
+    headers: dict[str, str] = {}
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = await reader.readexactly(int(headers["content-length"]))
+    try:
+        closed = await reader.read(1) == b""
+    except ConnectionResetError:  # a trickled byte that reached the closed socket
+        closed = True
+    return Answer(status, headers, body, closed)
+
+
+async def _send(
+    port: int, opening: bytes, *, trickle: bytes | None = None, every: float = 0.02
+) -> Answer:
+    """`opening` sent at once, then `trickle` over and over (or nothing more) until the
+    server answers; the answer, and whether the server closed the connection after it."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+
+    async def dribble() -> None:
+        while trickle is not None:
+            await asyncio.sleep(every)
+            writer.write(trickle)
+            await writer.drain()
+
+    writer.write(opening)
+    await writer.drain()
+    sender = asyncio.create_task(dribble())
+    try:
+        return await asyncio.wait_for(_read_answer(reader), BOUND)
+    finally:
+        sender.cancel()
+        await asyncio.gather(sender, return_exceptions=True)
+        writer.close()
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/api/chat"])
+async def test_a_body_that_stops_arriving_is_408_and_the_connection_closed(
+    make_api: MakeApi, app_settings: Settings, path: str, chunked: bool
+) -> None:
+    body = TURN.replace(b"messages", b"input") if path == "/v1/responses" else TURN
+    opening = _head(path, None) + _chunk(body) if chunked else _head(path, 4096) + body
+
+    async with _served(make_api, _tiny(app_settings)) as (client, port):
+        answer = await _send(port, opening)
+        healthy = await client.get("/healthz")
+
+    assert answer.status == 408
+    assert answer.closed
+    assert answer.headers["connection"] == "close"
+    assert answer.error()["code"] == "request_timeout"
+    if path.startswith("/v1/"):  # OpenAI's shape, so its SDK reads the error
+        assert set(answer.error()) == {"message", "type", "param", "code"}
+    assert healthy.status_code == 200
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_a_body_sent_a_byte_at_a_time_is_408_once_its_deadline_passes(
+    make_api: MakeApi, app_settings: Settings, chunked: bool
+) -> None:
+    """Every byte restarted no clock: the deadline counts from the request's start."""
+    path = "/v1/chat/completions"
+    opening = _head(path, None) + _chunk(TURN) if chunked else _head(path, 1 << 20) + TURN
+    trickle = _chunk(b"l") if chunked else b"l"
+
+    async with _served(make_api, _tiny(app_settings)) as (_, port):
+        answer = await _send(port, opening, trickle=trickle)
+
+    assert answer.status == 408
+    assert answer.closed
+    assert answer.error() == {
+        "message": "The request body did not arrive within 0.5 s.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "request_timeout",
+    }
+
+
+async def test_a_turn_whose_body_stalls_stores_nothing(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    settings = _tiny(app_settings, cors_origins=["https://chat.example.com"])
+    async with _served(make_api, settings) as (client, port):
+        created = (await client.post("/api/conversations", json={"title": "t"})).json()
+        path = f"/api/conversations/{created['id']}/messages"
+        stalled = await _send(port, _head(path, 4096) + b'{"content": "hel', trickle=b"l")
+        renamed = await _send(
+            port, _head(f"/api/conversations/{created['id']}", 4096, "PATCH") + b'{"title": "x'
+        )
+        conversation = (await client.get(f"/api/conversations/{created['id']}")).json()
+
+    assert (stalled.status, renamed.status) == (408, 408)
+    assert stalled.error() == {
+        "code": "request_timeout",
+        "message": "The request body did not arrive within 0.3 s.",
+    }
+    assert conversation["title"] == "t"
+    assert conversation["messages"] == []
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_a_body_over_the_cap_sent_slowly_is_413_once_its_deadline_passes(
+    make_api: MakeApi, app_settings: Settings, chunked: bool
+) -> None:
+    """The refused body is read and dropped before the 413 (so a client still sending
+    reads it), but not for longer than any body may take."""
+    settings = _tiny(app_settings, max_body_bytes=CAP)
+    path = "/api/conversations"
+    start = b'{"title": "' + b"a" * 1024
+    if chunked:  # past the cap, then more and more slowly
+        opening, trickle = _head(path, None) + _chunk(start + b"a" * CAP), _chunk(b"a")
+    else:  # declared past the cap, well under the 64 MiB read and dropped
+        opening, trickle = _head(path, 4 * CAP) + start, b"a"
+
+    async with _served(make_api, settings) as (client, port):
+        answer = await _send(port, opening, trickle=trickle)
+        listed = (await client.get("/api/conversations")).json()
+
+    assert answer.status == 413
+    assert answer.closed
+    assert answer.error()["code"] == "payload_too_large"
+    assert listed["data"] == []
+
+
+async def test_an_upload_that_stalls_before_its_file_is_408(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    """The upload's own deadline counts from its file's first byte; before it, the body's
+    deadline (with the upload's time added, as for every route that carries files)."""
+    opening = (
+        b"POST /api/files HTTP/1.1\r\nHost: test\r\nContent-Length: 4096\r\n"
+        b"Content-Type: multipart/form-data; boundary=b0undary\r\n\r\n"
+        b'--b0undary\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nchat'
+    )
+
+    settings = _tiny(app_settings)
+    async with _served(make_api, settings) as (_, port):
+        answer = await _send(port, opening)
+
+    assert answer.status == 408
+    assert answer.closed
+    assert answer.error() == {
+        "code": "request_timeout",
+        "message": "The request body did not arrive within 0.5 s.",
+    }
+    files = settings.files_dir
+    assert not files.exists() or not [p for p in files.rglob("*") if p.is_file()]

@@ -333,9 +333,9 @@ class ResponsesWire:
     summary="OpenAI Responses API, stateless (stream and non-stream), or a conversation's "
     "turn, or in the background.",
     openapi_extra=idempotency.openapi(
-        "Kept for a message to a `conversation` and for a `background` response (each "
-        "starts one run however often it is sent); a stateless request stores nothing "
-        "and ignores the key."
+        "Kept for a message to a `conversation`, a `previous_response_id` (a message or "
+        "function call outputs) and a `background` response (each starts one run however "
+        "often it is sent); a stateless request stores nothing and ignores the key."
     ),
     responses={
         200: {

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -38,7 +37,6 @@ from app.store.database import Database
 from app.toolruntime.approvals import ApprovalService
 from app.toolruntime.background import BackgroundJobs
 from app.toolruntime.elicitations import ElicitationService
-from app.toolruntime.expired_parts import expire_due
 from app.toolruntime.proposals import ProposalService
 from app.toolruntime.queue import ReviewQueue
 from app.toolruntime.undo import BatchUndo
@@ -99,7 +97,7 @@ async def get_review_queue(request: Request) -> ReviewQueue:
 async def get_follow(request: Request) -> ConversationFollow:
     services = _services(request)
     db = services.db
-    return ConversationFollow(db, services.runs, services.bus, expire=partial(expire_due, db))
+    return ConversationFollow(db, services.runs, services.bus, expire=services.approvals.settle_due)
 
 
 async def get_tool_catalog(request: Request) -> ToolCatalog:

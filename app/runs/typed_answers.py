@@ -30,7 +30,10 @@ class TypedAnswers:
         self._approvals = approvals
 
     async def apply(self, caller: Caller, conversation_id: str, content: str | list[Part]) -> bool:
-        """Decide the one pending approval the reply answers; True when one was decided."""
+        """Decide the one pending approval the reply answers; True when one was decided.
+        Any reply first closes the calls whose outcome an outage lost (the same error a
+        decision sent again writes), so the model reads them settled, not waiting."""
+        await self._approvals.settle_lost_in(caller, conversation_id)
         decision = typed_decision(_text_only(content))
         if decision is None:
             return False

@@ -34,6 +34,7 @@ from app.domain.tooling import BackgroundStarted, ToolOutcome
 from app.store.repos.approvals import ApprovalRecord, approval_not_found
 from app.toolruntime.asking import approval_answer
 from app.toolruntime.decision_replay import DECIDED, Decision, lost_outcome, same_decision
+from app.toolruntime.expired_parts import expire_due
 from app.toolruntime.outcomes import REJECTED, error_outcome, stored_site
 from app.toolruntime.runtime import ServerToolRuntime
 from app.toolruntime.settled_parts import CardAudit, settle_card
@@ -273,8 +274,7 @@ class ApprovalService:
         """The call of a decision whose outcome was lost, closed (see decision_replay);
         None while the attempt that decided it may still be running, or once it stored
         an outcome after all."""
-        timeout = self.runtime.timeout_for(tool) if tool else self.runtime.default_timeout
-        outcome = lost_outcome(tool, record, timeout=timeout, now=_now())
+        outcome = lost_outcome(tool, record, timeout=self._timeout(tool), now=_now())
         if outcome is None:
             return None
         decided: Decision = "approve" if record.status == "approved" else "reject"
@@ -299,6 +299,29 @@ class ApprovalService:
             return False
         tool = self.runtime.catalog.registry.get(record.tool_name)
         return await self._close_lost(caller, record, tool) is not None
+
+    async def settle_lost_in(self, caller: Caller, conversation_id: str) -> bool:
+        """Close the calls of the conversation whose outcome an outage lost, though no
+        decision is sent again (the conversation is read, followed or continued): the same
+        error a decision sent again writes, once past the tool's time limit and
+        `LOST_AFTER`. True when one was closed. The common case is one query, no rows."""
+        async with self.db.read() as tx:
+            unfinished = await tx.approvals.unfinished(caller.user_id, conversation_id)
+        closed = False
+        for record in unfinished:
+            tool = self.runtime.catalog.registry.get(record.tool_name)
+            if lost_outcome(tool, record, timeout=self._timeout(tool), now=_now()) is not None:
+                closed = await self.settle_lost(caller, record) or closed
+        return closed
+
+    async def settle_due(self, owner_id: str, conversation_id: str) -> None:
+        """What time alone settles in a conversation, for its followers' polls: approvals
+        that expired waiting, and calls whose outcome an outage lost."""
+        await expire_due(self.db, owner_id, conversation_id)
+        await self.settle_lost_in(Caller(user_id=owner_id), conversation_id)
+
+    def _timeout(self, tool: ServerTool[Any] | None) -> float:
+        return self.runtime.timeout_for(tool) if tool else self.runtime.default_timeout
 
     def ensure_open(self, record: ApprovalRecord) -> None:
         """409 `approval_expired` / `already_decided` unless the approval can be decided."""

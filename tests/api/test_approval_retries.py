@@ -66,9 +66,8 @@ async def test_an_outage_after_the_decision_is_a_503_and_the_same_decision_again
     assert await node_names(client) == ["Analytical Engine"]
 
 
-async def _outcome_lost(client: ApiClient, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    """A conversation whose approved delete ran but whose outcome an outage lost, decided
-    long enough ago that the attempt cannot still be running (past the tool's timeout)."""
+async def _outcome_lost_now(client: ApiClient, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A conversation whose approved delete ran but whose outcome an outage lost, just now."""
     cid, approval_id = await waiting_delete(client)
     with monkeypatch.context() as outage:
         # The decision commits and the tool runs; storing what it did fails.
@@ -76,6 +75,13 @@ async def _outcome_lost(client: ApiClient, monkeypatch: pytest.MonkeyPatch) -> t
         refused = await client.post(f"/api/approvals/{approval_id}", json={"decision": "approve"})
     assert refused.status_code == 503, refused.text
     assert await node_names(client) == ["Analytical Engine"]
+    return cid, approval_id
+
+
+async def _outcome_lost(client: ApiClient, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A conversation whose approved delete ran but whose outcome an outage lost, decided
+    long enough ago that the attempt cannot still be running (past the tool's timeout)."""
+    cid, approval_id = await _outcome_lost_now(client, monkeypatch)
     async with client.services.db.sessions.begin() as session:
         await session.execute(
             text("UPDATE tool_approvals SET decided_at = :past"),

@@ -14,7 +14,15 @@ from fastapi.responses import JSONResponse
 
 from app.api import idempotency
 from app.api.conversation_removal import remove_conversation
-from app.api.deps import CallerDep, CatalogDep, DbDep, FilesDep, IdempotencyDep, RunsDep
+from app.api.deps import (
+    ApprovalsDep,
+    CallerDep,
+    CatalogDep,
+    DbDep,
+    FilesDep,
+    IdempotencyDep,
+    RunsDep,
+)
 from app.api.routing import api_router
 from app.api.schemas.conversations import (
     ConversationCreate,
@@ -113,8 +121,11 @@ async def list_conversations(
     responses=NOT_FOUND,
 )
 async def get_conversation(
-    conversation_id: ConversationId, db: DbDep, caller: CallerDep
+    conversation_id: ConversationId, db: DbDep, approvals: ApprovalsDep, caller: CallerDep
 ) -> ConversationDetail:
+    # A call whose outcome an outage lost is closed first: it would show waiting for a
+    # decision that can no longer be taken.
+    await approvals.settle_lost_in(caller, conversation_id)
     async with db.read() as tx:
         record = await tx.conversations.get(caller.user_id, conversation_id)
         messages = await tx.messages.history(caller.user_id, conversation_id)

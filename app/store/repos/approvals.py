@@ -163,6 +163,21 @@ class ApprovalRepo:
         )
         return [_record(r) for r in rows]
 
+    async def unfinished(self, owner_id: str, conversation_id: str) -> list[ApprovalRecord]:
+        """The conversation's approvals decided (approved, rejected) whose call's outcome
+        is not stored: being run now, or lost to an outage. Oldest decision first."""
+        rows = await self._session.scalars(
+            select(ApprovalRow)
+            .where(
+                ApprovalRow.owner_id == owner_id,
+                ApprovalRow.conversation_id == conversation_id,
+                ApprovalRow.status.in_(("approved", "rejected")),
+                ApprovalRow.outcome_status.is_(None),
+            )
+            .order_by(ApprovalRow.decided_at, ApprovalRow.id)
+        )
+        return [_record(r) for r in rows]
+
     async def claim(
         self,
         owner_id: str,

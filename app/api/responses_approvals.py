@@ -124,7 +124,7 @@ async def decide_in_conversation(
         record = await approvals.get(caller, answer.approval_id)  # another user's: 404
         if record.conversation_id != conversation_id:
             raise _not_found()
-        if await approvals.settle_lost(caller, record):
+        if await approvals.settle_lost(caller, record) is not None:
             if record.status != ("approved" if answer.approve else "rejected"):
                 raise Conflict(  # the card is settled; the decision stays the one taken
                     "This approval was already decided.",

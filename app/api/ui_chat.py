@@ -78,7 +78,11 @@ async def decide_answers(
 ) -> list[Decided]:
     """Check every claim first (so a bad one decides nothing), then decide each once.
     `again`: the same input sent again, whose decisions may have been taken already: one
-    decided as it asks is its decision, not a second one."""
+    decided as it asks is its decision, not a second one. A call decided before whose
+    outcome an outage lost is closed (it may or may not have run), as any decision sent
+    to `POST /api/approvals` closes it: the same decision then continues the turn, another
+    is still 409 `already_decided`."""
+    closed: dict[str, Decided] = {}
     for answer in answers:
         record = await approvals.get(caller, answer.approval_id)
         other_call = answer.tool_call_id not in (None, record.tool_call_id)
@@ -87,14 +91,22 @@ async def decide_answers(
         decision: Decision = "approve" if answer.approved else "reject"
         if again and same_decision(None, record, decision, None, answer.reason):
             continue
-        if record.status != "pending":
+        if record.status == "pending":
+            continue
+        lost = await approvals.settle_lost(caller, record)
+        if lost is None or record.status != ("approved" if answer.approved else "rejected"):
             raise Conflict(
                 "This approval was already decided.",
                 code="already_decided",
                 decision=record.status,
             )
+        if lost.part is not None:
+            closed[record.id] = Decided(lost.part, answer.approved)
     decided: list[Decided] = []
     for answer in answers:
+        if answer.approval_id in closed:
+            decided.append(closed[answer.approval_id])
+            continue
         result = await approvals.decide(
             caller,
             answer.approval_id,

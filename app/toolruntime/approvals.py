@@ -287,18 +287,18 @@ class ApprovalService:
         latest = await self.get(caller, record.id)
         return DecisionResult(latest, part, ready, replayed=True)
 
-    async def settle_lost(self, caller: Caller, record: ApprovalRecord) -> bool:
+    async def settle_lost(self, caller: Caller, record: ApprovalRecord) -> DecisionResult | None:
         """Close the call of a decided approval whose outcome an outage lost, for a path
-        that decides without `replay` (an `mcp_approval_response`); True when it did, and
-        the conversation may go on."""
+        that decides without `replay` (an `mcp_approval_response`, a `resume` entry); the
+        closed call when it did, and the conversation may go on."""
         if record.status not in DECIDED or record.conversation_id is None:
-            return False
+            return None
         async with self.db.read() as tx:
             found = await standing(tx.messages, record)
         if found is None or found.part.data.status != "waitingConfirmation":
-            return False
+            return None
         tool = self.runtime.catalog.registry.get(record.tool_name)
-        return await self._close_lost(caller, record, tool) is not None
+        return await self._close_lost(caller, record, tool)
 
     async def settle_lost_in(self, caller: Caller, conversation_id: str) -> bool:
         """Close the calls of the conversation whose outcome an outage lost, though no
@@ -311,7 +311,7 @@ class ApprovalService:
         for record in unfinished:
             tool = self.runtime.catalog.registry.get(record.tool_name)
             if lost_outcome(tool, record, timeout=self._timeout(tool), now=_now()) is not None:
-                closed = await self.settle_lost(caller, record) or closed
+                closed = await self.settle_lost(caller, record) is not None or closed
         return closed
 
     async def settle_due(self, owner_id: str, conversation_id: str) -> None:

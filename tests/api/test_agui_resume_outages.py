@@ -5,8 +5,13 @@ Once the thread went on, the same input is refused as a second decision is."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import UTC, datetime
+from typing import Any
 
+import pytest
+from sqlalchemy import text
+
+from app.store.repos.approvals import ApprovalRepo
 from app.store.repos.messages import MessageRepo
 from tests.api.test_agui import client, run, stored, text_of, types, user
 from tests.api.test_approvals import node_names
@@ -45,3 +50,64 @@ async def test_a_resume_whose_run_an_outage_kept_from_starting_starts_it_when_se
     roles = [m["role"] for m in await stored(client, "t-outage")]
     assert roles == ["user", "assistant", "user", "assistant", "assistant"]
     assert await node_names(client) == []
+
+
+async def _outcome_lost(client: ApiClient, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A thread whose approved delete ran but whose outcome an outage lost, decided long
+    enough ago that the attempt cannot still be running; its interrupt."""
+    await run(client, "t-lost", [user("add Ada")])
+    asked = await run(client, "t-lost", [user("delete Ada")])
+    [interrupt] = asked[-1]["outcome"]["interrupts"]
+    with monkeypatch.context() as outage:
+        # The decision commits and the tool runs; storing what it did fails.
+        lose_connection_in(outage, ApprovalRepo, "record_outcome", times=1)
+        refused = await run(
+            client, "t-lost", [user("delete Ada")], resume=_resume(interrupt, True), status=503
+        )
+    assert refused["error"]["code"] == "database_unavailable"
+    assert await node_names(client) == []
+    async with client.services.db.sessions.begin() as session:
+        await session.execute(
+            text("UPDATE tool_approvals SET decided_at = :past"),
+            {"past": datetime(2000, 1, 1, tzinfo=UTC)},
+        )
+    return dict(interrupt)
+
+
+def _resume(interrupt: dict[str, Any], approved: bool) -> list[dict[str, Any]]:
+    if not approved:
+        return [{"interruptId": interrupt["id"], "status": "cancelled"}]
+    return [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+
+
+async def test_a_resume_on_an_approval_whose_outcome_was_lost_settles_it_and_goes_on(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the decision sent to POST /api/approvals: it was 409 and the card waited."""
+    interrupt = await _outcome_lost(client, monkeypatch)
+
+    resumed = await run(client, "t-lost", [user("delete Ada")], resume=_resume(interrupt, True))
+
+    result = next(e for e in resumed if e["type"] == "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == interrupt["toolCallId"]
+    assert "may or may not have run" in result["content"]
+    assert text_of(resumed) == "Decided." and resumed[-1]["outcome"]["type"] == "success"
+    assert await node_names(client) == []  # the delete never ran twice
+
+
+async def test_another_decision_on_a_lost_outcome_settles_its_card_and_is_409(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interrupt = await _outcome_lost(client, monkeypatch)
+
+    refused = await run(
+        client, "t-lost", [user("delete Ada")], resume=_resume(interrupt, False), status=409
+    )
+
+    assert (refused["error"]["code"], refused["error"]["decision"]) == (
+        "already_decided",
+        "approved",
+    )
+    async with client.services.db.read() as tx:
+        approval = await tx.approvals.get("local", interrupt["id"])
+    assert approval.outcome_status == "error"

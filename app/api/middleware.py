@@ -395,13 +395,15 @@ class BodyLimits:
         digits = declared is not None and declared.isascii() and declared.isdigit()
         length = int(declared) if digits and declared is not None else None
         deadline = self._deadline(scope, receive, length)
-        if deadline is not None:
-            receive = deadline.receive
         if limit and length is not None and length > limit:
             if length <= _DRAIN_BYTES and not _awaits_continue(scope):
-                await _drain(receive)
+                await _drain(receive if deadline is None else deadline.receive)
             await self._reject(scope, send)
             return
+        if deadline is not None and scope["method"] not in _BODYLESS:
+            # No route reads a GET's body: only a stream's watcher waits on it, for as
+            # long as the stream is open, which the body's deadline would cut.
+            receive = deadline.receive
         if limit is None or length is not None:
             # Nothing to count: no cap, or a declared length within it (the server reads
             # no more than declared).

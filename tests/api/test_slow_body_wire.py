@@ -215,3 +215,32 @@ async def test_an_upload_that_stalls_before_its_file_is_408(
     }
     files = settings.files_dir
     assert not files.exists() or not [p for p in files.rglob("*") if p.is_file()]
+
+
+async def test_a_followed_stream_whose_request_declared_a_body_outlives_the_deadline(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    """No route reads the body of a GET: a stream's watcher waits on it for as long as the
+    stream is open, so the body's deadline would cut the stream (an unhandled error) once
+    it passed. The follow stream is still open after it, and tells the next run."""
+    async with _served(make_api, _tiny(app_settings)) as (client, port):
+        created = (await client.post("/api/conversations", json={"title": "t"})).json()
+        path = f"/api/conversations/{created['id']}/events"
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(_head(path, 5, "GET"))  # a body declared, never sent
+        await writer.drain()
+        try:
+            seen = await asyncio.wait_for(reader.readuntil(b"event: follow"), BOUND)
+            # A body stalled after the follow began is refused once its deadline (no
+            # longer than the follow's) passed: the follow's has passed too.
+            stalled = await _send(port, _head("/api/conversations", 4096) + b'{"title": "')
+            sent = await client.post(
+                f"/api/conversations/{created['id']}/messages", json={"content": "hello"}
+            )
+            seen += await asyncio.wait_for(reader.readuntil(b"event: run_end"), BOUND)
+        finally:
+            writer.close()
+
+    assert stalled.status == 408
+    assert sent.status_code in (200, 202)
+    assert b"event: message_added" in seen

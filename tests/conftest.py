@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,14 @@ def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "ANTHROPIC_")) or name in {"DATABASE_URL", "JWT_SECRET"}:
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _files_in_temporary_storage(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Uploaded bytes go to the test's own temporary directory: settings built without a
+    `files_dir` used the default, `./chat-bff-files` in the working directory, where every
+    test run left blobs behind. A test that names its `files_dir` keeps it."""
+    monkeypatch.setenv("FILES_DIR", str(tmp_path / "files"))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -61,7 +61,7 @@ def clean_name(name: str | None) -> str:
 class _Counted:
     """Chunks written through, with the caps, the digest and the first bytes kept."""
 
-    def __init__(self, writer: BlobWriter, max_bytes: int, quota: _Quota) -> None:
+    def __init__(self, writer: BlobWriter, max_bytes: int, quota: _Quota | None) -> None:
         self.writer = writer
         self.max_bytes = max_bytes
         self.quota = quota
@@ -73,7 +73,8 @@ class _Counted:
         self.size += len(chunk)
         if self.size > self.max_bytes:
             raise FileTooLarge(self.max_bytes)
-        self.quota.check(self.size)
+        if self.quota is not None:
+            self.quota.check(self.size)
         if len(self.head) < HEAD_BYTES:
             self.head += chunk[: HEAD_BYTES - len(self.head)]
             if len(self.head) >= HEAD_BYTES:
@@ -127,19 +128,30 @@ class Files:
             raise
 
     async def stage(
-        self, owner_id: str, name: str | None, chunks: AsyncIterable[bytes]
+        self,
+        owner_id: str,
+        name: str | None,
+        chunks: AsyncIterable[bytes],
+        *,
+        early_quota: bool = True,
     ) -> StagedUpload:
         """The stream stored, its kind decided and its text read, but no file recorded
         yet: `record` it in a transaction, or `discard` it.
 
         The quota is checked as the bytes arrive, against what the owner had stored when
         the upload began (so a file that cannot fit is refused early), and again in the
-        transaction that records it (so uploads running side by side cannot pass it)."""
-        async with self.db.read() as tx:
-            used = await tx.files.stored_bytes(owner_id)
+        transaction that records it (so uploads running side by side cannot pass it).
+        Without `early_quota` only that second check is made: an upload that may be the
+        repeat of one already kept must be read whole to be known (and then stores
+        nothing), its size capped by `max_bytes` all the same."""
+        quota = None
+        if early_quota:
+            async with self.db.read() as tx:
+                used = await tx.files.stored_bytes(owner_id)
+            quota = _Quota(self.limits.quota_bytes, used)
         file_id = new_file_id()
         writer = await self.store.writer(file_id)
-        counted = _Counted(writer, self.limits.max_bytes, _Quota(self.limits.quota_bytes, used))
+        counted = _Counted(writer, self.limits.max_bytes, quota)
         try:
             async with asyncio.timeout(self.limits.upload_timeout_seconds):
                 async for chunk in chunks:

@@ -116,6 +116,24 @@ class IdempotencyRepo:
             raise key_reused()
         return Outcome(status=row.status, body=row.body)
 
+    async def held(self, key: IdempotencyKey) -> bool:
+        """Whether the caller's key is kept, unexpired, whatever request it was kept for."""
+        kept = await self._session.scalar(
+            select(IdempotencyKeyRow.key).where(
+                IdempotencyKeyRow.owner_id == key.owner_id,
+                IdempotencyKeyRow.key == key.key,
+                IdempotencyKeyRow.expires_at > utcnow(),
+            )
+        )
+        return kept is not None
+
+    async def forget(self, key: IdempotencyKey) -> None:
+        """The caller's key free again, in this unit (its outcome is about nothing now)."""
+        table = IdempotencyKeyRow
+        await self._session.execute(
+            delete(table).where(table.owner_id == key.owner_id, table.key == key.key)
+        )
+
     async def keep(self, key: IdempotencyKey, outcome: Outcome) -> None:
         """Keep `outcome` under the key, in this unit; `KeyTaken` when a concurrent
         request kept one first (on Postgres the INSERT waits for its transaction)."""
@@ -166,15 +184,23 @@ async def after_collision(db: Database, key: IdempotencyKey) -> Outcome:
 
 
 async def once(
-    db: Database, key: IdempotencyKey, work: Callable[[Tx], Awaitable[Outcome]]
+    db: Database,
+    key: IdempotencyKey,
+    work: Callable[[Tx], Awaitable[Outcome]],
+    *,
+    gone: Callable[[Tx, Outcome], Awaitable[bool]] | None = None,
 ) -> Outcome:
     """`work`'s outcome, kept under the key in `work`'s own transaction; or, when the key
-    already holds one, that outcome, and `work` does not run."""
+    already holds one, that outcome, and `work` does not run. `gone` tells a kept outcome
+    whose thing was deleted since (read in the same transaction): the key is then
+    forgotten and `work` runs, as for a key never sent."""
     try:
         async with db.write() as tx:
             kept = await tx.idempotency.outcome(key)
-            if kept is not None:
+            if kept is not None and (gone is None or not await gone(tx, kept)):
                 return kept
+            if kept is not None:
+                await tx.idempotency.forget(key)
             outcome = await work(tx)
             await tx.idempotency.keep(key, outcome)
             return outcome

@@ -13,7 +13,7 @@ from app.settings import Settings
 from app.store.repos.files import FileRepo
 from app.store.tables.files import FileRow
 from tests.api.test_idempotency_keys import first_commit_answer_lost
-from tests.fakes.db import ApiClient
+from tests.fakes.db import ApiClient, MakeApi
 from tests.files import samples
 
 URL = "/api/files"
@@ -108,3 +108,43 @@ async def test_a_file_whose_commit_answer_was_lost_keeps_its_bytes(
     content = await api.get(f"{URL}/{file_id}/content")
     assert content.status_code == 200
     assert content.content == samples.CSV_QUOTED
+
+
+async def test_a_repeat_at_the_quota_answers_the_kept_file(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    # The first upload filled the quota: its repeat was 413 upload_quota_exceeded, counted
+    # as a second copy before the key was read, though it stores nothing.
+    size = len(samples.CSV_QUOTED)
+    settings = app_settings.model_copy(update={"upload_quota_bytes": size + size // 2})
+    async with make_api(settings) as api:
+        first = await upload(api, "a.csv", samples.CSV_QUOTED, "u-1")
+        again = await upload(api, "a.csv", samples.CSV_QUOTED, "u-1")
+        other = await upload(api, "b.csv", samples.CSV_QUOTED, "u-2")
+        kept = await files_kept(api)
+
+    assert first.status_code == again.status_code == 201, again.text
+    assert again.json() == first.json()
+    assert other.status_code == 413, other.text  # another upload is still held to it
+    assert kept == 1
+    assert len(blobs(settings)) == 1
+
+
+async def test_a_keyed_upload_sent_after_its_file_was_deleted_stores_it_anew(
+    api: ApiClient, app_settings: Settings
+) -> None:
+    # The key's outcome outlived the file: the repeat answered the deleted file's id, whose
+    # metadata and content were 404.
+    first = await upload(api, "a.csv", samples.CSV_QUOTED, "u-1")
+    deleted = await api.delete(f"{URL}/{first.json()['id']}")
+    again = await upload(api, "a.csv", samples.CSV_QUOTED, "u-1")
+    once_more = await upload(api, "a.csv", samples.CSV_QUOTED, "u-1")
+
+    assert deleted.status_code == 204
+    assert again.status_code == 201, again.text
+    assert again.json()["id"] != first.json()["id"]
+    assert once_more.json() == again.json()  # the key now keeps the new file
+    content = await api.get(f"{URL}/{again.json()['id']}/content")
+    assert content.content == samples.CSV_QUOTED
+    assert await files_kept(api) == 1
+    assert len(blobs(app_settings)) == 1

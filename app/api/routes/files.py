@@ -53,7 +53,8 @@ _UPLOAD_BODY: dict[str, Any] = {
     openapi_extra=_UPLOAD_BODY
     | idempotency.openapi(
         "Its request is the file's name and bytes: the same file sent again with the key "
-        "answers the first upload's file (same id) and keeps no second copy."
+        "answers the first upload's file (same id) and keeps no second copy, also when "
+        "the caller is at the quota; once that file is deleted, it is stored anew."
     ),
     responses={
         400: {"description": "`invalid_upload`: not multipart, or no part named `file`."},

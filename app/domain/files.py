@@ -20,7 +20,7 @@ broken, such as an archive bomb dressed as a spreadsheet).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -140,3 +140,13 @@ class Extraction:
 class UploadTimeout(ChatBffError):
     status = 408
     code = "upload_timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class InlineFile:
+    """A file sent inline in a request that stores nothing (a stateless turn): read for
+    that request only, never stored. `record.storage_key` is empty: the bytes are here."""
+
+    record: FileRecord
+    data: bytes = field(repr=False)
+    text: Extraction | None = None

@@ -1,6 +1,6 @@
 """File parts in a turn: admitted at the edge, expanded for the model at each call.
 
-`admit` (when a turn arrives, before its run starts):
+`stage` (when a turn arrives, before its run starts):
     inline data URL      -> stored as the caller's file (capped, typed by its bytes), and
                             the part keeps only the file's id (no base64 in the history)
     `file_...` id        -> must be the caller's file (404 otherwise); name and media
@@ -14,13 +14,21 @@
   in the transaction that stores the messages referring to them, and `settle` removes the
   bytes of any it did not (that transaction failed, or a keyed repeat answered first), so
   a failed request leaves no file nobody refers to.
+  `for_request` admits a stateless turn (nothing stored, the client sends the whole
+  history each time): its inline files are read (capped, typed, their text extracted) for
+  that request only, held in memory by its run and never stored, so they use no quota
+  and leave nothing behind; the part gets an id that only this run knows. Stored, they
+  would be files of the caller's that no conversation holds, that nothing lists and
+  nothing removes, each resend of the history storing another copy. Files sent by id
+  are the caller's stored files, as in any turn.
 
 `for_model` (in the run, before the history is fitted): a document part becomes a text
-part holding the document's extracted text (cached with the file), cut to this turn's
-share of the context budget; an image part gets its bytes as a data URL for vision
-models. What was cut is reported so the stream can say so. A file that cannot be read
-becomes a note telling the model so; a database out of reach (`Unavailable`) is not the
-file's fault, so it ends the run with the retryable `database_unavailable` instead.
+part holding the document's extracted text (cached with the file, or held in memory for a
+stateless run's inline file), cut to this turn's share of the context budget; an image
+part gets its bytes as a data URL for vision models. What was cut is reported so the
+stream can say so. A file that cannot be read becomes a note telling the model so; a
+database out of reach (`Unavailable`) is not the file's fault, so it ends the run with the
+retryable `database_unavailable` instead.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes
 
 from app.domain.errors import ChatBffError, InvalidRequest, NotFound, Unavailable
-from app.domain.files import MEDIA_TYPES, FileRecord, FileTooLarge, is_image
+from app.domain.files import MEDIA_TYPES, FileRecord, FileTooLarge, InlineFile, is_image
 from app.domain.messages import Message
 from app.domain.models import ModelInfo
 from app.domain.parts import FileData, FilePart, Part, TextData, TextPart
@@ -84,13 +92,15 @@ def _decode_data_url(url: str, max_bytes: int) -> bytes:
 @dataclass
 class Admission:
     """Messages with their file parts resolved, the ids of the caller's files they refer
-    to, and the inline files among them staged (bytes stored, no file recorded yet)."""
+    to, and the inline files among them staged (bytes stored, no file recorded yet), or,
+    with `inline` (a stateless turn), read into it for this request only."""
 
     files: Files
     owner_id: str
     messages: list[Message]
     file_ids: list[str] = field(default_factory=list)
     staged: list[StagedUpload] = field(default_factory=list)
+    inline: dict[str, InlineFile] | None = None
 
     async def record(self, tx: Tx, conversation_id: str | None) -> None:
         """The staged files recorded as the caller's, and (with a conversation) all the
@@ -113,20 +123,14 @@ class Attachments:
 
     # -- at the edge ------------------------------------------------------------------
 
-    async def admit(
-        self, owner_id: str, messages: list[Message], model: ModelInfo | None
-    ) -> tuple[list[Message], list[str]]:
-        """The turn with its file parts resolved (see the module doc), and the ids of the
-        caller's files it refers to; inline files recorded at once."""
-        admission = await self.stage(owner_id, messages, model)
-        if admission.staged:
-            try:
-                async with self.files.db.write() as tx:
-                    await admission.record(tx, None)
-            except BaseException:
-                await admission.settle()
-                raise
-        return admission.messages, admission.file_ids
+    async def for_request(
+        self, owner_id: str, messages: list[Message], model: ModelInfo
+    ) -> tuple[list[Message], dict[str, InlineFile]]:
+        """A stateless turn with its file parts resolved (see the module doc), and its
+        inline files, read for this request only, by the ids its parts now carry."""
+        admission = Admission(self.files, owner_id, messages, inline={})
+        await self._resolve(owner_id, model, admission)
+        return admission.messages, admission.inline or {}
 
     async def stage(
         self, owner_id: str, messages: list[Message], model: ModelInfo | None
@@ -154,7 +158,7 @@ class Attachments:
         known = await self._known(owner_id, parts)
         resolved: dict[int, FilePart] = {}
         for part in parts:
-            record = await self._record_for(owner_id, part, known, admission.staged)
+            record = await self._record_for(owner_id, part, known, admission)
             image = is_image(record.mimeType or "") if record else _names_image(part.data)
             if image and model is not None and not model.supports_vision:
                 raise InvalidRequest(
@@ -179,14 +183,20 @@ class Attachments:
         owner_id: str,
         part: FilePart,
         known: dict[str, FileRecord],
-        staged: list[StagedUpload],
+        admission: Admission,
     ) -> FileData | None:
         """The stored file a part names, as the part then refers to it (None: left as sent)."""
         data = part.data
         if data.url and data.url.startswith("data:"):
             raw = _decode_data_url(data.url, self.files.limits.max_bytes)
+            if admission.inline is not None:
+                inline = await self.files.inline(owner_id, data.name, raw)
+                admission.inline[inline.record.id] = inline
+                return FileData(
+                    id=inline.record.id, name=inline.record.name, mimeType=inline.record.media_type
+                )
             upload = await self.files.stage_bytes(owner_id, data.name, raw)
-            staged.append(upload)
+            admission.staged.append(upload)
             return FileData(id=upload.file_id, name=upload.name, mimeType=MEDIA_TYPES[upload.kind])
         if data.url or not data.id.startswith(OUR_ID_PREFIX):
             return None  # a remote URL or a client's own reference: passed on as it is
@@ -198,13 +208,23 @@ class Attachments:
     # -- for the model ----------------------------------------------------------------
 
     async def for_model(
-        self, owner_id: str, messages: list[Message], model: ModelInfo, reserve_tokens: int
+        self,
+        owner_id: str,
+        messages: list[Message],
+        model: ModelInfo,
+        reserve_tokens: int,
+        inline: Mapping[str, InlineFile] | None = None,
     ) -> Expanded:
+        inline = inline or {}
         parts = [p for p in _file_parts(messages) if p.data.id.startswith(OUR_ID_PREFIX)]
         if not parts:
             return Expanded(messages)
-        async with self.files.db.read() as tx:
-            records = await tx.files.get_many(owner_id, [p.data.id for p in parts])
+        stored = [p.data.id for p in parts if p.data.id not in inline]
+        records: dict[str, FileRecord] = {}
+        if stored:
+            async with self.files.db.read() as tx:
+                records = await tx.files.get_many(owner_id, stored)
+        records |= {file_id: held.record for file_id, held in inline.items()}
         documents = [p for p in parts if p.data.id in records and not p.data.url]
         texts = sum(1 for p in documents if not is_image(records[p.data.id].media_type))
         window = max(model.context_window - reserve_tokens, model.context_window // 4)
@@ -213,26 +233,31 @@ class Attachments:
         replaced: dict[int, Part] = {}
         for part in documents:
             replaced[id(part)] = await self._for_model(
-                records[part.data.id], model, share, expanded
+                records[part.data.id], model, share, expanded, inline.get(part.data.id)
             )
         expanded.messages = [_swap(m, replaced) for m in messages]
         return expanded
 
     async def _for_model(
-        self, record: FileRecord, model: ModelInfo, share: int, expanded: Expanded
+        self,
+        record: FileRecord,
+        model: ModelInfo,
+        share: int,
+        expanded: Expanded,
+        inline: InlineFile | None,
     ) -> Part:
         try:
             if is_image(record.media_type):
                 if not model.supports_vision:
                     return _note(f"[Image {record.name} left out: {model.id} reads no images]")
-                raw = await self.files.read_bytes(record)
+                raw = inline.data if inline else await self.files.read_bytes(record)
                 url = f"data:{record.media_type};base64,{base64.b64encode(raw).decode()}"
                 return FilePart(
                     data=FileData(
                         id=record.id, name=record.name, mimeType=record.media_type, url=url
                     )
                 )
-            extraction = await self.files.text_of(record)
+            extraction = inline.text if inline else await self.files.text_of(record)
         except Unavailable:
             raise  # the database, not the file: the run fails retryable, the file is fine
         except (ChatBffError, KeyError, OSError) as exc:

@@ -18,6 +18,7 @@ import hashlib
 import logging
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from app.domain.errors import NotFound, Unavailable
 from app.domain.files import (
@@ -27,6 +28,7 @@ from app.domain.files import (
     FileKind,
     FileRecord,
     FileTooLarge,
+    InlineFile,
     UploadQuotaExceeded,
     UploadTimeout,
 )
@@ -167,9 +169,7 @@ class Files:
             await writer.abort()
             raise
         try:
-            data = await self.store.read(file_id)
-            kind = await asyncio.to_thread(sniff, data, self.limits.archive)
-            text = await self._extract(kind, data)
+            kind, text = await self._read(await self.store.read(file_id))
         except BaseException:
             await self.store.delete(file_id)
             raise
@@ -182,6 +182,31 @@ class Files:
             kind=kind,
             text=text,
         )
+
+    async def inline(self, owner_id: str, name: str | None, data: bytes) -> InlineFile:
+        """Bytes in hand (an inline data URL) read as an upload's are, for one request
+        only: typed, their text extracted, but nothing stored and no quota used."""
+        if len(data) > self.limits.max_bytes:
+            raise FileTooLarge(self.limits.max_bytes)
+        refuse_early(data[:HEAD_BYTES])
+        kind, text = await self._read(data)
+        record = FileRecord(
+            id=new_file_id(),
+            owner_id=owner_id,
+            conversation_id=None,
+            name=clean_name(name),
+            media_type=MEDIA_TYPES[kind],
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            storage_key="",
+            created_at=datetime.now(UTC),
+        )
+        return InlineFile(record=record, data=data, text=text)
+
+    async def _read(self, data: bytes) -> tuple[FileKind, Extraction | None]:
+        """The kind of a whole file and, for a document, its text."""
+        kind = await asyncio.to_thread(sniff, data, self.limits.archive)
+        return kind, await self._extract(kind, data)
 
     async def record(self, tx: Tx, staged: StagedUpload) -> FileRecord:
         """The staged upload recorded as its owner's file, in `tx` (the quota checked

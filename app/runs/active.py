@@ -16,6 +16,7 @@ from typing import Any
 
 from app.domain.errors import ChatBffError
 from app.domain.events import ContextInfo, PartChange, RunEvent, RunStatus
+from app.domain.files import InlineFile
 from app.domain.identity import Caller
 from app.domain.ids import uuid4_hex
 from app.domain.messages import Message
@@ -60,6 +61,8 @@ class RunRequest:
     decided: Sequence[PartChange] = ()  # announced after `run_start` (`PartUpdate`)
     fallback_models: tuple[ModelInfo, ...] = ()  # priced as themselves when they answer
     wire_options: Mapping[str, str] = field(default_factory=dict)  # stored as `wire`
+    # A stateless turn's inline files, read for this run only (`Attachments.for_request`).
+    inline_files: Mapping[str, InlineFile] = field(default_factory=dict)
 
     def stored_options(self) -> dict[str, Any] | None:
         """What a later continuation needs to offer the model the same tools."""

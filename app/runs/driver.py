@@ -132,7 +132,11 @@ async def _expanded(
         return history, [], None
     try:
         expanded = await attachments.for_model(
-            request.caller.user_id, history, request.model, _reserve(request)
+            request.caller.user_id,
+            history,
+            request.model,
+            _reserve(request),
+            request.inline_files,
         )
     except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - raised again in the turn
         return history, [], exc

@@ -92,7 +92,10 @@ class Runs:
         run continues from, with the parts it changed (announced as `part_update`)."""
         request = self._requests.build(caller, turn)
         if self._attachments is not None:
-            history, _ = await self._attachments.admit(caller.user_id, history, request.model)
+            history, inline = await self._attachments.for_request(
+                caller.user_id, history, request.model
+            )
+            request = replace(request, inline_files=inline)
         if prepare is not None:
             history, changes = await prepare(history)
             request = replace(request, decided=tuple(changes))

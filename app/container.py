@@ -31,6 +31,7 @@ from app.domain.models import Catalog, ModelInfo
 from app.files.attachments import Attachments
 from app.files.service import FileLimits, Files
 from app.files.store import DirectoryFileStore
+from app.files.sweep import StraySweeper
 from app.limits.backends import LimitBackend, MemoryBackend
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
@@ -85,6 +86,7 @@ class Services:
     metrics: Metrics
     bus: Bus
     files: Files
+    stray_files: StraySweeper
     attachments: Attachments
     router: ToolRouter
     usage: UsageBook
@@ -98,6 +100,7 @@ class Services:
     async def aclose(self) -> None:
         await self.background.shutdown(self.settings.shutdown_timeout_seconds)
         await self.runs.manager.shutdown(self.settings.shutdown_timeout_seconds)
+        await self.stray_files.aclose()
         await self.usage.aclose()  # the rows the runs booked last, queued for batching
         for provider in self.providers.values():
             await provider.aclose()
@@ -314,6 +317,12 @@ async def build_services(
     redis_outage = build_redis_outage(settings)
     limits = build_limiter(settings, metrics, redis_outage)
     files = build_files(settings, db)
+    stray_files = StraySweeper(
+        db,
+        files.store,
+        grace_seconds=settings.files_sweep_grace_seconds,
+        interval_seconds=settings.files_sweep_interval_seconds,
+    )
     attachments = Attachments(files)
     bus = build_bus(settings, redis_outage)
     db.announce = announcer(bus)
@@ -354,7 +363,7 @@ async def build_services(
     interrupted = await manager.start()
     if interrupted:
         log.warning("closed runs left running by a stopped process", extra={"runs": interrupted})
-    return Services(
+    services = Services(
         settings=settings,
         catalog=catalog,
         providers=built,
@@ -369,6 +378,7 @@ async def build_services(
         metrics=metrics,
         bus=bus,
         files=files,
+        stray_files=stray_files,
         attachments=attachments,
         usage=usage,
         background=await start_background(background, runs, db, settings, bus),
@@ -376,3 +386,5 @@ async def build_services(
         router=router,
         redis=build_redis_readiness(settings, redis_outage),
     )
+    stray_files.start()  # a pass now, then every FILES_SWEEP_INTERVAL_SECONDS
+    return services

@@ -169,6 +169,21 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         le=600,
         description="Reading one document's text (PDF, XLSX, CSV, JSON) stops after this.",
     )
+    files_sweep_grace_seconds: float = Field(
+        default=3600.0,
+        ge=600,
+        le=30 * 24 * 3600,
+        description="Stored bytes no file row names (an upload cut off between writing its "
+        "bytes and recording its file) are removed once they are this old; more than an "
+        "upload can take (UPLOAD_TIMEOUT_SECONDS + EXTRACT_TIMEOUT_SECONDS), so no file "
+        "still being recorded loses its bytes.",
+    )
+    files_sweep_interval_seconds: float = Field(
+        default=3600.0,
+        ge=60,
+        le=7 * 24 * 3600,
+        description="How often such bytes are looked for (and once at start-up).",
+    )
     extract_concurrency: int = Field(
         default=2,
         ge=1,
@@ -403,6 +418,13 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
                 problems.append(
                     f"DEFAULT_MODEL: not in the model catalogue (its ids: {', '.join(ids)})"
                 )
+        upload = self.upload_timeout_seconds + self.extract_timeout_seconds
+        if self.files_sweep_grace_seconds <= upload:
+            problems.append(
+                "FILES_SWEEP_GRACE_SECONDS: must exceed UPLOAD_TIMEOUT_SECONDS + "
+                f"EXTRACT_TIMEOUT_SECONDS ({upload:g} s), or an upload's bytes could be "
+                "removed while its file is being recorded"
+            )
         claude = [m.id for m in models if m.provider == "anthropic"]
         if claude and self.anthropic_api_key is None:
             problems.append(

@@ -6,6 +6,7 @@ extraction, and the service that ties them to their owner's rows.
     archive.py    zip checks before any spreadsheet library opens one (bombs refused)
     extract/      PDF, XLSX, CSV, JSON -> text within a budget (pure, run in threads)
     service.py    upload (streamed, capped), read, delete, extraction with a time cap
+    sweep.py      bytes no file row names (an upload cut off before its row) removed
     attachments.py  file parts in a turn: resolve ids, inline data URLs, vision check,
                   and the text a model is given in their place
 """

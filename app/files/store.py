@@ -1,5 +1,6 @@
 """Where a file's bytes live, behind an interface another store (S3, a database) can
-implement: write a stream under a key, read it back, delete it.
+implement: write a stream under a key, read it back, delete it, and list the keys
+written before a time (for `app.files.sweep`, which removes bytes no file row names).
 
 `DirectoryFileStore` is the default: one file per key under a directory (`FILES_DIR`),
 fanned out by the key's first characters. A write goes to a `.part` file that is renamed
@@ -48,6 +49,13 @@ class FileStore(Protocol):
 
     async def delete(self, key: str) -> None:
         """Remove the blob; nothing happens when it is already gone."""
+        ...
+
+    async def old_keys(self, before: float, limit: int, after: str | None = None) -> list[str]:
+        """Up to `limit` keys of blobs last written before `before` (Unix time), in the
+        store's own order, starting after the key `after` (a cursor from a previous call).
+        A write left unfinished as long (its process died mid-upload) is removed on the
+        way: it is under no key, so nothing else ever would."""
         ...
 
 
@@ -131,3 +139,33 @@ class DirectoryFileStore:
 
     async def delete(self, key: str) -> None:
         await asyncio.to_thread(self._path(key).unlink, missing_ok=True)
+
+    async def old_keys(self, before: float, limit: int, after: str | None = None) -> list[str]:
+        """In the order (fan-out directory, key): a cursor resumes where the last call
+        stopped, so successive calls walk the whole store a bounded slice at a time."""
+        return await asyncio.to_thread(self._old_keys, before, limit, after)
+
+    def _old_keys(self, before: float, limit: int, after: str | None) -> list[str]:
+        found: list[str] = []
+        if not self.root.is_dir():
+            return found
+        start = (after[-2:], after) if after else ("", "")
+        fans = sorted(d.name for d in os.scandir(self.root) if d.is_dir())
+        for fan in (f for f in fans if f >= start[0]):
+            with os.scandir(self.root / fan) as entries:
+                old = sorted(e.name for e in entries if _older(e, before))
+            for name in old:
+                if name.endswith(".part"):
+                    (self.root / fan / name).unlink(missing_ok=True)
+                elif _KEY.match(name) and (fan, name) > start:
+                    found.append(name)
+                    if len(found) >= limit:
+                        return found
+        return found
+
+
+def _older(entry: os.DirEntry[str], before: float) -> bool:
+    try:
+        return entry.is_file() and entry.stat().st_mtime < before
+    except FileNotFoundError:  # deleted meanwhile
+        return False

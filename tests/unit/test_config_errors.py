@@ -153,6 +153,15 @@ def test_an_idempotency_key_lifetime_past_30_days_is_refused_at_start(
     ]
 
 
+def test_a_sweep_grace_an_upload_could_outlast_is_refused_at_start(problems: Problems) -> None:
+    # Bytes of an upload still being recorded would be removed as stray.
+    assert problems(FILES_SWEEP_GRACE_SECONDS="900", UPLOAD_TIMEOUT_SECONDS="900") == [
+        "FILES_SWEEP_GRACE_SECONDS: must exceed UPLOAD_TIMEOUT_SECONDS + "
+        "EXTRACT_TIMEOUT_SECONDS (920 s), or an upload's bytes could be removed while its "
+        "file is being recorded"
+    ]
+
+
 def test_a_number_that_is_not_a_number_is_named(problems: Problems) -> None:
     assert problems(MAX_ITERATIONS="many") == [
         "MAX_ITERATIONS: Input should be a valid integer, unable to parse string as an integer"

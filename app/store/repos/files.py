@@ -98,6 +98,16 @@ class FileRepo:
         )
         return {row.id: _record(row) for row in rows}
 
+    async def known_keys(self, keys: Sequence[str]) -> set[str]:
+        """Which of these storage keys a file row names, whoever owns it. A file's key is
+        its id (`Files.record`), so this reads the primary key's index."""
+        if not keys:
+            return set()
+        rows = await self._session.execute(
+            select(FileRow.id, FileRow.storage_key).where(FileRow.id.in_(set(keys)))
+        )
+        return {key for row in rows for key in (row.id, row.storage_key)}
+
     async def extraction(self, owner_id: str, file_id: str) -> Extraction | None:
         """The cached extraction, None when the file was never read."""
         row = await self._row(owner_id, file_id)

@@ -14,9 +14,11 @@ the whole input (canonical JSON: key order does not make another input). So, per
 
 A runId sent again with another input is another turn, as it was before runIds were
 kept: AG-UI clients make a runId per run, but one that reuses a fixed runId must not be
-refused. Only inputs that start a turn (a new user message) are kept; a repeated `resume`
-or tool results are refused as before (409 already decided / 404 nothing waiting), as a
-decision is never taken twice.
+refused. Inputs that start a turn (a new user message) are kept, and so are client tool
+results that start the run continuing the thread: sent again while that run goes on, they
+re-attach to it (their results were taken; `results_keeper`). Once it ended, a repeated
+`resume` or tool results are refused as before (409 already decided / 404 nothing
+waiting), as a decision is never taken twice.
 
 But a `resume` input's decisions and answers commit before the run that continues the
 thread starts, so an outage in between (a 503) left the thread waiting, every retry
@@ -36,7 +38,7 @@ from datetime import timedelta
 from ag_ui.core import RunAgentInput
 
 from app.api.idempotency import fingerprint
-from app.runs.turns import KeepStart
+from app.runs.turns import KeepContinuation, KeepStart
 from app.store.database import Database, Tx
 from app.store.idempotency import IdempotencyKey, KeyTaken, Outcome, after_collision, kept_outcome
 from app.toolruntime.decision_replay import DECIDED
@@ -99,6 +101,17 @@ async def taken_call(
                 return None
             calls.append(question.tool_call_id)
     return calls[0] if calls else None
+
+
+def results_keeper(key: IdempotencyKey, conversation_id: str) -> KeepContinuation:
+    """Keeps the runId -> the run that tool results start, in the transaction that stores
+    them (nothing while other calls still wait)."""
+
+    async def keep(tx: Tx, run_id: str | None) -> None:
+        if run_id is not None:
+            await tx.idempotency.keep(key, Outcome(200, {"run_id": run_id}, conversation_id))
+
+    return keep
 
 
 def keeper(key: IdempotencyKey, conversation_id: str) -> KeepStart:

@@ -178,6 +178,20 @@ async def test_a_server_tool_streams_its_call_and_result_then_the_next_segment(
     assert await node_names(client) == ["Ada Lovelace"]
 
 
+def picked(start: dict[str, Any]) -> list[dict[str, Any]]:
+    """The client's history answering the `pick_color` call `start` began with "red"."""
+    call = {
+        "id": start["toolCallId"],
+        "type": "function",
+        "function": {"name": "pick_color", "arguments": '{"hint":"warm"}'},
+    }
+    return [
+        user("pick a color"),
+        {"id": start["parentMessageId"], "role": "assistant", "toolCalls": [call]},
+        {"id": "tm1", "role": "tool", "toolCallId": start["toolCallId"], "content": '"red"'},
+    ]
+
+
 async def test_a_client_tool_waits_for_the_clients_tool_message_and_the_run_continues(
     client: ApiClient,
 ) -> None:
@@ -190,16 +204,7 @@ async def test_a_client_tool_waits_for_the_clients_tool_message_and_the_run_cont
         "pendingToolCallIds": [start["toolCallId"]],
     }
 
-    call = {
-        "id": start["toolCallId"],
-        "type": "function",
-        "function": {"name": "pick_color", "arguments": '{"hint":"warm"}'},
-    }
-    history = [
-        user("pick a color"),
-        {"id": start["parentMessageId"], "role": "assistant", "toolCalls": [call]},
-        {"id": "tm1", "role": "tool", "toolCallId": start["toolCallId"], "content": '"red"'},
-    ]
+    history = picked(start)
     answered = await run(client, "t-client", history, tools=[PICK])
 
     assert text_of(answered) == "You picked it."

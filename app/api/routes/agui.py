@@ -17,9 +17,10 @@ is AG-UI events as SSE (see `app.api.encoders.agui`).
 
 A retry of an input that started a turn (same `threadId`, `runId` and input, say after
 a dropped connection) starts no second turn: it replays the first run's events from
-`RUN_STARTED`, live while the run goes on; the same `runId` with another input is another
-turn (`app.api.agui_retry`). A `resume` input whose run an outage kept from starting
-continues the thread when sent again.
+`RUN_STARTED`, live while the run goes on (a retry of client tool results likewise, while
+the run they started goes on; once it ended, 404 as before); the same `runId` with
+another input is another turn (`app.api.agui_retry`). A `resume` input whose run an
+outage kept from starting continues the thread when sent again.
 
 Refusals before the run starts are HTTP errors in the native shape (`HttpAgent` throws
 them as `HTTP <status>: <body>`): 400 nothing to run, 404 a `conv_` thread or an interrupt
@@ -44,6 +45,7 @@ from app.api.agui_retry import (
     collided_run,
     keeper,
     kept_run,
+    results_keeper,
     run_key,
     sent_before,
     taken_call,
@@ -110,8 +112,9 @@ async def run_agui(
     cid = conversation.id
     key = run_key(caller.user_id, body, ttl)
     first = await kept_run(db, key)
-    if first is not None:  # a retry of an input that already started its run
-        return await _again(runs, db, caller.user_id, cid, body, first, config)
+    # A retry of an input that already started its run; of tool results, while it goes on.
+    if first is not None and (turn.content or first == conversation.active_run_id):
+        return await _again(runs, db, caller.user_id, cid, body, first, config, not turn.content)
     # The same decisions sent again: they may have committed before an outage kept the run
     # from starting; taken as this input asks, they are its own, not second ones.
     again = bool(turn.answers or turn.inputs) and await sent_before(db, key, cid)
@@ -147,11 +150,15 @@ async def run_agui(
         results = await waiting_results(db, caller.user_id, cid, turn.results)
         if not results and not decided:
             raise NotFound("No client tool call is waiting.", code="tool_call_not_found")
-        resumed = (
-            await runs.submit_tool_results(caller, cid, results)
-            if results
-            else await runs.resume(caller, cid, after_call=taken)
-        )
+        try:
+            resumed = (
+                await runs.submit_tool_results(caller, cid, results, keep=results_keeper(key, cid))
+                if results
+                else await runs.resume(caller, cid, after_call=taken)
+            )
+        except KeyTaken:  # a concurrent send of the same results started the run first
+            first = await collided_run(db, key)
+            return await _again(runs, db, caller.user_id, cid, body, first, config, True)
         run = _continuing(resumed, None if results else taken, bool(turn.answers))
     else:
         resumed = await runs.resume(caller, cid, after_call=taken)
@@ -176,12 +183,13 @@ async def _again(
     body: RunAgentInput,
     run_id: str,
     config: StreamDep,
+    continues: bool = False,
 ) -> Response:
     """The run a first send of this input started, its events from the start."""
     encoder = AguiEncoder(
         thread_id=body.thread_id,
         run_id=body.run_id,
-        continues=False,
+        continues=continues,
         snapshot=await thread_snapshot(db, owner_id, cid, body),
     )
     return sse_response(

@@ -194,7 +194,8 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
         default=60.0,
         gt=0,
         description="An SSE reader whose socket takes nothing for this long is dropped "
-        "(it can resume with Last-Event-ID).",
+        "(it can resume with Last-Event-ID), and its connection let go (any client that "
+        "reads nothing of its answer, under the service's HTTP protocol).",
     )
     shutdown_timeout_seconds: float = Field(
         default=6.0,

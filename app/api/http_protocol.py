@@ -9,7 +9,15 @@ connection never pipelines and at most one task waits on each event. Here the pi
 a list and the events keep their waiters in a list made when a task first waits.
 
 What a client sees is unchanged: the same parser, the same request cycle, the same
-events set and waited on at the same points. The server runs it with
+events set and waited on at the same points, with one addition: a connection whose
+client takes nothing of what is written to it for `STREAM_SEND_TIMEOUT_SECONDS` is cut
+(`WRITE_STALL_SECONDS`, from the app's lifespan state). Without it, a client that stopped
+reading (its TCP window full) kept its connection for ever: the stream's send timed out
+and its task ended, but closing a transport waits until its buffer is written, so the
+connection, its protocol and the ~64 KiB the transport buffered stayed for as long as the
+client held its socket open. Cut, the stream sees its client gone (and a resumable
+reader can come back with `Last-Event-ID`); a non-streaming answer to a client that reads
+nothing is bounded the same way. The server runs it with
 `--http app.api.http_protocol:LeanHttpToolsProtocol` (the Dockerfile, `dev.py serve`, the
 benchmarks); uvicorn's own `--http httptools` serves the same.
 """
@@ -22,6 +30,8 @@ from typing import Any, Generic, TypeVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
+
+from app.domain import deadlines
 
 T = TypeVar("T")
 
@@ -76,6 +86,8 @@ class Pipeline(list[T], Generic[T]):
 
 
 SERVER_TABLES = "server_tables"
+# The lifespan state's entry for how long a connection may take nothing written to it.
+WRITE_STALL_SECONDS = "write_stall_seconds"
 
 
 class ServerTables:
@@ -102,6 +114,10 @@ class ServerTables:
 
 
 class LeanHttpToolsProtocol(HttpToolsProtocol):
+    # Armed while the transport's buffer is over its high-water mark; a class default, so
+    # a connection that never stalls holds nothing for it.
+    _stalled: deadlines.Deadline | None = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pipeline = Pipeline()  # type: ignore[assignment]  # the deque's uses only
@@ -120,3 +136,28 @@ class LeanHttpToolsProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         if self.cycle is not previous:  # a new request's cycle: its task has not run yet
             self.cycle.message_event = LeanEvent()  # type: ignore[assignment]
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        seconds = self.app_state.get(WRITE_STALL_SECONDS)
+        if isinstance(seconds, int | float) and self._stalled is None:
+            self._stalled = deadlines.call_later(seconds, self._cut)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._unstall()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._unstall()
+        super().connection_lost(exc)
+
+    def _unstall(self) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+
+    def _cut(self) -> None:
+        """The client took nothing for the whole stall: let the connection go, with
+        what was buffered for it (a close would wait for the client to read it)."""
+        self._stalled = None
+        self.transport.abort()

@@ -109,7 +109,7 @@ async def answered_calls(
 ) -> list[ToolResult]:
     """`items` (function_call_output items only) as results for the calls `previous`
     waits on, every one of them answered (OpenAI's rule and words)."""
-    results = []
+    results: list[ToolResult] = []
     for index, item in enumerate(items):
         where = f"input[{index}]"
         if not isinstance(item, Mapping) or item.get("type") != "function_call_output":
@@ -120,6 +120,10 @@ async def answered_calls(
                 param=where,
             )
         call_id, result = function_output(item, where)
+        if any(r.tool_call_id == call_id for r in results):
+            raise InvalidRequest(
+                f"{where}: a second output for function call {call_id}.", param=where
+            )
         results.append(ToolResult(call_id, "success", result))
     async with db.read() as tx:
         last = await _latest(tx, owner_id, previous)

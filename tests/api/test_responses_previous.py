@@ -349,3 +349,23 @@ async def test_a_fork_from_an_earlier_response_is_refused_and_stores_nothing(
         model="scripted", input="again", previous_response_id=second.id
     )
     assert latest.output_text == "Again from chat-bff."
+
+
+async def test_two_outputs_for_one_call_are_refused_naming_the_second_item(
+    me: openai.AsyncOpenAI, provider: ScriptedProvider
+) -> None:
+    asked = await _first(me, "weather in Oslo?", tools=[WEATHER])
+    output: Any = {"type": "function_call_output", "call_id": "call_w", "output": "sunny"}
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        await me.responses.create(
+            model="scripted", input=[output, output], previous_response_id=asked.id
+        )
+
+    assert caught.value.param == "input[1]"
+    assert "call_w" in caught.value.message
+    # Nothing was taken: the call still waits, and one output continues the turn.
+    answered = await me.responses.create(
+        model="scripted", input=[output], previous_response_id=asked.id
+    )
+    assert answered.output_text == "Sunny it is, then."

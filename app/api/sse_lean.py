@@ -21,7 +21,11 @@ deque block up front; asyncio's only when a second sender waits). The service ru
 asyncio only. The heartbeat's and the sends' timeouts are `app.domain.deadlines.timeout`,
 `asyncio.timeout` on one heap per loop, so an open stream holds no timer of the loop's.
 
-What goes on the wire, and when, is unchanged; only how the waiting is arranged differs.
+What goes on the wire, and when, is unchanged; only how the waiting is arranged differs,
+and how a reader that took nothing for `send_timeout` is reported: one info line, not
+an unhandled error with its traceback (twice: ours and the server's) that any client
+could produce at will by not reading. The connection is cut as before (under the service's
+HTTP protocol, by the protocol itself: `app.api.http_protocol`).
 A response that uses what this does not arrange (HEAD, a `data_sender_callable`, a
 `shutdown_event` or grace period) is served by sse-starlette's own `__call__`.
 """
@@ -29,6 +33,7 @@ A response that uses what this does not arrange (HEAD, a `data_sender_callable`,
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterable
 from typing import Any
 
@@ -39,6 +44,8 @@ from starlette.types import Message, Receive, Scope, Send
 from app.api.handoff import take_handoff
 from app.api.stream_head import FailedBeforeOutput, HeldHead
 from app.domain import deadlines
+
+log = logging.getLogger("chat_bff.streams")
 
 # Private parts of sse-starlette 3.7: its per-loop shutdown watcher and two methods of
 # the response. A release without them serves every stream with sse-starlette's own four
@@ -177,6 +184,9 @@ class LeanEventSourceResponse(EventSourceResponse):
                 raise
         except FailedBeforeOutput as failure:
             unstarted = failure  # answered below, once the watcher is gone
+        except SendTimeoutError:
+            self._dropped()
+            return
         finally:
             stop.live = False
             shutdown.discard(stop)
@@ -198,6 +208,11 @@ class LeanEventSourceResponse(EventSourceResponse):
                 del failed
         if self.background is not None:
             await self.background()
+
+    def _dropped(self) -> None:
+        """The client took nothing for the whole send timeout: its stream ends (it can
+        resume), which is no fault of ours."""
+        log.info("stream dropped: its reader took nothing for %gs", self.send_timeout)
 
     async def _watch(self, receive: Receive, send: Send, stop: _Stop) -> None:
         """Until the client disconnects (then the stream is cancelled), sending the
@@ -242,6 +257,10 @@ class LeanEventSourceResponse(EventSourceResponse):
         frame = ensure_bytes(factory(), self.sep)
         async with self._send_lock:
             if self.active:
-                await self._send_with_timeout(
-                    send, {"type": "http.response.body", "body": frame, "more_body": True}
-                )
+                try:
+                    await self._send_with_timeout(
+                        send, {"type": "http.response.body", "body": frame, "more_body": True}
+                    )
+                except SendTimeoutError:
+                    self.active = False  # the watcher ends, and the stream with it
+                    self._dropped()

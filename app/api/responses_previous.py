@@ -74,7 +74,8 @@ async def resolve(
         )
     try:
         record = await stored_run(db, owner_id, value)
-        assert record.conversation_id is not None  # stored runs are conversations'
+        if record.conversation_id is None:  # `stored_run` answers conversations' runs only
+            raise NotFound("Not a stored response.")
         async with db.read() as tx:
             held_in = await tx.conversations.get(owner_id, record.conversation_id)
     except NotFound:
@@ -171,7 +172,10 @@ async def continue_calls(
                 await keep(tx, Outcome(200, {"run_id": run_id}, cid))
 
         run = await runs.submit_tool_results(caller, cid, results, keep=kept)
-        assert run is not None  # `kept` refused a turn that would not continue
+        if run is None:  # `kept` refuses, rolled back, a turn that would not continue
+            raise Conflict(
+                "The previous response's turn did not continue.", code="approval_pending"
+            )
         return run
 
     if key is None:

@@ -98,3 +98,21 @@ async def test_of_two_approves_at_once_one_applies_and_the_other_is_409(
         assert lost["error"]["code"] == "proposals_changed"
     names = await node_names(client)
     assert names == sorted(["Ada Lovelace", "Analytical Engine"] * TRIES)
+
+
+async def test_of_two_rejects_at_once_one_drops_the_queue_and_the_other_is_409(
+    client: ApiClient,
+) -> None:
+    """As for approves: the loser was a 200 dropping nothing on SQLite, a 409 on Postgres."""
+    for _ in range(TRIES):
+        cid, queued = await _queued(client)
+
+        answers = await asyncio.gather(
+            *(client.post(f"/api/conversations/{cid}/proposals/reject") for _ in "ab")
+        )
+
+        assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
+        won = next(a for a in answers if a.status_code == 200).json()
+        lost = next(a for a in answers if a.status_code == 409).json()
+        assert sorted(won["rejected"]) == sorted(queued)
+        assert lost["error"]["code"] == "proposals_changed"

@@ -5,7 +5,8 @@ undo the last applied batch.
 proposal rolls every change back, keeps the queue and answers 409 `proposal_failed` with
 `proposal_id` and `reason`; one that finds nothing pending (the loser of two approves
 sent at once: on SQLite it reads the queue only after the winner committed) answers 409
-`proposals_changed`, as the loser does on Postgres, never 200 with nothing applied.
+`proposals_changed`, as the loser does on Postgres, never 200 with nothing applied; a
+reject that finds nothing pending likewise.
 `POST .../proposals/undo` takes the last applied batch back
 in ONE transaction if nothing it touched changed since (else 409 `undo_conflict` naming
 the `entity` and the `proposal_id`).
@@ -52,6 +53,13 @@ def _out(record: ProposalRecord, tools: ToolCatalog) -> ProposalOut:
     )
 
 
+def _nothing_pending() -> Conflict:
+    """What an approve or a reject that found nothing pending answers, on SQLite as on
+    Postgres: the loser of two sent at once reads the queue after the winner committed on
+    SQLite (one connection), before it on Postgres; a 200 that did nothing reads as done."""
+    return Conflict("No proposal is pending any more; reload the queue.", code="proposals_changed")
+
+
 IdsBody = Annotated[ProposalIds | None, Body(description="Which proposals; all when absent.")]
 
 
@@ -84,9 +92,7 @@ async def approve_proposals(
     ids = body.ids if body is not None else None
     batch = await proposals.approve(caller, conversation_id, ids)
     if not batch.applied:  # another approve or reject settled the queue first, or it was empty
-        raise Conflict(
-            "No proposal is pending any more; reload the queue.", code="proposals_changed"
-        )
+        raise _nothing_pending()
     return BatchOut(
         batch_id=batch.batch_id,
         audit_id=batch.audit_id,
@@ -108,13 +114,21 @@ async def approve_proposals(
     "/{conversation_id}/proposals/reject",
     response_model=RejectedOut,
     summary="Drop all pending proposals, or the given ids.",
-    responses={409: {"description": "proposals_changed: the queue changed meanwhile; reload it."}},
+    responses={
+        409: {
+            "description": "proposals_changed: nothing was pending any more, or the queue "
+            "changed meanwhile; reload it."
+        }
+    },
 )
 async def reject_proposals(
     conversation_id: str, proposals: ProposalsDep, caller: CallerDep, body: IdsBody = None
 ) -> RejectedOut:
     ids = body.ids if body is not None else None
-    return RejectedOut(rejected=await proposals.reject(caller, conversation_id, ids))
+    rejected = await proposals.reject(caller, conversation_id, ids)
+    if not rejected:  # another reject or approve settled the queue first, or it was empty
+        raise _nothing_pending()
+    return RejectedOut(rejected=rejected)
 
 
 @router.post(

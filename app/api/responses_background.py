@@ -15,7 +15,8 @@ the instance that runs it). So a background response is a conversation turn:
 
 The conversation made for a request without one is the caller's (retrievable,
 purgeable) but of kind `background_response`, which no conversation list shows (OpenAI's
-background responses make no conversation; a sidebar must not grow one). It is still
+background responses make no conversation; a sidebar must not grow one), until the
+caller sends it a message of their own (`Runs.send`): then it is a chat like the others. It is still
 marked `metadata.background_response: "true"`, and a Response names it in
 `conversation`, so a client may continue it.
 """

@@ -157,13 +157,19 @@ class Runs:
         *,
         keep: KeepStart | None = None,
         prepare: Prepare | None = None,
+        adopt: bool = True,
     ) -> RunHandle:
         """Store the user message and start a run. `keep` is told the run's id and
         whether the input was truncated inside the transaction that stores them (an
         Idempotency-Key's outcome is kept there: both are committed, or neither);
-        `prepare` runs there first, once the conversation is claimed (it may refuse)."""
+        `prepare` runs there first, once the conversation is claimed (it may refuse).
+
+        A conversation made to hold a background response is not listed; a message the
+        person sends it makes it a chat like the others, listed (they continued it, so it
+        is theirs to see), unless `adopt` is False: its own first turn, or a chain of
+        responses (`previous_response_id`) that never named a conversation."""
         return await self._answer_user(
-            caller, conversation_id, content, turn, prepare=prepare, keep=keep
+            caller, conversation_id, content, turn, prepare=prepare, keep=keep, adopt=adopt
         )
 
     async def submit_tool_results(
@@ -379,12 +385,16 @@ class Runs:
         *,
         prepare: Prepare | None = None,
         keep: KeepStart | None = None,
+        adopt: bool = True,
     ) -> RunHandle:
         """A run that answers the new user message `content`, its files admitted and then
         tied to the conversation; `prepare` runs in the claim's transaction (`edit`), and
-        `keep` there too, told the run's id."""
+        `keep` there too, told the run's id. With `adopt` (see `send`), a conversation
+        holding a background response becomes a chat in that transaction too."""
         user, truncated = _user_message(content)
         conversation = await self._conversation(caller, conversation_id)
+        if conversation.kind != "chat" and adopt:
+            prepare = _adopting(conversation_id, prepare)
         if self._typed_answers is not None:  # "yes" to the waiting approval decides it
             await self._typed_answers.apply(caller, conversation_id, content)
         request = self._request(caller, conversation, turn, truncated=truncated)
@@ -457,6 +467,19 @@ class Runs:
 
     def _handle(self, run: ActiveRun, request: RunRequest) -> RunHandle:
         return RunHandle(run, self, model_id=request.model.id)
+
+
+def _adopting(conversation_id: str, then: Prepare | None) -> Prepare:
+    """`then` (if any), and the conversation made a chat (`ConversationRepo.adopt`) when
+    a run is due."""
+
+    async def prepare(tx: Tx) -> bool:
+        due = True if then is None else await then(tx)
+        if due:
+            await tx.conversations.adopt(conversation_id)
+        return due
+
+    return prepare
 
 
 def _recording(files: Admission, conversation_id: str, then: Prepare | None) -> Prepare:

@@ -35,6 +35,7 @@ class ConversationRecord:
     message_count: int
     last_message_preview: str | None
     active_run_id: str | None
+    kind: ConversationKind = "chat"
 
     @property
     def archived(self) -> bool:

@@ -12,22 +12,13 @@ from typing import Any
 import openai
 import pytest
 
-from app.providers.scripted import Script, ScriptedProvider, ScriptedTurn
+from tests.api.stalling_model import use_stalling_model
 from tests.fakes.db import ApiClient
-
-SCRIPT = Script(
-    mode="rules",
-    turns=[
-        # Far longer than any test: only a cancel ends this run before the test does.
-        ScriptedTurn(match="^stall", stall_seconds=600.0, text="Never said."),
-        ScriptedTurn(match="^hello", text="Hello from chat-bff."),
-    ],
-)
 
 
 @pytest.fixture(autouse=True)
 def _script(users_api: ApiClient) -> None:
-    users_api.services.providers["scripted"] = ScriptedProvider(SCRIPT, delay_ms=0)
+    use_stalling_model(users_api)
 
 
 async def _stalled(

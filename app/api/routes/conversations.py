@@ -102,7 +102,8 @@ async def list_conversations(
     ] = None,
 ) -> ConversationList:
     """Your conversations, newest first. One made to hold a background response sent
-    without a conversation (`POST /v1/responses`, `background: true`) is not listed."""
+    without a conversation (`POST /v1/responses`, `background: true`) is not listed, until
+    you send it a message of your own."""
     async with db.read() as tx:
         page = await tx.conversations.list(
             caller.user_id, limit=limit, cursor=cursor, archived=archived, q=q

@@ -160,9 +160,14 @@ async def _conversation_turn(
         turn = _turn_input(body, client_tools, choice)
 
         latest = None if previous is None else still_latest(caller.user_id, previous)
+        # A conversation named by the client is its chat from now on, listed; a chain of
+        # responses leaves a background response's conversation unlisted.
+        adopt = previous is None
 
         def start(keep: KeepStart | None) -> Awaitable[RunHandle]:
-            return runs.send(caller, cid, sent[-1].content, turn, keep=keep, prepare=latest)
+            return runs.send(
+                caller, cid, sent[-1].content, turn, keep=keep, prepare=latest, adopt=adopt
+            )
 
         kept_as = partial(_kept_run, cid)
         started = await run_once(db, caller.user_id, idempotency_key, start, kept_as)
@@ -201,7 +206,7 @@ async def _background_turn(
         try:
             if content is None:  # the input ends with the client's tool outputs
                 return await runs.continue_held(caller, cid, turn, keep=keep)
-            return await runs.send(caller, cid, content, turn, keep=keep)
+            return await runs.send(caller, cid, content, turn, keep=keep, adopt=False)
         except BaseException:
             await let_go(db, caller.user_id, cid)
             raise

@@ -55,6 +55,7 @@ def to_record(row: ConversationRow | Row[Any]) -> ConversationRecord:
         message_count=row.message_count,
         last_message_preview=row.last_message_preview,
         active_run_id=row.active_run_id,
+        kind=cast(ConversationKind, row.kind),
     )
 
 
@@ -181,7 +182,8 @@ class ConversationRepo:
         q: str | None = None,
     ) -> ConversationPage:
         """Newest first by (updated_at, id); `q` matches the title, case-insensitively.
-        Only chats: a conversation holding a background response is not listed."""
+        Only chats: a conversation holding a background response is not listed (until
+        its owner continues it: `adopt`)."""
         query = select(ConversationRow).where(
             ConversationRow.owner_id == owner_id, ConversationRow.kind == "chat"
         )
@@ -234,6 +236,16 @@ class ConversationRepo:
             row.updated_at = now
             await self._session.flush()
         return to_record(row)
+
+    async def adopt(self, conversation_id: str) -> None:
+        """A conversation made to hold a background response becomes a chat, listed like
+        any other: its owner sent it a turn of their own (the turn's claim, in the same
+        transaction, checked the owner)."""
+        await self._session.execute(
+            update(ConversationRow)
+            .where(ConversationRow.id == conversation_id, ConversationRow.kind != "chat")
+            .values(kind="chat")
+        )
 
     async def archive(self, owner_id: str, conversation_id: str) -> ConversationRecord:
         return await self.update(owner_id, conversation_id, archived=True)

@@ -342,6 +342,35 @@ async def test_the_sdks_retry_of_a_lost_background_response_is_one_response(
     assert text == "Once."
 
 
+async def test_the_sdks_retry_of_a_lost_background_tool_continuation_runs_the_model_once(
+    client: ApiClient, sdk: openai.AsyncOpenAI, dropping: FirstAnswerLost
+) -> None:
+    play(client, ScriptedTurn(text="Sunny, once."), ScriptedTurn(text="Sunny, twice."))
+    weather: Any = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+
+    started = await sdk.responses.create(
+        model="scripted",
+        tools=[weather],
+        background=True,
+        input=[
+            {"role": "user", "content": "Weather?"},
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        ],
+        extra_headers={"Idempotency-Key": "bg-tools-1"},
+    )
+
+    assert dropping.keys == ["bg-tools-1", "bg-tools-1"]
+    async with client.services.db.sessions() as session:
+        conversations = (await session.scalars(select(RunRow.conversation_id))).all()
+    assert len(conversations) == 1  # one run, in one conversation
+    assert await stored_turns(client, str(conversations[0])) == (1, 1)
+    events = [e async for e in await sdk.responses.retrieve(started.id, stream=True)]
+    assert events[-1].type == "response.completed"
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == "Sunny, once."
+
+
 # --- the Vercel AI SDK's useChat (/api/ui/chat) ---------------------------------------------
 
 

@@ -7,7 +7,8 @@ order, each with an id that stays the same on every read:
   text as `input_text`, an attachment as `input_image` or `input_file` (`file_id` of the
   upload, or the `image_url` / `file_data` it was sent with);
 - an assistant message -> its consecutive text parts as one `message` item (`output_text`;
-  the first keeps the message id, later ones `<message id>_<n>`); a server tool's call ->
+  the first keeps the message id, later ones `<message id>_<n>`; the last one `incomplete`
+  when the message was cut short while writing it, as the stream showed it); a server tool's call ->
   a finished `mcp_call` item (`id` = the call id, `output` or `error`), as AIKit and
   reloaded histories show server-run tools; one waiting for a person's approval -> only an
   `mcp_approval_request` item (`id` = the approval id), one that stopped to ask the user
@@ -112,8 +113,11 @@ def _items(message: Message, is_server_tool: Callable[[str], bool]) -> Iterator[
         return
     texts: list[str] = []
     blocks = 0
+    # A message cut short (cancelled, interrupted, failed) ends with the text it was
+    # writing: that item is `incomplete`, as the stream closed it.
+    cut = (message.metadata or {}).get("status") == "incomplete"
 
-    def flush() -> Iterator[Item]:
+    def flush(last: bool = False) -> Iterator[Item]:
         nonlocal blocks
         if texts:
             item_id = message.id if blocks == 0 else f"{message.id}_{blocks}"
@@ -124,7 +128,7 @@ def _items(message: Message, is_server_tool: Callable[[str], bool]) -> Iterator[
                 "type": "message",
                 "id": item_id,
                 "role": "assistant",
-                "status": "completed",
+                "status": "incomplete" if last and cut else "completed",
                 "content": content,
             }
 
@@ -134,7 +138,7 @@ def _items(message: Message, is_server_tool: Callable[[str], bool]) -> Iterator[
         elif isinstance(part, ToolPart):
             yield from flush()
             yield from _tool_items(part, is_server_tool(part.data.toolName))
-    yield from flush()
+    yield from flush(last=True)
 
 
 def _input_part(part: TextPart | FilePart) -> Item:

@@ -10,7 +10,14 @@ Pub/sub is at most once: a message published while the connection is down, or dr
 because a subscriber's Redis output buffer overflowed (Redis then closes the connection),
 is gone. The listener sees the broken connection, tells every local subscriber `GAP` (so
 each reads what it missed from the database, as after any gap) and reconnects with backoff,
-subscribing again to every topic still held. Publishing never blocks a run for long: one
+subscribing again to every topic still held; once Redis confirms the new subscriptions it
+tells `GAP` again (what was published until then is lost, and is now in the database). A
+connection can also die without a word (a network partition, a NAT or load balancer that
+drops idle flows): nothing is read and nothing raises, and every message meant for this
+process (a cancel for a run it holds among them) would be lost unnoticed for as long as
+the process lives. So after `QUIET_SECONDS` with nothing heard the listener PINGs its
+connection, and one that does not answer within the timeout is broken like any other
+(the breaker hears that Redis did not answer). Publishing never blocks a run for long: one
 try with the socket timeout, errors to the caller; after a publish or a subscription that
 Redis did not answer, publishing fails at once and subscribing does not wait for Redis's
 confirmation for `REDIS_RETRY_SECONDS` (`app.redis.outage`), so a Redis that hangs
@@ -24,12 +31,13 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app.redis.outage import RedisOutage, failure_of
 from app.runs.bus import Subscription
@@ -40,6 +48,13 @@ log = logging.getLogger("chat_bff.runs")
 _KEEPALIVE = "~"
 # Pauses between attempts to reconnect a broken pub/sub connection.
 RECONNECT_DELAYS = (0.05, 0.2, 0.5, 1.0, 2.0)
+# With nothing heard on the pub/sub connection for this long, it is PINGed (see above): a
+# PING on a quiet process every 2 s, which also keeps what `/readyz` says of Redis fresh.
+QUIET_SECONDS = 2.0
+
+
+class Silent(RedisTimeoutError):
+    """The pub/sub connection did not answer a PING: it died without being closed."""
 
 
 class RedisBus:
@@ -63,6 +78,8 @@ class RedisBus:
         self._listener: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._timeout = 5.0
+        self._quiet = QUIET_SECONDS
+        self._rejoining = False  # resubscribed after a break, not yet confirmed
         self._closed = False
 
     @classmethod
@@ -190,9 +207,16 @@ class RedisBus:
                 await self._reconnect()
                 continue
             try:
-                message = await pubsub.get_message(timeout=None)
+                message = await self._heard(pubsub)
             except asyncio.CancelledError:
                 raise
+            except Silent:
+                self._outage.failed("TimeoutError")  # said once, as any call that timed out
+                self._tell_gap()
+                await self._pause(failures)
+                failures += 1
+                await self._reconnect()
+                continue
             except Exception:
                 log.warning("bus: the Redis connection broke; reconnecting", exc_info=True)
                 self._tell_gap()
@@ -201,8 +225,18 @@ class RedisBus:
                 await self._reconnect()
                 continue
             failures = 0
-            if message is not None:
-                self._dispatch(message)
+            self._dispatch(message)
+
+    async def _heard(self, pubsub: PubSub) -> dict[str, Any]:
+        """The next message on the connection; after `QUIET_SECONDS` of silence it must
+        answer a PING within the timeout, or it is `Silent`."""
+        message = await pubsub.get_message(timeout=self._quiet)
+        if message is None:
+            await pubsub.ping()
+            message = await pubsub.get_message(timeout=self._timeout)
+            if message is None:
+                raise Silent("the pub/sub connection did not answer a PING")
+        return cast("dict[str, Any]", message)
 
     async def _pause(self, failures: int) -> None:
         await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)])
@@ -212,6 +246,7 @@ class RedisBus:
         if old is not None:
             with contextlib.suppress(Exception):
                 await old.aclose()  # type: ignore[no-untyped-call]
+        self._rejoining = True
         try:
             await self._pubsub.subscribe(*self._channels())
         except Exception as exc:
@@ -219,8 +254,8 @@ class RedisBus:
                 log.warning("bus: Redis is still unreachable", exc_info=True)
             return
         # Messages published before the new subscriptions took effect are lost: the
-        # subscribers read them from the log.
-        self._tell_gap()
+        # subscribers read them from the log once Redis confirms them (`_dispatch`); read
+        # before, a cancel kept on a run's row and published meanwhile could be missed.
 
     def _refused(self, exc: Exception) -> bool:
         """A Redis that is down, refused our credentials or is loading its data: the
@@ -237,6 +272,9 @@ class RedisBus:
         channel = _text(message["channel"])
         kind = message["type"]
         if kind == "subscribe":
+            if self._rejoining:  # one SUBSCRIBE for every channel: all of them hold now
+                self._rejoining = False
+                self._tell_gap()
             for waiting in self._confirming.pop(channel, []):
                 if not waiting.done():
                     waiting.set_result(None)

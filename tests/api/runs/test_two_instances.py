@@ -1,6 +1,7 @@
 """Two instances on one database and one Redis (the real one on 127.0.0.1): a run started
 on A is followed live on B, in order and without gaps, resumed on B with Last-Event-ID,
-cancelled through B, and a purge through B leaves nothing of it in A's memory."""
+cancelled through B (also while A's connection to Redis went silent), and a purge through
+B leaves nothing of it in A's memory."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.api.runs.helpers import CONVERSATIONS, conversation, create, events, 
 from tests.api.sse_frames import Frame
 from tests.fakes.db import ApiClient, MakeApi
 from tests.limits.conftest import reachable_redis_url
+from tests.unit.runs.test_redis_bus import Forwarder
 
 WORDS = " ".join(f"word{n}" for n in range(60))
 
@@ -106,6 +108,47 @@ async def test_a_cancel_sent_to_the_other_instance_stops_the_run(
     frames = await events(a, started["events_url"])
     assert frames[-1].data["status"] == "cancelled"
     assert (await conversation(b, cid))["active_run_id"] is None
+
+
+async def test_a_cancel_the_owner_missed_on_a_silent_connection_stops_the_run_promptly(
+    make_api: MakeApi, app_settings: Settings
+) -> None:
+    # A's way to Redis drops every byte without closing (a partition, a NAT that forgot
+    # the flow): B's cancel is published and lost. Leases far longer than the test, so
+    # only A noticing its dead connection (and reading the kept cancel) can stop the run
+    # within B's wait.
+    redis = Forwarder()
+    await redis.up()
+    limits = {
+        "rate_limit_requests_per_minute": 0,
+        "rate_limit_concurrent_runs": 0,
+        "run_lease_seconds": 900.0,
+        "redis_timeout_seconds": 0.5,
+    }
+    on = {"a": f"redis://127.0.0.1:{redis.port}/0", "b": reachable_redis_url()}
+    try:
+        async with AsyncExitStack() as stack:
+            a, b = [
+                await stack.enter_async_context(
+                    make_api(
+                        app_settings.model_copy(update=limits | {"redis_url": on[name]}),
+                        providers={"scripted": ScriptedProvider(Script(turns=[]))},
+                    )
+                )
+                for name in ("a", "b")
+            ]
+            cid, started = await streaming(a, delay_ms=500)
+            redis.frozen = True
+
+            response = await b.post(f"{CONVERSATIONS}/{cid}/runs/{started['run_id']}/cancel")
+
+            assert response.status_code == 200, response.text
+            assert response.json()["status"] == "cancelled"
+            redis.frozen = False
+            frames = await events(a, started["events_url"])
+    finally:
+        await redis.down()
+    assert frames[-1].data["status"] == "cancelled"
 
 
 async def test_a_purge_on_the_other_instance_empties_the_owners_memory(

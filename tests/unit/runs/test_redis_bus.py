@@ -123,11 +123,13 @@ async def _kill_pubsub_connections(via: RedisBus, of: RedisBus) -> None:
 
 class Forwarder:
     """A TCP port in front of the test Redis (or of `target`, another port on 127.0.0.1)
-    that can go down and come back."""
+    that can go down and come back, or go silent: while `frozen`, every byte either way is
+    dropped and the connections stay open (a partition, a NAT that forgot the flow)."""
 
     def __init__(self, target: int = 6379) -> None:
         self.port = free_port()
         self.target = target
+        self.frozen = False
         self._server: asyncio.Server | None = None
         self._writers: list[asyncio.StreamWriter] = []
 
@@ -149,8 +151,9 @@ class Forwarder:
         async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
             with contextlib.suppress(ConnectionError, OSError):
                 while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
+                    if not self.frozen:
+                        sink.write(data)
+                        await sink.drain()
             sink.close()
 
         await asyncio.gather(copy(reader, upstream_writer), copy(upstream_reader, writer))
@@ -182,6 +185,31 @@ async def test_a_redis_down_at_start_and_gone_for_a_while_is_caught_up_with() ->
             await redis.down()
             assert await asyncio.wait_for(messages.get(), 5) is GAP
             await redis.up()
+            assert (await heard_again(publisher, prefix + "run:1", messages)).startswith(b"m")
+    finally:
+        await bus.aclose()
+        await publisher.aclose()
+        await redis.down()
+
+
+async def test_a_connection_that_dies_silently_is_a_gap_and_the_bus_comes_back() -> None:
+    # No error, no close: only the bus's own PING finds out (else it listened for ever,
+    # deaf to every cancel and catch-up meant for its process).
+    url = reachable_redis_url()
+    redis = Forwarder()
+    await redis.up()
+    prefix = f"test:{uuid.uuid4().hex}:"
+    bus = RedisBus.from_url(f"redis://127.0.0.1:{redis.port}/0", timeout=0.5, prefix=prefix)
+    publisher = Redis.from_url(url)
+    try:
+        async with bus.subscribe("run:1") as messages:
+            assert (await heard_again(publisher, prefix + "run:1", messages)).startswith(b"m")
+
+            redis.frozen = True
+            await publisher.publish(prefix + "run:1", b"lost")
+            assert await asyncio.wait_for(messages.get(), 10) is GAP
+
+            redis.frozen = False
             assert (await heard_again(publisher, prefix + "run:1", messages)).startswith(b"m")
     finally:
         await bus.aclose()

@@ -24,11 +24,12 @@ When the shared store (Redis) fails, the answer depends on how it failed:
     store                      checks (request, run, tokens)   bookkeeping (release, usage)
     answers                    enforced                        done
     down / times out           let through                     skipped
-    every connection in use    503 limiter_busy + Retry-After  skipped, warning logged
+    every connection in use    503 limiter_busy + Retry-After  skipped, logged as a spell
 
 While it is down (or refuses the password, or loads its data), the requests let through
 and the updates skipped are logged as a spell (`StoreOutageLog`): a warning when it starts,
-a reminder at most once a minute, a line when the store answers again.
+a reminder at most once a minute, a line when the store answers again. Updates skipped
+because every connection was in use are a spell of their own, told the same way.
 
 Down is let through because an outage of the limiter should not be an outage of the
 service; busy is refused because it is what a flood looks like, and letting a flood
@@ -42,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -52,10 +52,9 @@ from app.domain.errors import RateLimited
 from app.domain.identity import Caller
 from app.limits.backends import BackendBusy, BackendUnavailable, LimitBackend
 from app.limits.policy import LimitPolicy
-from app.limits.store_outage_log import StoreOutageLog
+from app.limits.store_outage_log import BUSY, StoreOutageLog
 from app.observability.metrics import Metrics
 
-log = logging.getLogger("chat_bff.limits")
 T = TypeVar("T")
 
 _MINUTE = 60.0
@@ -87,6 +86,7 @@ class Limiter:
         run_lease_seconds: float = 15.0,
         run_retry_after: float = 5.0,
         outage_log: StoreOutageLog | None = None,
+        busy_log: StoreOutageLog | None = None,
     ) -> None:
         self._policy = policy
         self._backend = backend
@@ -97,6 +97,7 @@ class Limiter:
         self._renewer: asyncio.Task[None] | None = None
         self._streams: dict[str, int] = {}  # user id -> event streams open here
         self._outage_log = outage_log or StoreOutageLog()
+        self._busy_log = busy_log or StoreOutageLog(words=BUSY)
 
     async def _check(self, op: Awaitable[T], fallback: T) -> T:
         """A backend call that decides a request: open when down, closed when busy."""
@@ -112,7 +113,7 @@ class Limiter:
                 retry_after=BUSY_RETRY_AFTER,
                 limit="limiter_busy",
             ) from None
-        self._outage_log.answered()
+        self._answered()
         return result
 
     async def _keep(self, op: Awaitable[None], what: str) -> None:
@@ -122,12 +123,14 @@ class Limiter:
         except BackendUnavailable as exc:
             self._outage_log.failed(str(exc), let_through=False)
         except BackendBusy as exc:
-            log.warning(
-                "limit store did not take an update",
-                extra={"update": what, "error_type": type(exc).__name__},
-            )
+            self._busy_log.failed(f"{what}: {type(exc).__name__}", let_through=False)
         else:
-            self._outage_log.answered()
+            self._answered()
+
+    def _answered(self) -> None:
+        """The store took a call: a spell of it being away or full, if any, is over."""
+        self._outage_log.answered()
+        self._busy_log.answered()
 
     def _refuse(self, limit: str, message: str, retry_after: float) -> RateLimited:
         self._metrics.rate_limited(limit)

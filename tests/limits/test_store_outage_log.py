@@ -1,18 +1,21 @@
 """While the limit store (Redis) is unavailable, the limiter lets requests through and says
 so in the log as a spell, not a line per request: one warning when it goes away, a
-reminder at most once a minute, one line when it answers again."""
+reminder at most once a minute, one line when it answers again. Updates skipped while
+every connection of the limiter is in use are told the same way."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 
 import pytest
 import redis
+from redis import asyncio as aredis
 
 from app.limits.limiter import Limiter
 from app.limits.policy import LimitPolicy, Limits
 from app.limits.redis_backend import RedisBackend
-from app.limits.store_outage_log import StoreOutageLog
+from app.limits.store_outage_log import BUSY, StoreOutageLog
 from app.observability.metrics import Metrics
 from app.redis.outage import RedisOutage
 from tests.e2e.redis_server import own_redis
@@ -114,3 +117,29 @@ async def test_redis_answering_again_is_logged_once_with_what_went_unchecked(
     assert [r.levelno for r in records] == [logging.WARNING, logging.INFO], lines(caplog)
     assert "answers again" in records[1].getMessage()
     assert told(records[1])[1] == 30 * 3
+
+
+async def test_updates_skipped_while_every_connection_is_busy_are_a_spell_not_a_line_each(
+    caplog: pytest.LogCaptureFixture, redis_url: str
+) -> None:
+    caplog.set_level(logging.INFO, logger="chat_bff.limits")
+    clock = Clock()
+    client = aredis.Redis.from_url(redis_url, max_connections=1)
+    backend = RedisBackend(client, namespace=f"test:{uuid.uuid4().hex}:", pool_timeout=0.01)
+    busy = StoreOutageLog(60.0, clock=clock, words=BUSY)
+    limiter = Limiter(LimitPolicy(LIMITS, {}), backend, Metrics(), busy_log=busy)
+    try:
+        async with backend._gate.turn():  # the pool's only connection is in use meanwhile
+            for _ in range(100):  # 150 s of token counts, one every 1.5 s
+                await limiter.add_tokens(ALICE, 120)
+                clock.now += 1.5
+        await limiter.add_tokens(ALICE, 120)  # the connection came free
+    finally:
+        await limiter.aclose()
+
+    records = [r for r in caplog.records if r.name == "chat_bff.limits"]
+    assert [r.levelno for r in records] == [logging.WARNING] * 3 + [logging.INFO]
+    assert "busy" in records[0].getMessage() and "still busy" in records[1].getMessage()
+    assert vars(records[2])["updates_skipped"] == 81  # at 0 s, 60 s, 120 s
+    assert vars(records[3])["updates_skipped"] == 100
+    assert "takes updates again" in records[3].getMessage()

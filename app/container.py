@@ -156,9 +156,9 @@ def build_redis_outage(settings: Settings) -> RedisOutage | None:
     bus: a hang either one noticed spares the other the timeout too."""
     if not settings.redis_url:
         return None
-    from app.redis.outage import RedisOutage
+    from app.redis.outage import RedisOutage, public_url
 
-    return RedisOutage(settings.redis_retry_seconds)
+    return RedisOutage(settings.redis_retry_seconds, where=public_url(settings.redis_url))
 
 
 def build_redis_readiness(settings: Settings, outage: RedisOutage | None) -> RedisReadiness | None:

@@ -23,11 +23,21 @@ replies open it all the same, each told for what it is (`state`, shown by `/read
       its data back): a reply, but no service                  are retried after the window
     refused our credentials (WRONGPASS,         auth_failed    error: REDIS_URL's password
       NOAUTH, ...): a configuration error                      or user is wrong
+    refused a command, key or channel to        no_permission  error, once for each
+      REDIS_URL's user (NOPERM: its ACL lacks                  refusal: what Redis says
+      it): a configuration error                               is missing
     our own pool was full                       (no verdict)
 
 A refused login opens the circuit too, so a wrong password costs each request no
 connection and login of its own, and a password fixed on the Redis side is found by the
 next probe; but it is logged once as the error it is, not as Redis being down.
+
+A refused command (NOPERM) is a reply too, but no service: the call fails like one Redis
+did not answer (the limits let the request through, the bus's readers use the database),
+and `state` says `no_permission` until `REFUSALS_SHOWN_FOR` seconds after the last one,
+whatever other calls the ACL allows answer meanwhile (the bus's PINGs among them: else
+it would flip back to `ok` every few seconds). It does not open the circuit: a refusal
+costs a call a quick reply, not a timeout, and what the ACL allows keeps working.
 """
 
 from __future__ import annotations
@@ -36,12 +46,14 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 from redis.exceptions import (
     AuthenticationError,
     AuthorizationError,
     BusyLoadingError,
     MaxConnectionsError,
+    NoPermissionError,
     ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -53,6 +65,10 @@ log = logging.getLogger("chat_bff.redis")
 
 # What a Redis that is down or hung looks like (redis-py's own, and the socket's).
 NOT_ANSWERING = (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError)
+# How long `state` says `no_permission` after the last refused command.
+REFUSALS_SHOWN_FOR = 60.0
+# At most this many distinct refusals are logged (each once).
+REFUSALS_TOLD = 32
 
 
 def failure_of(exc: BaseException) -> Failure | None:
@@ -61,6 +77,8 @@ def failure_of(exc: BaseException) -> Failure | None:
     they are told apart first."""
     if isinstance(exc, MaxConnectionsError):
         return None
+    if isinstance(exc, NoPermissionError):
+        return "no_permission"
     if isinstance(exc, (AuthenticationError, AuthorizationError)):
         return "auth_failed"
     if isinstance(exc, BusyLoadingError):
@@ -77,10 +95,17 @@ class RedisOutage:
     """One per Redis: shared by the limiter and the bus of a process."""
 
     def __init__(
-        self, retry_seconds: float, *, clock: Callable[[], float] = time.monotonic
+        self,
+        retry_seconds: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        where: str = "",
     ) -> None:
         self._retry = retry_seconds
         self._clock = clock
+        self._where = where  # REDIS_URL without its credentials, for the log
+        self._refused_at: float | None = None  # the last NOPERM; None: none yet
+        self._told: set[str] = set()  # the refusals logged
         self._failed_at: float | None = None  # None: the last call was answered
         self._heard_at: float | None = None  # the last verdict of any kind; None: none yet
         self._state: RedisState = "ok"
@@ -100,7 +125,11 @@ class RedisOutage:
 
     @property
     def state(self) -> RedisState:
-        """What the last call (or the bus's connection) learnt of Redis."""
+        """What the last call (or the bus's connection) learnt of Redis; a command refused
+        lately is shown while Redis answers."""
+        refused = self._refused_at
+        if self._state == "ok" and refused is not None:
+            return "no_permission" if self._clock() - refused < REFUSALS_SHOWN_FOR else "ok"
         return self._state
 
     @asynccontextmanager
@@ -114,6 +143,12 @@ class RedisOutage:
         self._probing = probe
         try:
             yield
+        except NoPermissionError as exc:  # a reply (Redis is up), but a refusal
+            self._heard()
+            if probe:
+                self.answered()
+            self.refused(str(exc))
+            raise
         except ResponseError:  # an error reply is still a reply: Redis is up
             self._heard()
             if probe:
@@ -142,9 +177,27 @@ class RedisOutage:
         self._probing = False
         self._heard()
 
+    def refused(self, detail: str) -> None:
+        """Redis refused a command, key or channel to REDIS_URL's user (`detail`: what it
+        said, e.g. "NOPERM User bff has no permissions to run the 'evalsha' command")."""
+        self._refused_at = self._heard_at = self._clock()
+        if detail in self._told or len(self._told) >= REFUSALS_TOLD:
+            return
+        self._told.add(detail)
+        log.error(
+            "Redis refused a command to the user of REDIS_URL (%s), whose ACL lacks it (a "
+            "configuration error, not an outage): %s; limits let requests through and the "
+            "bus falls back to the database for what it refuses",
+            self._where or "REDIS_URL",
+            detail,
+        )
+
     def failed(self, why: str, failure: Failure = "unreachable") -> None:
         """Redis did not answer, or refused (here or in a call made outside `call`);
         logged when this failure starts, not at each probe that finds it again."""
+        if failure == "no_permission":
+            self.refused(why)
+            return
         if failure != self._state:
             _tell(failure, why, self._retry)
         self._failed_at = self._heard_at = self._clock()
@@ -167,3 +220,14 @@ def _tell(failure: Failure, why: str, seconds: float) -> None:
             "until Redis accepts them",
             extra=extra,
         )
+
+
+def public_url(url: str) -> str:
+    """REDIS_URL as a log may show it: scheme, host, port and database, without the user,
+    password or query (which may carry a password too)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"

@@ -5,5 +5,5 @@ from __future__ import annotations
 
 from typing import Literal
 
-Failure = Literal["unreachable", "loading", "auth_failed"]
-RedisState = Literal["ok", "unreachable", "loading", "auth_failed"]
+Failure = Literal["unreachable", "loading", "auth_failed", "no_permission"]
+RedisState = Literal["ok", "unreachable", "loading", "auth_failed", "no_permission"]

@@ -217,8 +217,11 @@ class RedisBus:
                 failures += 1
                 await self._reconnect()
                 continue
-            except Exception:
-                log.warning("bus: the Redis connection broke; reconnecting", exc_info=True)
+            except Exception as exc:
+                # A channel the ACL refuses (NOPERM) is the breaker's to say, once; it
+                # comes back at each try, which a warning would repeat every 2 s.
+                if failure_of(exc) != "no_permission" or not self._refused(exc):
+                    log.warning("bus: the Redis connection broke; reconnecting", exc_info=True)
                 self._tell_gap()
                 await self._pause(failures)
                 failures += 1
@@ -264,7 +267,7 @@ class RedisBus:
         failure = failure_of(exc)
         if failure is None:
             return False
-        self._outage.failed(type(exc).__name__, failure)
+        self._outage.failed(str(exc) if failure == "no_permission" else type(exc).__name__, failure)
         return True
 
     def _dispatch(self, message: dict[str, Any]) -> None:

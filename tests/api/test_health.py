@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 from redis import Redis
 
@@ -61,6 +63,43 @@ async def test_readyz_names_a_redis_that_refuses_the_password_without_going_unre
     assert me.status_code == 200  # limits let the request through meanwhile
     assert response.status_code == 200
     assert response.json()["redis"] == "auth_failed"
+
+
+async def test_readyz_names_a_redis_user_refused_a_command_and_the_log_says_it_once(
+    make_api: MakeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="chat_bff")
+    with own_redis() as redis:
+        admin = Redis(port=redis.port)
+        # An ACL that lets the user do anything but run scripts, which the limits need.
+        admin.acl_setuser(
+            "bff",
+            enabled=True,
+            passwords=["+pw-not-logged"],
+            keys=["*"],
+            channels=["*"],
+            commands=["+@all", "-evalsha", "-eval", "-script"],
+        )
+        admin.close()
+        settings = sqlite_settings(
+            tmp_path,
+            jwt_secret=SecretStr(HS_SECRET),
+            rate_limit_requests_per_minute=100,
+            redis_url=f"redis://bff:pw-not-logged@127.0.0.1:{redis.port}/0",
+        )
+        async with make_api(settings) as api:
+            answers = [
+                await api.get("/api/me", headers=bearer(hs_token(sub="alice"))) for _ in range(5)
+            ]
+            response = await api.get("/readyz")
+
+    assert [a.status_code for a in answers] == [200] * 5  # limits let them through
+    assert response.status_code == 200
+    assert response.json()["redis"] == "no_permission"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, errors
+    assert "'evalsha'" in errors[0] and f"redis://127.0.0.1:{redis.port}/0" in errors[0]
+    assert "pw-not-logged" not in caplog.text
 
 
 async def test_readyz_of_an_instance_without_traffic_names_a_redis_that_is_down(

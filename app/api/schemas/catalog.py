@@ -56,6 +56,8 @@ class Health(BaseModel):
         description="`/readyz` only, with `REDIS_URL`: what the last call learnt of Redis, or "
         "with none in the last few seconds, what a PING of its own (at most a second) did. "
         "`unreachable` and `loading` (restarting) pass; `auth_failed` is a configuration "
-        "error (REDIS_URL's password or user). None of them makes the instance unready: limits "
-        "let requests through and the bus falls back to the database meanwhile.",
+        "error (REDIS_URL's password or user), and so is `no_permission` (Redis refused a "
+        "command to REDIS_URL's user in the last minute: its ACL lacks it). None of them "
+        "makes the instance unready: limits let requests through and the bus falls back to "
+        "the database meanwhile.",
     )

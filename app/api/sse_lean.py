@@ -24,8 +24,10 @@ asyncio only. The heartbeat's and the sends' timeouts are `app.domain.deadlines.
 What goes on the wire, and when, is unchanged; only how the waiting is arranged differs,
 and how a reader that took nothing for `send_timeout` is reported: one info line, not
 an unhandled error with its traceback (twice: ours and the server's) that any client
-could produce at will by not reading. The connection is cut as before (under the service's
-HTTP protocol, by the protocol itself: `app.api.http_protocol`).
+could produce at will by not reading, and the client close handler is called as for a
+hang-up (sse-starlette called it only when the server said the client left). The
+connection is cut as before (under the service's HTTP protocol, by the protocol itself:
+`app.api.http_protocol`).
 A response that uses what this does not arrange (HEAD, a `data_sender_callable`, a
 `shutdown_event` or grace period) is served by sse-starlette's own `__call__`.
 """
@@ -185,7 +187,7 @@ class LeanEventSourceResponse(EventSourceResponse):
         except FailedBeforeOutput as failure:
             unstarted = failure  # answered below, once the watcher is gone
         except SendTimeoutError:
-            self._dropped()
+            await self._dropped()
             return
         finally:
             stop.live = False
@@ -209,10 +211,16 @@ class LeanEventSourceResponse(EventSourceResponse):
         if self.background is not None:
             await self.background()
 
-    def _dropped(self) -> None:
+    async def _dropped(self) -> None:
         """The client took nothing for the whole send timeout: its stream ends (it can
-        resume), which is no fault of ours."""
+        resume), which is no fault of ours, and it is gone as surely as one that hung up
+        (`client_close_handler_callable`: a stateless run is cancelled), unless the
+        watcher heard it leave first."""
         log.info("stream dropped: its reader took nothing for %gs", self.send_timeout)
+        if self.active:
+            self.active = False
+            if self.client_close_handler_callable is not None:
+                await self.client_close_handler_callable({"type": "http.disconnect"})
 
     async def _watch(self, receive: Receive, send: Send, stop: _Stop) -> None:
         """Until the client disconnects (then the stream is cancelled), sending the
@@ -262,5 +270,4 @@ class LeanEventSourceResponse(EventSourceResponse):
                         send, {"type": "http.response.body", "body": frame, "more_body": True}
                     )
                 except SendTimeoutError:
-                    self.active = False  # the watcher ends, and the stream with it
-                    self._dropped()
+                    await self._dropped()  # the watcher ends, and the stream with it

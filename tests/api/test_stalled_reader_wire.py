@@ -10,10 +10,11 @@ timeout); the timeout is tiny, and nothing here measures time."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 import uvicorn
 
 from app.api.http_protocol import LeanHttpToolsProtocol
+from app.domain.stream import ModelRequest, ProviderEvent
 from app.main import create_app
 from app.providers.scripted import Script, ScriptedProvider, ScriptedTurn
 from app.settings import Settings
@@ -32,12 +34,16 @@ ANSWER = "word " * 20_000  # ~100 KB of text, far more than the socket buffers t
 
 
 @asynccontextmanager
-async def _served(settings: Settings) -> AsyncIterator[tuple[uvicorn.Server, int]]:
+async def _served(
+    settings: Settings, model: ScriptedProvider | None = None
+) -> AsyncIterator[tuple[uvicorn.Server, int]]:
+    """The app behind the server; `model` (default: the scripted `ANSWER`) answers."""
+    if model is None:
+        script = Script(mode="sequence", turns=[ScriptedTurn(text=ANSWER)])
+        model = ScriptedProvider(script, delay_ms=0)
     app = create_app(settings)
     async with loopback.serving(app, http=LeanHttpToolsProtocol, lifespan="on") as served:
-        script = Script(mode="sequence", turns=[ScriptedTurn(text=ANSWER)])
-        provider = ScriptedProvider(script, delay_ms=0)
-        app.state.services.providers["scripted"] = provider
+        app.state.services.providers["scripted"] = model
         yield served
 
 
@@ -118,3 +124,42 @@ async def test_a_stateless_stream_whose_reader_stops_reading_lets_it_go(
     assert tasks_left == 0
     # A client that stops reading is no fault of the service's: no error, no traceback.
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+class _Endless(ScriptedProvider):
+    """The scripted answer, fast, and then a model that never finishes: the run is still
+    going when its reader is dropped. `closed`: the model call was stopped."""
+
+    def __init__(self) -> None:
+        script = Script(mode="sequence", turns=[ScriptedTurn(text=ANSWER)])
+        super().__init__(script, delay_ms=0)
+        self.closed = asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
+        try:
+            async for event in super().stream(request):
+                yield event
+            await asyncio.Event().wait()
+        finally:
+            self.closed.set()
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/api/chat"])
+async def test_a_stateless_run_whose_reader_is_dropped_is_cancelled_as_on_a_hang_up(
+    app_settings: Settings, path: str
+) -> None:
+    """`on_disconnect=cancel` (the default): a reader dropped for taking nothing is gone
+    as surely as one that hung up, and nobody else can read a stateless run."""
+    settings = app_settings.model_copy(update={"stream_send_timeout_seconds": 0.5})
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    model = _Endless()
+    async with _served(settings, model) as (server, port):
+        sock = await _stop_reading(port, path, body)
+        released = await _let_go(server, sock)
+        sock.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(model.closed.wait(), BOUND)
+        stopped = model.closed.is_set()  # before the server's shutdown stops every run
+
+    assert released
+    assert stopped

@@ -88,6 +88,7 @@ class Agent:
     usage: UsageInfo = field(default_factory=UsageInfo)
     _builder: PartsBuilder | None = None
     refused: str | None = None  # the refusal's explanation, when the model declined
+    cut_short: bool = False  # the last model call stopped at its output token limit
     answered_by: str | None = None  # the fallback's catalogue id, when one answered
     router: ToolSelector | None = None  # offers only the server tools a request needs
     allowance: Allowance | None = None  # what the caller's budgets left when the run began
@@ -194,6 +195,9 @@ class Agent:
             # The model (or its provider's filter) declined: every wire says so, as
             # OpenAI's `content_filter` finish and `refusal` text, not as a plain stop.
             self.refused = response.finish_detail or "The model declined to answer."
+        # An answer stopped by the output token limit is not whole: wires that can say
+        # so do (Responses: `incomplete`, reason `max_output_tokens`).
+        self.cut_short = response.finish_reason == "length"
         if response.model_id is not None:  # a fallback answered (see providers.failover)
             self.answered_by = response.model_id
         return [valid_args(part) for part in response.parts]
@@ -383,6 +387,8 @@ class Agent:
             metadata["fallback_from"] = self.model.id
         if self.replaced:  # partial answers failover took back (they are not in `parts`)
             metadata["replaced_attempts"] = list(self.replaced)
+        if self.cut_short:
+            metadata["finish_reason"] = "length"
         if self.refused is not None:
             metadata["finish_reason"] = "content_filter"
             metadata["refusal"] = self.refused

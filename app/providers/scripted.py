@@ -69,6 +69,9 @@ class ScriptedTurn(BaseModel):
         default="reported", description="`absent` plays a provider that reports no usage."
     )
     cached_tokens: int = Field(default=0, ge=0, description="Prompt tokens reported as cached.")
+    finish: Literal["length"] | None = Field(
+        default=None, description="`length`: the answer stops at its output token limit."
+    )
 
 
 class Script(BaseModel):
@@ -209,7 +212,7 @@ class ScriptedProvider:
                 output_tokens=output,
                 cached_tokens=min(turn.cached_tokens, prompt),
             )
-        yield Finish(reason="tool_calls" if turn.tool_calls else "stop")
+        yield Finish(reason=turn.finish or ("tool_calls" if turn.tool_calls else "stop"))
 
     async def aclose(self) -> None:
         return None

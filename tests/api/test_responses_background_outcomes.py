@@ -1,7 +1,8 @@
 """How a background response that did not complete reads, through the official openai
 SDK, in process, on SQLite and Postgres: an upstream failure is `failed` with an `error`
 (its stream says so in an `error` event, which the SDK raises), a client's cancel is
-`cancelled` with no error, and the conversation's items show the answer cut short as an
+`cancelled` with no error, an answer stopped at the output token limit is `incomplete`
+(reason `max_output_tokens`), and the conversation's items show the answer cut short as an
 `incomplete` message item, as the stream closed it."""
 
 from __future__ import annotations
@@ -17,19 +18,25 @@ from app.domain.stream import ModelRequest, ProviderEvent, ResponseMeta, TextDel
 from app.providers.scripted import Script, ScriptedError, ScriptedProvider, ScriptedTurn
 from tests.fakes.db import ApiClient
 
-SCRIPT = Script(mode="rules", turns=[ScriptedTurn(match="^fail", error=ScriptedError(status=400))])
+SCRIPT = Script(
+    mode="rules",
+    turns=[
+        ScriptedTurn(match="^fail", error=ScriptedError(status=400)),
+        ScriptedTurn(match="^long", text="It goes on and", finish="length"),
+    ],
+)
 
 
 class HalfThenSilent(ScriptedProvider):
-    """`fail ...` fails upstream; anything else says "Half" and then nothing, until the
-    run is cancelled."""
+    """`go on` says "Half" and then nothing, until the run is cancelled; anything else
+    plays `SCRIPT` (`fail ...` fails upstream, `long ...` stops at the token limit)."""
 
     def __init__(self) -> None:
         super().__init__(SCRIPT, delay_ms=0)
         self.said = asyncio.Event()
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ProviderEvent, None]:
-        if "fail" in request.messages[-1].text():
+        if request.messages[-1].text() != "go on":
             async for event in super().stream(request):
                 yield event
             return
@@ -85,3 +92,19 @@ async def test_a_cancelled_answer_reads_cancelled_and_its_item_incomplete(
         "incomplete",
         "Half",
     )
+
+
+async def test_an_answer_stopped_at_the_token_limit_reads_incomplete(
+    me: openai.AsyncOpenAI,
+) -> None:
+    created = await me.responses.create(model="scripted", input="long story", background=True)
+
+    cut = await _until(me, created.id, lambda r: r.status != "in_progress")
+    events = [e async for e in await me.responses.retrieve(created.id, stream=True)]
+
+    assert (cut.status, cut.error, cut.output_text) == ("incomplete", None, "It goes on and")
+    assert cut.incomplete_details is not None
+    assert cut.incomplete_details.reason == "max_output_tokens"
+    last = events[-1]
+    assert last.type == "response.incomplete"
+    assert last.response.model_dump() == cut.model_dump()

@@ -19,12 +19,14 @@ Output items, in the order they happen, each added and then done before the run 
 - tool calls -> `function_call`, `mcp_call` and `mcp_approval_request` items, see
   `responses_tools` (which also says how a decided approval comes back).
 - the end: `response.completed` (run `completed` or `requires_action`), `response.incomplete`
-  (`max_iterations`, `budget_exceeded` -> `incomplete_details.reason: "max_output_tokens"`,
-  OpenAI's closest; a refusal -> `"content_filter"`; `cancelled`, only a client's cancel,
-  -> status `cancelled`), or `response.failed` with the Response's `error` (`failed`, and
-  `interrupted`: the run's process stopped or died under it, which a client polling a
-  background response must tell from its own cancel), after an `error` event when the run
-  streamed one (AIKit stops at `error`, SDK readers get the `response.error`).
+  (an answer the model stopped at its output token limit, finish `length` ->
+  `incomplete_details.reason: "max_output_tokens"`, and so are `max_iterations` and
+  `budget_exceeded`, OpenAI's closest; a refusal -> `"content_filter"`; `cancelled`,
+  only a client's cancel, -> status `cancelled`), or `response.failed` with the
+  Response's `error` (`failed`, and `interrupted`: the run's process stopped or died
+  under it, which a client polling a background response must tell from its own
+  cancel), after an `error` event when the run streamed one (AIKit stops at `error`,
+  SDK readers get the `response.error`).
   Every terminal response carries the full `output` and `usage`.
 
 Ids come from the run (`resp_<run>`, `msg_<run>_<n>`, `rs_<run>_<n>`, `fc_<call id>`; an
@@ -99,6 +101,7 @@ class ResponsesEncoder(ResponsesToolItems):
         if isinstance(event, MessageEnd):
             metadata = event.message.metadata or {}
             self._refused = metadata.get("finish_reason") == "content_filter"
+            self._cut_short = metadata.get("finish_reason") == "length"
             cut = metadata.get("status") == "incomplete"
             return self._close_all("incomplete" if cut else "completed")
         if isinstance(event, ErrorEvent):
@@ -190,6 +193,9 @@ class ResponsesEncoder(ResponsesToolItems):
         elif self._refused and event.status == "completed":
             kind, status = ResponseIncomplete, "incomplete"
             incomplete = IncompleteDetails(reason="content_filter")
+        elif self._cut_short and event.status == "completed":
+            kind, status = ResponseIncomplete, "incomplete"
+            incomplete = IncompleteDetails(reason="max_output_tokens")
         elif event.status == "cancelled":
             kind, status = ResponseIncomplete, "cancelled"
         elif event.status in ("failed", "interrupted"):

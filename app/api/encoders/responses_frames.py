@@ -57,6 +57,7 @@ class ResponsesFrames:
     _held: dict[str, OutputItem] = field(default_factory=dict)  # calls not announced yet
     _error: ResponseError | None = None
     _refused: bool = False  # the model declined (content_filter)
+    _cut_short: bool = False  # the answer stopped at its output token limit
 
     @property
     def last_sequence_number(self) -> int:

@@ -116,3 +116,23 @@ async def test_of_two_rejects_at_once_one_drops_the_queue_and_the_other_is_409(
         lost = next(a for a in answers if a.status_code == 409).json()
         assert sorted(won["rejected"]) == sorted(queued)
         assert lost["error"]["code"] == "proposals_changed"
+
+
+async def test_of_an_approve_and_a_reject_at_once_the_loser_is_409(client: ApiClient) -> None:
+    """Whichever settles the queue first, the other is told it changed, on SQLite as on
+    Postgres: a reject that lost to the approve was a 200 rejecting nothing on SQLite (it
+    read the queue after the approve committed), which a client shows as rejected while
+    every proposal was applied."""
+    for _ in range(TRIES):
+        cid, _ = await _queued(client)
+
+        answers = await asyncio.gather(
+            client.post(f"/api/conversations/{cid}/proposals/approve"),
+            client.post(f"/api/conversations/{cid}/proposals/reject"),
+        )
+
+        assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
+        lost = next(a for a in answers if a.status_code == 409).json()
+        assert lost["error"]["code"] == "proposals_changed"
+        pending = (await client.get(f"/api/conversations/{cid}/proposals")).json()["data"]
+        assert pending == []

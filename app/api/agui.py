@@ -209,7 +209,7 @@ def _input(entry: ResumeEntry) -> InputAnswer:
 def _result(message: ToolMessage) -> ToolResult:
     text = _text_of(message.content)
     try:
-        value: Any = jsontext.loads(text)
+        value: Any = jsontext.loads_value(text)
     except ValueError:
         value = text
     if message.error:

@@ -54,7 +54,7 @@ from app.domain import jsontext
 from app.domain.text import json_text_valid, valid_json
 from app.translate.data_url import inline_file_chars
 
-MAX_DEPTH = 100
+MAX_DEPTH = jsontext.MAX_DEPTH
 HISTORY_FIELDS = ("messages", "input")  # the top-level lists a turn's history comes in
 PART_FIELDS = ("content", "parts")  # a message's list of content parts
 OFF_LOOP_BYTES = 256 * 1024  # a larger body is parsed and checked in a worker thread

@@ -14,6 +14,11 @@ Postgres write, `null` on reload from SQLite), so it is refused the same way.
 `depth` measures how deeply a value nests: pydantic refuses to encode more than 255 levels
 and Python's recursion gives out near 1,000, so a request body nested a few hundred levels
 deep (a client tool's schema) was accepted and then failed its run with an internal error.
+A request body is refused past `MAX_DEPTH` levels; JSON text carried inside a value (a tool
+call's arguments, a tool's output, which the body's depth does not count) is read by
+`loads_value`, which refuses the same depth, and an integer of more digits than Python
+converts, as the parse errors they are: they were a 500 (a recursion error at a thousand
+levels, an encoder's refusal past 255) or a stream that never ended.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
+
+MAX_DEPTH = 100  # how deeply a request body, or JSON text inside one, may nest
+TOO_DEEP = f"it nests deeper than {MAX_DEPTH} levels"
 
 
 def _refuse_constant(name: str) -> Any:
@@ -50,6 +58,23 @@ def loads(text: str | bytes) -> Any:
     if isinstance(text, bytes):
         text = decode(text)
     return _DECODER.decode(text)
+
+
+def loads_value(text: str) -> Any:
+    """`loads` for JSON text inside a value (see the module doc): also raises
+    `json.JSONDecodeError` for text nested deeper than `MAX_DEPTH` or holding an integer
+    of more digits than Python converts."""
+    try:
+        value = loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError(TOO_DEEP, text, 0) from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise json.JSONDecodeError("a number has too many digits", text, 0) from None
+    if may_nest_deeper(text, MAX_DEPTH) and depth(value) > MAX_DEPTH:
+        raise json.JSONDecodeError(TOO_DEEP, text, 0)
+    return value
 
 
 def may_nest_deeper(text: str, levels: int) -> bool:

@@ -17,11 +17,13 @@ def parse_tool_args(name: str, text: str) -> tuple[dict[str, Any] | None, str | 
     if not text.strip():
         return {}, None
     try:
-        value = jsontext.loads(text)
+        value = jsontext.loads_value(text)
     except json.JSONDecodeError as exc:
+        # Text too deep or with too long a number fails as a whole: no position to name.
+        where = f" at position {exc.pos}" if exc.pos else ""
         return None, (
             f"The model sent arguments for `{name}` that are not valid JSON "
-            f"({exc.msg} at position {exc.pos}); the tool was not run."
+            f"({exc.msg}{where}); the tool was not run."
         )
     if not isinstance(value, dict):
         return None, (

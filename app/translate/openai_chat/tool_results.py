@@ -61,7 +61,7 @@ def read_tool_result(text: str) -> tuple[ReadStatus, Any] | None:
     None for the pending envelope: the part keeps its waiting status and has no result.
     """
     try:
-        value: Any = jsontext.loads(text)
+        value: Any = jsontext.loads_value(text)
     except json.JSONDecodeError:
         value = text
     envelope = _envelope(value)

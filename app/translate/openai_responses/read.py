@@ -299,7 +299,7 @@ def _server_call_part(
 
 def _json_or_text(text: str) -> Any:
     try:
-        return jsontext.loads(text)
+        return jsontext.loads_value(text)
     except json.JSONDecodeError:
         return text
 

@@ -49,6 +49,7 @@ from app.domain.models import ModelInfo
 from app.domain.parts import Part, ToolData, ToolPart, awaiting
 from app.domain.stream import (
     ModelRequest,
+    NamedToolChoice,
     ProviderEvent,
     StreamReset,
     TextDelta,
@@ -112,6 +113,9 @@ class Agent:
         server_specs = self.tools.specs(self.ctx) if self.model.supports_tools else []
         if self.router is not None and server_specs:
             text, used = routing_request(history)
+            choice = self.options.tool_choice
+            if isinstance(choice, NamedToolChoice):  # the tool the client forces stays offered
+                used = [*used, choice.name]
             server_specs = await self.router.select(text, server_specs, self.model, used)
         client_specs = list(self.options.client_tools) if self.model.supports_tools else []
         client_names = {spec.name for spec in client_specs}

@@ -2,8 +2,8 @@
 allowlist), the provider behind it, the client's tools and the run's options.
 
 Stateless and conversation turns both go through `RunRequests.build`, so the rules (an
-unknown or forbidden model is 404, a client tool may not take a server tool's name) are
-written once.
+unknown or forbidden model is 404, a client tool may not take a server tool's name, a
+`tool_choice` must name a tool the model is offered) are written once.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from app.agent.ports import ToolRuntime
 from app.domain.errors import InvalidRequest
 from app.domain.events import ContextInfo
 from app.domain.identity import Caller
-from app.domain.models import Catalog
-from app.domain.stream import GenerationOptions, ToolChoice, ToolSpec, no_options
-from app.domain.tooling import ConversationMode
+from app.domain.models import Catalog, ModelInfo
+from app.domain.stream import GenerationOptions, NamedToolChoice, ToolChoice, ToolSpec, no_options
+from app.domain.tooling import ConversationMode, RunContext
 from app.providers.base import Provider
 from app.providers.failover import CircuitBreaker, FailoverProvider, failover_chain
 from app.runs.active import RunRequest
@@ -102,6 +102,8 @@ class RunRequests:
                 f"Client tool {clashes[0]!r} has the name of a server tool; rename it.",
                 param="tools",
             )
+        if turn.tool_choice == "required" or isinstance(turn.tool_choice, NamedToolChoice):
+            _check_tool_choice(turn.tool_choice, self._offered(caller, model, turn.client_tools))
         return RunRequest(
             caller=caller,
             model=model,
@@ -122,4 +124,36 @@ class RunRequests:
             ),
             system_prompt=settings.system_prompt,
             fallback_models=tuple(fallbacks),
+        )
+
+    def _offered(
+        self, caller: Caller, model: ModelInfo, client_tools: Sequence[ToolSpec]
+    ) -> set[str]:
+        """The names of the tools the model will be offered: the caller's server tools for
+        this model and the client's, none when the model calls no tools (as the loop
+        offers them; the tool router later narrows the server tools, but keeps a named
+        choice)."""
+        if not model.supports_tools:
+            return set()
+        # Only the caller and the model decide which server tools are offered.
+        ctx = RunContext(caller=caller, run_id="", conversation_id=None, model_id=model.id)
+        return {s.name for s in self._tools.specs(ctx)} | {t.name for t in client_tools}
+
+
+def _check_tool_choice(choice: ToolChoice | None, offered: set[str]) -> None:
+    """A choice that forces a tool call must have a tool to call: "required" with no tool
+    offered, or a function that is not among the tools, would be dropped or answered by the
+    provider with an error (OpenAI answers 400 for both). `auto` and `none` ask nothing a
+    request without tools cannot give."""
+    if choice == "required" and not offered:
+        raise InvalidRequest(
+            "tool_choice 'required' needs tools, and this request offers none: "
+            "declare `tools` or leave tool_choice out.",
+            param="tool_choice",
+        )
+    if isinstance(choice, NamedToolChoice) and choice.name not in offered:
+        raise InvalidRequest(
+            f"tool_choice names the function {choice.name!r}, which is not among the tools "
+            "of this request.",
+            param="tool_choice",
         )

@@ -107,3 +107,23 @@ async def test_with_routing_off_a_chat_turn_offers_every_tool(
     names = await offered(make_api, tmp_path, openai_upstream, tool_router="off")
 
     assert len(names) == 24  # no capabilities tool either: nothing is routed
+
+
+async def test_a_tool_the_client_forces_by_name_stays_offered_when_routing_would_drop_it(
+    make_api: MakeApi, tmp_path: Path, openai_upstream: FakeOpenAIUpstream
+) -> None:
+    openai_upstream.enqueue(Completion(text="Here are the dashboards."))
+    chosen = settings_for(
+        tmp_path,
+        openai_api_key=SecretStr("sk-test-not-real"),
+        openai_base_url=openai_upstream.base_url,
+        tool_router_embeddings="none",
+    )
+    forced = {"type": "function", "function": {"name": "list_backups"}}
+    async with make_api(chosen) as api:
+        body = {"messages": [{"role": "user", "content": "show me the dashboards"}]}
+        response = await api.post("/api/chat", json={**body, "tool_choice": forced})
+    assert response.status_code == 200, response.text
+    (sent,) = openai_upstream.request_bodies()
+    assert sent["tool_choice"] == forced
+    assert "list_backups" in [t["function"]["name"] for t in sent["tools"]]

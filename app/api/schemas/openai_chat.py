@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    model_validator,
+)
 
+from app.api.errors import OpenAIParamError
 from app.api.schemas.chat_messages import ChatMessageIn
+from app.api.schemas.openai_values import LogitBias, ResponseFormat, Seed, StopSequences
 
 
 class StreamOptions(BaseModel):
@@ -37,7 +47,7 @@ class ChatCompletionRequest(BaseModel):
         },
     )
 
-    model: str = Field(description="Model id from GET /api/models.")
+    model: str = Field(min_length=1, description="Model id from GET /api/models.")
     messages: list[ChatMessageIn] = Field(
         min_length=1, description="Chat messages, a union discriminated on `role`."
     )
@@ -50,10 +60,10 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: StrictInt | None = Field(default=None, ge=1, description="Output token cap.")
     max_completion_tokens: StrictInt | None = Field(default=None, ge=1, description="Same.")
     n: StrictInt | None = Field(default=None, ge=1, le=1, description="Only 1 is supported.")
-    stop: str | list[str] | None = Field(default=None, description="Stop sequences (up to 4).")
+    stop: StopSequences | None = Field(default=None, description="Stop sequences (up to 4).")
     top_p: StrictFloat | None = Field(default=None, ge=0, le=1, description="Nucleus sampling.")
-    seed: StrictInt | None = Field(default=None, description="Best-effort determinism (OpenAI).")
-    response_format: dict[str, Any] | None = Field(
+    seed: Seed | None = Field(default=None, description="Best-effort determinism (OpenAI).")
+    response_format: ResponseFormat | None = Field(
         default=None,
         description="`{type: text | json_object}` or `{type: json_schema, json_schema: "
         "{name, schema, strict}}` (structured outputs; Anthropic gets output_config.format).",
@@ -70,7 +80,9 @@ class ChatCompletionRequest(BaseModel):
     top_logprobs: StrictInt | None = Field(default=None, ge=0, le=20, description="With logprobs.")
     frequency_penalty: StrictFloat | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
     presence_penalty: StrictFloat | None = Field(default=None, ge=-2, le=2, description="OpenAI.")
-    logit_bias: dict[str, float] | None = Field(default=None, description="OpenAI.")
+    logit_bias: LogitBias | None = Field(
+        default=None, description="OpenAI: token id -> bias in [-100, 100]."
+    )
     service_tier: str | None = Field(default=None, description="OpenAI's service tier.")
     user: str | None = Field(
         default=None, max_length=256, description="End-user id (Anthropic: metadata.user_id)."
@@ -81,6 +93,17 @@ class ChatCompletionRequest(BaseModel):
     store: StrictBool | None = Field(
         default=None, description="Only false: chat-bff never asks the provider to store."
     )
+
+    @model_validator(mode="after")
+    def _stream_options_need_a_stream(self) -> ChatCompletionRequest:
+        # As OpenAI does: a client sending them believes it asked for a stream.
+        if self.stream_options is not None and not self.stream:
+            raise OpenAIParamError(
+                "invalid_value",
+                "stream_options",
+                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            )
+        return self
 
 
 class OpenAIModel(BaseModel):

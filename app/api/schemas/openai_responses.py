@@ -40,7 +40,9 @@ class ResponsesRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    model: str | None = Field(default=None, description="Model id from GET /api/models.")
+    model: str | None = Field(
+        default=None, min_length=1, description="Model id from GET /api/models."
+    )
     input: str | list[dict[str, Any]] = Field(
         description="A user message, or input items: messages, function_call and "
         "function_call_output items (client tool round trips), and mcp_approval_response "

@@ -43,6 +43,8 @@ def completion_body(handle: RunHandle, message: Message, client_tools: set[str])
         client_visible_parts(message.parts(), client_tools)
     )
     metadata = message.metadata or {}
+    if metadata.get("finish_reason") == "length":  # stopped at the output token limit
+        finish = "length"
     if metadata.get("finish_reason") == "content_filter":
         # The model declined: OpenAI's clients read that from the finish and `refusal`.
         finish = "content_filter"

@@ -323,3 +323,22 @@ def test_requests_that_set_no_options_share_one_and_others_keep_their_own() -> N
     tuned = ChatCompletionRequest.model_validate({"model": "gpt", "messages": ASK, "top_p": 0.5})
     assert chat_options(tuned).top_p == 0.5
     assert chat_options(tuned) is not chat_options(plain[0])
+
+
+async def test_an_answer_stopped_at_the_token_limit_finishes_length_for_openai_clients(
+    sdk: AsyncOpenAI, anthropic_upstream: AnthropicUpstream
+) -> None:
+    for _ in range(2):
+        anthropic_upstream.message(MessageSpec([Text("It goes on and")], stop_reason="max_tokens"))
+
+    whole = await sdk.chat.completions.create(model="claude", messages=ASK, max_tokens=5)
+    stream = await sdk.chat.completions.create(
+        model="claude", messages=ASK, max_tokens=5, stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+
+    assert (whole.choices[0].finish_reason, whole.choices[0].message.content) == (
+        "length",
+        "It goes on and",
+    )
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"

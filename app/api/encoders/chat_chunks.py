@@ -78,6 +78,7 @@ class ChatChunkEncoder:
     _wrote_text: bool = False
     _separator_due: bool = False
     _refusal: str | None = None  # the model declined (MessageEnd said so)
+    _cut_short: bool = False  # the answer stopped at its output token limit
     # A text chunk's frame around its `content` value (`_text_frame`), made on first use.
     _text_template: tuple[bytes, bytes] | None = None
 
@@ -181,6 +182,7 @@ class ChatChunkEncoder:
 
     def _message_end(self, metadata: dict[str, Any]) -> bytes:
         self._separator_due = True
+        self._cut_short = metadata.get("finish_reason") == "length"
         if metadata.get("finish_reason") == "content_filter":
             self._refusal = str(metadata.get("refusal") or "")
             if not self._wrote_text and self._refusal:
@@ -210,6 +212,8 @@ class ChatChunkEncoder:
             finish = "stop"
         if self._refusal is not None and event.status == "completed":
             finish = "content_filter"
+        elif self._cut_short and event.status == "completed":
+            finish = "length"
         out = self._chunk(ChunkDelta(), finish)
         if self.include_usage:
             out += _frame(self._body([], chat_usage(event.usage)))

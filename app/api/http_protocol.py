@@ -25,10 +25,11 @@ benchmarks); uvicorn's own `--http httptools` serves the same.
 from __future__ import annotations
 
 import asyncio
+import json
 import weakref
 from typing import Any, Generic, TypeVar
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from app.domain import deadlines
@@ -161,3 +162,13 @@ class LeanHttpToolsProtocol(HttpToolsProtocol):
         what was buffered for it (a close would wait for the client to read it)."""
         self._stalled = None
         self.transport.abort()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request its parser refused, with our JSON error body."""
+        body = json.dumps({"error": {"code": "invalid_request", "message": msg}}).encode()
+        head = [STATUS_LINE[400]]
+        for name, value in self.server_state.default_headers:
+            head.extend([name, b": ", value, b"\r\n"])
+        head.append(b"content-type: application/json\r\ncontent-length: %d\r\n" % len(body))
+        self.transport.write(b"".join([*head, b"connection: close\r\n\r\n", body]))
+        self.transport.close()

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 from collections import deque
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
+import pytest
 import uvicorn
 from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -184,3 +186,28 @@ async def test_under_uvicorn_protocol_an_app_is_given_no_server_connections() ->
         writer = await _kept_alive(port)
         assert tables() == []
         writer.close()
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        "GET /api/conversations?q=straße HTTP/1.1\r\nhost: t\r\n\r\n".encode(),
+        b"GET /api/models HTTP/1.1\r\nhost: t\r\nno colon here\r\n\r\n",
+        b"POST /api/chat HTTP/1.1\r\nhost: t\r\ncontent-length: 5\r\n"
+        b"transfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+    ],
+    ids=["raw-utf8-in-url", "malformed-header", "length-and-chunked"],
+)
+async def test_a_request_the_parser_refuses_is_a_400_with_the_json_error_body(
+    request_bytes: bytes,
+) -> None:
+    async with serving(LeanHttpToolsProtocol, StreamingApp()) as (_, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request_bytes)
+        answer = await asyncio.wait_for(reader.read(), 10)  # the server closes
+        writer.close()
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    assert json.loads(body)["error"]["code"] == "invalid_request"

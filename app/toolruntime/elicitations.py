@@ -216,6 +216,27 @@ class ElicitationService:
             moved_on=found.moved_on,
         )
 
+    async def settle_lost_in(self, owner_id: str, conversation_id: str) -> bool:
+        """Settle the cards still waiting on a question already answered (the answer's
+        rewrite lost to an outage) though no answer is sent again, as one sent would
+        (`app.toolruntime.lost_answers`, its time limit kept): for a conversation read or
+        continued. True when one was settled."""
+        async with self.db.read() as tx:
+            history = await tx.messages.history(owner_id, conversation_id)
+            asked = [
+                p.data.elicitation.id
+                for m in history
+                if m.role == "assistant"
+                for p in m.tool_parts()
+                if p.data.status == "waitingSubmission" and p.data.elicitation is not None
+            ]
+            records = [await tx.elicitations.get(owner_id, i) for i in asked]
+        settled = False
+        for record in records:
+            if record is not None and record.status == "answered":
+                settled = await self._settle_lost(record) or settled
+        return settled
+
     async def _settle_lost(self, record: ElicitationRecord) -> bool:
         tool = self.runtime.catalog.registry.get(record.tool_name)
         limit = self.runtime.timeout_for(tool) if tool else self.runtime.default_timeout

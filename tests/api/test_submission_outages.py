@@ -144,3 +144,40 @@ async def test_a_lost_result_is_settled_no_sooner_than_a_lost_decision_would_be(
 
     assert (early["code"], early["run_id"]) == ("already_answered", None)
     assert (await stored_part(client, cid))["data"]["status"] == "waitingSubmission"
+
+
+async def _green_in_outage(client: ApiClient, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A conversation whose question was answered "green" in an outage; its id."""
+    cid, call_id, first = await asked(client)
+    await answered_in_outage(
+        client, monkeypatch, cid, call_id, {"elicitation_id": first, **colour("green")}
+    )
+    return cid
+
+
+async def test_reading_the_conversation_settles_a_lost_result_though_no_answer_is_sent(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody sends the answer again: the card waited on an answered question for ever."""
+    cid = await _green_in_outage(client, monkeypatch)
+    assert (await stored_part(client, cid))["data"]["status"] == "waitingSubmission"  # in flight
+    await past_the_tools_time_limit(client)
+
+    card = await stored_part(client, cid)
+
+    assert card["data"]["status"] == "error"
+    assert "may or may not have acted" in card["data"]["bodyContent"]
+    assert await audited(client) == [("elicitation.accept", "lost")]
+
+
+async def test_going_on_with_the_conversation_settles_a_lost_result_first(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid = await _green_in_outage(client, monkeypatch)
+    await past_the_tools_time_limit(client)
+
+    started = await client.post(f"/api/conversations/{cid}/messages", json={"content": "hi"})
+
+    assert started.status_code == 202, started.text
+    assert await audited(client) == [("elicitation.accept", "lost")]  # before the run
+    assert (await follow(client, started.json()["events_url"]))[-1].data["status"] == "completed"

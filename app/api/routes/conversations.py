@@ -22,6 +22,7 @@ from app.api.deps import (
     FilesDep,
     IdempotencyDep,
     RunsDep,
+    SubmissionsDep,
 )
 from app.api.routing import api_router
 from app.api.schemas.conversations import (
@@ -122,11 +123,16 @@ async def list_conversations(
     responses=NOT_FOUND,
 )
 async def get_conversation(
-    conversation_id: ConversationId, db: DbDep, approvals: ApprovalsDep, caller: CallerDep
+    conversation_id: ConversationId,
+    db: DbDep,
+    approvals: ApprovalsDep,
+    submissions: SubmissionsDep,
+    caller: CallerDep,
 ) -> ConversationDetail:
     # A call whose outcome an outage lost is closed first: it would show waiting for a
-    # decision that can no longer be taken.
+    # decision or an answer that can no longer be given.
     await approvals.settle_lost_in(caller, conversation_id)
+    await submissions.settle_lost_in(caller.user_id, conversation_id)
     async with db.read() as tx:
         record = await tx.conversations.get(caller.user_id, conversation_id)
         messages = await tx.messages.history(caller.user_id, conversation_id)

@@ -21,7 +21,6 @@ from app.domain.identity import Caller
 from app.domain.intent import typed_decision
 from app.domain.parts import Part, TextPart
 from app.toolruntime.approvals import ApprovalService
-from app.toolruntime.elicitations import ElicitationService
 
 log = logging.getLogger("chat_bff.approvals")
 
@@ -32,15 +31,14 @@ class TypedAnswers:
 
     async def apply(self, caller: Caller, conversation_id: str, content: str | list[Part]) -> bool:
         """Decide the one pending approval the reply answers; True when one was decided.
-        Any reply first closes the calls whose outcome an outage lost (the same error a
-        decision or an answer sent again writes), so the model reads them settled."""
-        await self._approvals.settle_lost_in(caller, conversation_id)
-        await ElicitationService(self._approvals.runtime).settle_lost_in(
-            caller.user_id, conversation_id
-        )
+        A typed decision first closes the calls whose outcome an outage lost (the same
+        error a decision sent again writes): the reply is the decision sent again. Other
+        replies cost nothing here (a turn's statements are counted)."""
         decision = typed_decision(_text_only(content))
         if decision is None:
             return False
+        if await self._approvals.settle_lost_in(caller, conversation_id):
+            return False  # the model reads the reply with the call settled
         pending = [
             a for a in await self._approvals.inbox(caller) if a.conversation_id == conversation_id
         ]

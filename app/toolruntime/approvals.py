@@ -302,9 +302,9 @@ class ApprovalService:
 
     async def settle_lost_in(self, caller: Caller, conversation_id: str) -> bool:
         """Close the calls of the conversation whose outcome an outage lost, though no
-        decision is sent again (the conversation is read, followed or continued): the same
-        error a decision sent again writes, once past the tool's time limit and
-        `LOST_AFTER`. True when one was closed. The common case is one query, no rows."""
+        decision is sent again (the conversation is read or followed, or a decision is
+        typed): the same error a decision sent again writes, once past the tool's time
+        limit and `LOST_AFTER`. True when one was closed. Usually one query, no rows."""
         async with self.db.read() as tx:
             unfinished = await tx.approvals.unfinished(caller.user_id, conversation_id)
         closed = False

@@ -21,9 +21,9 @@ running (past the call's timeout and `LOST_AFTER`, as for a lost answer) closes 
 with an error saying so (`lost_outcome`; a rejection with the rejection), and the
 conversation goes on.
 Another decision sent then closes the call as well (the card stops waiting) and is refused
-as above. With no decision sent at all, reading, following or continuing the conversation
-closes it the same way (`ApprovalService.settle_lost_in`). The tool is never run again: it
-may have run.
+as above. With no decision sent at all, reading or following the conversation, or a
+typed `yes`/`no`, closes it the same way (`ApprovalService.settle_lost_in`). The tool is
+never run again: it may have run.
 """
 
 from __future__ import annotations

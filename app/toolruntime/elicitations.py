@@ -219,8 +219,8 @@ class ElicitationService:
     async def settle_lost_in(self, owner_id: str, conversation_id: str) -> bool:
         """Settle the cards still waiting on a question already answered (the answer's
         rewrite lost to an outage) though no answer is sent again, as one sent would
-        (`app.toolruntime.lost_answers`, its time limit kept): for a conversation read or
-        continued. True when one was settled."""
+        (`app.toolruntime.lost_answers`, its time limit kept): for a conversation read.
+        True when one was settled."""
         async with self.db.read() as tx:
             history = await tx.messages.history(owner_id, conversation_id)
             asked = [

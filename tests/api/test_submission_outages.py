@@ -168,16 +168,3 @@ async def test_reading_the_conversation_settles_a_lost_result_though_no_answer_i
     assert card["data"]["status"] == "error"
     assert "may or may not have acted" in card["data"]["bodyContent"]
     assert await audited(client) == [("elicitation.accept", "lost")]
-
-
-async def test_going_on_with_the_conversation_settles_a_lost_result_first(
-    client: ApiClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cid = await _green_in_outage(client, monkeypatch)
-    await past_the_tools_time_limit(client)
-
-    started = await client.post(f"/api/conversations/{cid}/messages", json={"content": "hi"})
-
-    assert started.status_code == 202, started.text
-    assert await audited(client) == [("elicitation.accept", "lost")]  # before the run
-    assert (await follow(client, started.json()["events_url"]))[-1].data["status"] == "completed"

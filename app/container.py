@@ -161,14 +161,21 @@ def build_redis_outage(settings: Settings) -> RedisOutage | None:
     return RedisOutage(settings.redis_retry_seconds, where=public_url(settings.redis_url))
 
 
-def build_redis_readiness(settings: Settings, outage: RedisOutage | None) -> RedisReadiness | None:
-    """What `/readyz` says of Redis, from the shared breaker or a PING of its own; the
-    PING waits at most a second (a readiness probe must not hang on Redis)."""
+def build_redis_readiness(
+    settings: Settings, outage: RedisOutage | None, bus: Bus
+) -> RedisReadiness | None:
+    """What `/readyz` says of Redis, from the shared breaker or a PING of its own through
+    the bus's connections (the bus PINGs when quiet, so that PING is rarely needed and a
+    client of its own, one more connection per process, was kept for nothing); the PING
+    waits at most a second (a readiness probe must not hang on Redis)."""
     if not settings.redis_url or outage is None:
         return None
     from app.redis.readiness import RedisReadiness
+    from app.runs.redis_bus import RedisBus
 
     timeout = min(settings.redis_timeout_seconds, 1.0)
+    if isinstance(bus, RedisBus):
+        return RedisReadiness(outage, bus.ping, timeout=timeout)
     return RedisReadiness.from_url(settings.redis_url, outage, timeout=timeout)
 
 
@@ -384,7 +391,7 @@ async def build_services(
         background=await start_background(background, runs, db, settings, bus),
         mcp=mcp,
         router=router,
-        redis=build_redis_readiness(settings, redis_outage),
+        redis=build_redis_readiness(settings, redis_outage, bus),
     )
     stray_files.start()  # a pass now, then every FILES_SWEEP_INTERVAL_SECONDS
     return services

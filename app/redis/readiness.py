@@ -48,8 +48,9 @@ class RedisReadiness:
 
     @classmethod
     def from_url(cls, url: str, outage: RedisOutage, *, timeout: float) -> RedisReadiness:
-        """A client of its own (one connection, kept): a readiness check never waits
-        for a connection the limiter's flood holds."""
+        """A client of its own (one connection, kept), for a process without the bus's
+        connections to ask through; a readiness check never waits for a connection the
+        limiter's flood holds."""
         client = Redis.from_url(
             url,
             max_connections=1,

@@ -130,6 +130,12 @@ class RedisBus:
     def listening(self, topic: str) -> int:
         return len(self._topics.get(topic, ()))
 
+    async def ping(self) -> None:
+        """One PING on the connections the bus publishes on: `/readyz` asks through them,
+        so readiness keeps no connection of its own, and a flood holding every connection
+        of the limiter (a pool of its own) cannot make it wait."""
+        await self._client.ping()
+
     async def aclose(self) -> None:
         self._closed = True
         if self._listener is not None:

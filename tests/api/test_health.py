@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -116,19 +118,45 @@ async def test_readyz_of_an_instance_without_traffic_names_a_redis_that_is_down(
 async def test_readiness_probes_every_moment_cost_redis_one_ping(
     make_api: MakeApi, tmp_path: Path
 ) -> None:
-    with own_redis() as redis:
-        admin = Redis(port=redis.port)
-        settings = sqlite_settings(tmp_path, redis_url=redis.url)
-        try:
-            async with make_api(settings) as api:
-                before = pings(admin)
-                answers = [await api.get("/readyz") for _ in range(10)]
-                sent = pings(admin) - before
-        finally:
-            admin.close()
+    async with on_own_redis(make_api, tmp_path) as (api, admin):
+        before = pings(admin)
+        answers = [await api.get("/readyz") for _ in range(10)]
+        sent = pings(admin) - before
 
     assert [r.json()["redis"] for r in answers] == ["ok"] * 10
     assert sent <= 1  # at most the first probe asks Redis; the next ones read its answer
+
+
+async def test_a_readiness_ping_opens_no_redis_connection_of_its_own(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    async with on_own_redis(make_api, tmp_path) as (api, admin):
+        await api.services.bus.publish("warm", b"")  # as a run's events would
+        before, pinged = connections(admin), pings(admin)
+        api.services.redis._fresh_for = 0.0  # type: ignore[union-attr]  # ask each time
+        answers = [(await api.get("/readyz")).json()["redis"] for _ in range(3)]
+        after, pinged = connections(admin), pings(admin) - pinged
+
+    assert answers == ["ok"] * 3
+    assert pinged >= 3  # each probe asked Redis
+    assert after == before  # through a connection the process already had
+
+
+@asynccontextmanager
+async def on_own_redis(make_api: MakeApi, tmp_path: Path) -> AsyncIterator[tuple[ApiClient, Redis]]:
+    """An instance on a Redis of the test's own, and an admin client of that Redis."""
+    with own_redis() as redis:
+        admin = Redis(port=redis.port)
+        try:
+            async with make_api(sqlite_settings(tmp_path, redis_url=redis.url)) as api:
+                yield api, admin
+        finally:
+            admin.close()
+
+
+def connections(redis: Redis) -> int:
+    """Clients connected to this Redis, the admin's own left out."""
+    return len(redis.client_list()) - 1
 
 
 def pings(redis: Redis) -> int:

@@ -84,16 +84,25 @@ class Relay:
         task.add_done_callback(self._carriers.discard)
 
     async def _carry(self, run: ActiveRun) -> None:
+        """Publish each batch; a batch the bus refuses is left to the database. Said once
+        a run, with the count at its end: while Redis is down every batch of every run
+        fails (the breaker already said so, once), and a line each flooded the log."""
         topic = run_topic(run.run_id)
+        failed = 0
         async for batch in run.log.follow(0):
             try:
                 await self._bus.publish(topic, encode(batch))
             except Exception as exc:  # noqa: BLE001
                 # Readers elsewhere find the hole and fill it from the database.
-                log.warning(
-                    "could not publish run events",
-                    extra={"run_id": run.run_id, "error_type": type(exc).__name__},
-                )
+                failed += 1
+                if failed == 1:
+                    log.warning(
+                        "could not publish run events; readers elsewhere read them from the "
+                        "database (counted until the run ends)",
+                        extra={"run_id": run.run_id, "error_type": type(exc).__name__},
+                    )
+        if failed > 1:
+            log.info("run events left unpublished", extra={"run_id": run.run_id, "batches": failed})
 
     # -- requests to whichever instance runs something --------------------------------
 

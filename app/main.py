@@ -24,7 +24,12 @@ with long_lived():
 
     from app.api.drain import Drain, GracefulShutdown
     from app.api.errors import install_auth_error_handler, install_error_handlers
-    from app.api.http_protocol import SERVER_TABLES, WRITE_STALL_SECONDS, ServerTables
+    from app.api.http_protocol import (
+        HEADERS_SECONDS,
+        SERVER_TABLES,
+        WRITE_STALL_SECONDS,
+        ServerTables,
+    )
     from app.api.middleware import install_middlewares
     from app.api.openapi import install_openapi
     from app.api.operation_ids import operation_id
@@ -105,6 +110,7 @@ def create_app(
                 yield {
                     SERVER_TABLES: server_tables,
                     WRITE_STALL_SECONDS: settings.stream_send_timeout_seconds,
+                    HEADERS_SECONDS: settings.request_headers_timeout_seconds,
                 }
         finally:
             await trimmer.stop()

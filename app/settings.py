@@ -117,6 +117,14 @@ class Settings(IdentitySettings, BudgetSettings, BackgroundSettings, RouterSetti
     )
     cors_origins: JsonList = Field(default_factory=list, description="Allowed CORS origins.")
     max_body_bytes: int = Field(default=1_000_000, ge=1, description="Request body size cap.")
+    request_headers_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="A connection whose request headers have not all arrived this long after "
+        "it opened (or after the request's first byte, on a kept-alive connection) is closed, "
+        "with 408 request_timeout if a request had begun (under the service's HTTP protocol).",
+    )
     request_body_timeout_seconds: float = Field(
         default=60.0,
         gt=0,

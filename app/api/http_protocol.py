@@ -17,7 +17,17 @@ and its task ended, but closing a transport waits until its buffer is written, s
 connection, its protocol and the ~64 KiB the transport buffered stayed for as long as the
 client held its socket open. Cut, the stream sees its client gone (and a resumable
 reader can come back with `Last-Event-ID`); a non-streaming answer to a client that reads
-nothing is bounded the same way. The server runs it with
+nothing is bounded the same way.
+
+And a request's head is due `REQUEST_HEADERS_TIMEOUT_SECONDS` after the connection opens
+(or after the request's first byte, on a kept-alive connection; `HEADERS_SECONDS`, from
+the lifespan state). uvicorn has no such limit: a client that opened connections and sent
+nothing, or sent its headers a byte at a time, held each connection for ever (a
+slowloris: enough of them and the process runs out of file descriptors). A connection
+that sent nothing is closed (as an idle kept-alive one is); one whose head was under way
+gets `408 request_timeout` first, in the same JSON error body as every other refusal
+(`{"error": {"code", "message", ...}}`, with OpenAI's `type` and `param` too, since the
+path that would say which surface it is may not have arrived). The server runs it with
 `--http app.api.http_protocol:LeanHttpToolsProtocol` (the Dockerfile, `dev.py serve`, the
 benchmarks); uvicorn's own `--http httptools` serves the same.
 """
@@ -89,6 +99,17 @@ class Pipeline(list[T], Generic[T]):
 SERVER_TABLES = "server_tables"
 # The lifespan state's entry for how long a connection may take nothing written to it.
 WRITE_STALL_SECONDS = "write_stall_seconds"
+# ... and for how long a request's head may take to arrive.
+HEADERS_SECONDS = "headers_seconds"
+
+_HEAD_TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+_HEAD_TIMED_OUT_BODY = (
+    b'{"error": {"code": "request_timeout", "message": "The request\'s headers did not '
+    b'arrive in time.", "type": "invalid_request_error", "param": null}}'
+)
 
 
 class ServerTables:
@@ -118,6 +139,10 @@ class LeanHttpToolsProtocol(HttpToolsProtocol):
     # Armed while the transport's buffer is over its high-water mark; a class default, so
     # a connection that never stalls holds nothing for it.
     _stalled: deadlines.Deadline | None = None
+    # Armed from a connection's opening, and from a request's first byte, to its headers;
+    # `_head_begun` from that first byte to the headers.
+    _head_due: deadlines.Deadline | None = None
+    _head_begun = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -131,8 +156,16 @@ class LeanHttpToolsProtocol(HttpToolsProtocol):
         writable = LeanEvent()
         writable.set()  # as FlowControl starts: writable
         self.flow._is_writable_event = writable  # type: ignore[assignment]
+        self._await_head()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_begun = True
+        if self._head_due is None:  # a kept-alive connection's next request
+            self._await_head()
 
     def on_headers_complete(self) -> None:
+        self._head_arrived()
         previous = self.cycle
         super().on_headers_complete()
         if self.cycle is not previous:  # a new request's cycle: its task has not run yet
@@ -150,7 +183,31 @@ class LeanHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._unstall()
+        self._head_arrived()
         super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        seconds = self.app_state.get(HEADERS_SECONDS)
+        if isinstance(seconds, int | float):
+            self._head_due = deadlines.call_later(seconds, self._head_late)
+
+    def _head_arrived(self) -> None:
+        self._head_begun = False
+        if self._head_due is not None:
+            self._head_due.cancel()
+            self._head_due = None
+
+    def _head_late(self) -> None:
+        """The head did not arrive in time: a connection that sent nothing is closed, one
+        whose request had begun is told 408 first."""
+        self._head_due = None
+        transport = self.transport
+        if transport.is_closing():
+            return
+        if self._head_begun:
+            body = _HEAD_TIMED_OUT_BODY
+            transport.write(_HEAD_TIMED_OUT % (len(body), body))
+        transport.close()
 
     def _unstall(self) -> None:
         if self._stalled is not None:

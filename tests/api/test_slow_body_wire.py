@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from app.api.http_protocol import LeanHttpToolsProtocol
+from app.main import create_app
 from app.settings import Settings
 from tests.fakes.db import MakeApi
 from tests.support import loopback
@@ -244,3 +245,110 @@ async def test_a_followed_stream_whose_request_declared_a_body_outlives_the_dead
     assert stalled.status == 408
     assert sent.status_code in (200, 202)
     assert b"event: message_added" in seen
+
+
+# --- the request's head -------------------------------------------------------------------
+
+
+def _head_tiny(settings: Settings) -> Settings:
+    return _tiny(settings, request_headers_timeout_seconds=0.3)
+
+
+@asynccontextmanager
+async def _started(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
+    """The app started by the server, as in production: its lifespan tells the protocol
+    the head's deadline."""
+    app = create_app(settings)
+    async with (
+        loopback.serving(app, http=LeanHttpToolsProtocol, lifespan="on") as (_, port),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=BOUND) as client,
+    ):
+        yield client, port
+
+
+async def _closed_without_answer(reader: asyncio.StreamReader) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(1), BOUND) == b""
+    except ConnectionResetError:
+        return True
+
+
+async def test_a_connection_that_sends_nothing_is_closed(app_settings: Settings) -> None:
+    """A client that opens connections and sends nothing (a slowloris) no longer holds
+    them for ever: each is closed, with nothing written, as an idle kept-alive one is."""
+    async with _started(_head_tiny(app_settings)) as (client, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        closed = await _closed_without_answer(reader)
+        writer.close()
+        healthy = await client.get("/healthz")
+
+    assert closed
+    assert healthy.status_code == 200
+
+
+@pytest.mark.parametrize("kept_alive", [False, True], ids=["first-request", "kept-alive"])
+async def test_a_head_sent_a_byte_at_a_time_is_408_and_the_connection_closed(
+    app_settings: Settings, kept_alive: bool
+) -> None:
+    """Headers that never end: 408 `request_timeout` in the JSON error body, also for the
+    second request of a kept-alive connection, every byte restarting no clock."""
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\n"
+    async with _started(_head_tiny(app_settings)) as (_, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        if kept_alive:
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+            first = await asyncio.wait_for(_read_answer_open(reader), BOUND)
+            assert first == 200
+        writer.write(head)
+
+        async def dribble() -> None:
+            while True:
+                await asyncio.sleep(0.02)
+                writer.write(b"X-Slow: 1\r\n")
+                await writer.drain()
+
+        sender = asyncio.create_task(dribble())
+        try:
+            answer = await asyncio.wait_for(_read_answer(reader), BOUND)
+        finally:
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
+            writer.close()
+
+    assert answer.status == 408
+    assert answer.closed
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.error()["code"] == "request_timeout"
+    assert set(answer.error()) == {"message", "type", "param", "code"}
+
+
+async def _read_answer_open(reader: asyncio.StreamReader) -> int:
+    """An answer's status, its body read, the connection left open for the next one."""
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return status
+
+
+async def test_a_request_whose_head_arrived_is_not_cut_by_the_head_deadline(
+    app_settings: Settings,
+) -> None:
+    """The head's deadline ends with the head: a body that follows it later than that
+    (within its own deadline) is answered."""
+    settings = _tiny(app_settings, request_headers_timeout_seconds=0.2)
+    settings = settings.model_copy(update={"request_body_timeout_seconds": 30.0})
+    body = TURN + b'lo"}]}'
+    async with _started(settings) as (_, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(_head("/v1/chat/completions", len(body)))
+        await writer.drain()
+        await asyncio.sleep(0.6)
+        writer.write(body)
+        status = await asyncio.wait_for(_read_answer_open(reader), BOUND)
+        writer.close()
+
+    assert status == 200

@@ -17,11 +17,12 @@ drops idle flows): nothing is read and nothing raises, and every message meant f
 process (a cancel for a run it holds among them) would be lost unnoticed for as long as
 the process lives. So after `QUIET_SECONDS` with nothing heard the listener PINGs its
 connection, and one that does not answer within the timeout is broken like any other
-(the breaker hears that Redis did not answer). Publishing never blocks a run for long: one
-try with the socket timeout, errors to the caller; after a publish or a subscription that
-Redis did not answer, publishing fails at once and subscribing does not wait for Redis's
-confirmation for `REDIS_RETRY_SECONDS` (`app.redis.outage`), so a Redis that hangs
-does not hold every commit's announcement and every reader for the whole timeout.
+(but the breaker is not told: the flow died, not necessarily Redis). Publishing never
+blocks a run for long: one try with the socket timeout, errors to the caller; after a
+publish or a subscription that Redis did not answer, publishing fails at once and
+subscribing does not wait for Redis's confirmation for `REDIS_RETRY_SECONDS`
+(`app.redis.outage`), so a Redis that hangs does not hold every commit's announcement and
+every reader for the whole timeout.
 """
 
 from __future__ import annotations
@@ -217,7 +218,12 @@ class RedisBus:
             except asyncio.CancelledError:
                 raise
             except Silent:
-                self._outage.failed("TimeoutError")  # said once, as any call that timed out
+                # This connection's flow died; Redis itself may be fine (the limiter's
+                # connections answer): the breaker is not told, or a false alarm (a
+                # process starved of CPU past the timeout) would have the limiter skip
+                # Redis, and the slots it gives back meanwhile, for the retry window.
+                if failures == 0:  # once a spell: reconnecting through it finds it again
+                    log.warning("bus: the Redis connection went silent; reconnecting")
                 self._tell_gap()
                 await self._pause(failures)
                 failures += 1

@@ -8,16 +8,18 @@ each, ~2.3 KB of an open stream (`python -m bench.memory --probe DIR`), though a
 connection never pipelines and at most one task waits on each event. Here the pipeline is
 a list and the events keep their waiters in a list made when a task first waits.
 
-What a client sees is unchanged: the same parser, the same request cycle, the same
-events set and waited on at the same points, with one addition: a connection whose
-client takes nothing of what is written to it for `STREAM_SEND_TIMEOUT_SECONDS` is cut
-(`WRITE_STALL_SECONDS`, from the app's lifespan state). Without it, a client that stopped
-reading (its TCP window full) kept its connection for ever: the stream's send timed out
-and its task ended, but closing a transport waits until its buffer is written, so the
-connection, its protocol and the ~64 KiB the transport buffered stayed for as long as the
-client held its socket open. Cut, the stream sees its client gone (and a resumable
-reader can come back with `Last-Event-ID`); a non-streaming answer to a client that reads
-nothing is bounded the same way.
+What a client sees is unchanged: the same parser, the same request cycle, the same events
+set and waited on at the same points, with one addition: a connection whose client takes
+nothing of what is written to it for `STREAM_SEND_TIMEOUT_SECONDS` is cut
+(`WRITE_STALL_SECONDS`, from the app's lifespan state). The clock runs from the transport
+pausing writes (64 KiB waiting) to its resuming them (16 KiB left), so a client that reads
+but takes less than 48 KiB in that time is cut too: slower than about 0.8 KiB/s. Without
+it, a client that stopped reading (its TCP window full) kept its connection for ever: the
+stream's send timed out and its task ended, but closing a transport waits until its buffer
+is written, so the connection, its protocol and the ~64 KiB the transport buffered stayed
+for as long as the client held its socket open. Cut, the stream sees its client gone (and
+a resumable reader can come back with `Last-Event-ID`); a non-streaming answer to a client
+that reads nothing is bounded the same way.
 
 And a request's head is due `REQUEST_HEADERS_TIMEOUT_SECONDS` after the connection opens
 (or after the request's first byte, on a kept-alive connection; `HEADERS_SECONDS`, from

@@ -104,15 +104,6 @@ WRITE_STALL_SECONDS = "write_stall_seconds"
 # ... and for how long a request's head may take to arrive.
 HEADERS_SECONDS = "headers_seconds"
 
-_HEAD_TIMED_OUT = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
-)
-_HEAD_TIMED_OUT_BODY = (
-    b'{"error": {"code": "request_timeout", "message": "The request\'s headers did not '
-    b'arrive in time.", "type": "invalid_request_error", "param": null}}'
-)
-
 
 class ServerTables:
     """uvicorn's sets of open connections and of request tasks, which keep the table of a
@@ -206,10 +197,19 @@ class LeanHttpToolsProtocol(HttpToolsProtocol):
         transport = self.transport
         if transport.is_closing():
             return
-        if self._head_begun:
-            body = _HEAD_TIMED_OUT_BODY
-            transport.write(_HEAD_TIMED_OUT % (len(body), body))
-        transport.close()
+        if not self._head_begun:
+            transport.close()
+            return
+        late = "The request's headers did not arrive in time."
+        self._refuse(
+            408,
+            {
+                "code": "request_timeout",
+                "message": late,
+                "type": "invalid_request_error",
+                "param": None,
+            },
+        )
 
     def _unstall(self) -> None:
         if self._stalled is not None:
@@ -224,8 +224,13 @@ class LeanHttpToolsProtocol(HttpToolsProtocol):
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a request its parser refused, with our JSON error body."""
-        body = json.dumps({"error": {"code": "invalid_request", "message": msg}}).encode()
-        head = [STATUS_LINE[400]]
+        self._refuse(400, {"code": "invalid_request", "message": msg})
+
+    def _refuse(self, status: int, error: dict[str, Any]) -> None:
+        """Answer `status` with `{"error": error}` and close the connection: for what is
+        refused before any request reaches the app."""
+        body = json.dumps({"error": error}).encode()
+        head = [STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:
             head.extend([name, b": ", value, b"\r\n"])
         head.append(b"content-type: application/json\r\ncontent-length: %d\r\n" % len(body))

@@ -143,13 +143,12 @@ async def _conversation_turn(
     started: RunHandle | Outcome
     if outputs is not None or answers_approvals(body.input):
         assert isinstance(body.input, list)
-        if previous is None:
-            started = await decide_in_conversation(approvals, runs, caller, cid, body.input)
-        elif outputs is None:
-            await check_latest(db, caller.user_id, previous)
-            started = await decide_in_conversation(approvals, runs, caller, cid, body.input)
-        else:
+        if previous is not None and outputs is not None:
             started = await continue_calls(db, runs, caller, previous, outputs, idempotency_key)
+        else:
+            if previous is not None:
+                await check_latest(db, caller.user_id, previous)
+            started = await decide_in_conversation(approvals, runs, caller, cid, body.input)
         # The run continues the paused turn with that turn's client tools.
         options = await runs.manager.stored_options(caller.user_id, cid)
         client_tools = [ToolSpec.model_validate(t) for t in options.get("client_tools", [])]
